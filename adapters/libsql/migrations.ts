@@ -1,0 +1,84 @@
+/**
+ * The libSQL / SQLite schema, as numbered migrations. Applied in order by
+ * `libsqlStore` at start, or printed by {@link libsqlMigrationSql} for teams
+ * that run migrations themselves.
+ *
+ * @module
+ */
+
+/** One numbered schema change. */
+export interface LibsqlMigration {
+  /** Applied in increasing order; recorded in `errand_migrations`. */
+  readonly version: number;
+  /** A short description. */
+  readonly name: string;
+  /** The statements of this migration. */
+  readonly statements: readonly string[];
+}
+
+/** Creates the table that records applied migrations. */
+export const MIGRATIONS_TABLE_SQL =
+  "CREATE TABLE IF NOT EXISTS errand_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)";
+
+/** Every migration, oldest first. */
+export const LIBSQL_MIGRATIONS: readonly LibsqlMigration[] = [
+  {
+    version: 1,
+    name: "jobs",
+    statements: [
+      `CREATE TABLE errand_jobs (
+        id TEXT PRIMARY KEY,
+        namespace TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        queue TEXT NOT NULL,
+        state TEXT NOT NULL,
+        priority INTEGER NOT NULL,
+        payload BLOB NOT NULL,
+        attempt INTEGER NOT NULL DEFAULT 0,
+        max_attempts INTEGER NOT NULL,
+        fence INTEGER NOT NULL DEFAULT 0,
+        run_at INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        started_at INTEGER,
+        finished_at INTEGER,
+        lease_until INTEGER,
+        worker_id TEXT,
+        timeout_ms INTEGER,
+        retry TEXT,
+        runs TEXT NOT NULL DEFAULT '[]'
+      )`,
+      "CREATE INDEX errand_jobs_claim ON errand_jobs (namespace, queue, priority, run_at, id) WHERE state IN ('available', 'scheduled')",
+      "CREATE INDEX errand_jobs_scheduled ON errand_jobs (namespace, run_at) WHERE state = 'scheduled'",
+      "CREATE INDEX errand_jobs_lease ON errand_jobs (namespace, lease_until) WHERE state = 'running'",
+      "CREATE INDEX errand_jobs_finished ON errand_jobs (namespace, state, finished_at) WHERE finished_at IS NOT NULL",
+      "CREATE INDEX errand_jobs_list ON errand_jobs (namespace, state, id)",
+    ],
+  },
+];
+
+/** The newest schema version this errand understands. */
+export const LIBSQL_SCHEMA_VERSION: number = LIBSQL_MIGRATIONS[LIBSQL_MIGRATIONS.length - 1].version;
+
+/**
+ * The complete schema as one SQL script, for teams that apply migrations
+ * themselves (then pass `migrate: false` to `libsqlStore`).
+ *
+ * @param fromVersion Only migrations after this version (default 0: all).
+ *
+ * @example Print the schema
+ * ```ts
+ * import { libsqlMigrationSql } from "@errand/errand/libsql";
+ * console.log(libsqlMigrationSql());
+ * ```
+ */
+export function libsqlMigrationSql(fromVersion = 0): string {
+  const parts = [`${MIGRATIONS_TABLE_SQL};`];
+  for (const m of LIBSQL_MIGRATIONS) {
+    if (m.version <= fromVersion) continue;
+    parts.push(`-- ${m.version}: ${m.name}`, ...m.statements.map((s) => `${s};`));
+    parts.push(
+      `INSERT INTO errand_migrations (version, name, applied_at) VALUES (${m.version}, '${m.name}', ${"strftime('%s','now') * 1000"});`,
+    );
+  }
+  return parts.join("\n") + "\n";
+}

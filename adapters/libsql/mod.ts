@@ -1,0 +1,62 @@
+/**
+ * The libSQL / SQLite store: an embedded `file:` database (the zero-setup
+ * default), `:memory:` for tests, or a remote libSQL / Turso database.
+ *
+ * @example An embedded database file
+ * ```ts
+ * import { createClient } from "@libsql/client";
+ * import { libsqlStore } from "@errand/errand/libsql";
+ * const store = libsqlStore(createClient({ url: "file:errand.db" }), { namespace: "app" });
+ * ```
+ *
+ * @module
+ */
+import type { Client } from "@libsql/client";
+import { type Duration, parseDuration } from "../../src/duration.ts";
+import { checkName, NAMESPACE_PATTERN } from "../../src/names.ts";
+import { LibsqlStore } from "./store.ts";
+
+export { LibsqlStore } from "./store.ts";
+export { LIBSQL_SCHEMA_VERSION, libsqlMigrationSql } from "./migrations.ts";
+
+/** Options of {@link libsqlStore}. */
+export interface LibsqlStoreOptions {
+  /**
+   * Isolates this pool from others sharing the database.
+   * @default "default"
+   */
+  namespace?: string;
+  /**
+   * Create and upgrade errand's tables at start. With `false`, errand only
+   * checks the schema version; apply `libsqlMigrationSql()` yourself.
+   * @default true
+   */
+  migrate?: boolean;
+  /**
+   * How long a write waits for another writer before it fails.
+   * @default "30s"
+   */
+  busyTimeout?: Duration;
+}
+
+/**
+ * Creates a store on the application's own libSQL client.
+ *
+ * @param client A client from `createClient()` of `@libsql/client`.
+ * @param options See {@link LibsqlStoreOptions}.
+ * @throws {ValidationError} When an option is invalid.
+ *
+ * @example In-memory store for tests
+ * ```ts
+ * import { createClient } from "@libsql/client";
+ * import { libsqlStore } from "@errand/errand/libsql";
+ * const store = libsqlStore(createClient({ url: ":memory:" }));
+ * ```
+ */
+export function libsqlStore(client: Client, options: LibsqlStoreOptions = {}): LibsqlStore {
+  return new LibsqlStore(client, {
+    namespace: checkName("namespace", options.namespace ?? "default", NAMESPACE_PATTERN),
+    migrate: options.migrate ?? true,
+    busyTimeoutMs: parseDuration(options.busyTimeout ?? "30s", "busyTimeout"),
+  });
+}

@@ -1,0 +1,356 @@
+/**
+ * The libSQL / SQLite store over @libsql/client.
+ *
+ * Limitations, honestly:
+ * - SQLite has one writer at a time. Claims are single `UPDATE ... RETURNING`
+ *   statements; multi-row writes are one batch (one transaction).
+ * - There is no push notification between processes: workers in this process
+ *   are woken directly by the core, other processes find new jobs by polling.
+ * - Busy handling does not rely on the client's per-connection timeout (which
+ *   defaults to 0 and may differ on connections the client opens later): a
+ *   write that meets `SQLITE_BUSY` is retried asynchronously with jittered
+ *   backoff, without blocking the event loop, for up to `busyTimeout`.
+ *
+ * @module
+ */
+import type { Client, InStatement, ResultSet, Row, Transaction } from "@libsql/client";
+import { SchemaVersionError, StoreError, StoreUnavailableError } from "../../src/errors.ts";
+import type {
+  ClaimedJob,
+  ExpiredJob,
+  JobClaimParams,
+  JobFinishParams,
+  JobInsertParams,
+  JobListParams,
+  JobRow,
+  LeaseRef,
+  Store,
+  StoreCapabilities,
+} from "../../src/store.ts";
+import type { JobState, RunRecord } from "../../src/types.ts";
+import { LIBSQL_MIGRATIONS, LIBSQL_SCHEMA_VERSION, MIGRATIONS_TABLE_SQL } from "./migrations.ts";
+
+/** Rows per multi-row INSERT statement (12 parameters each, well under SQLite's limit). */
+const INSERT_CHUNK = 500;
+
+const CLAIMED_COLUMNS =
+  "id, kind, queue, priority, payload, attempt, max_attempts, fence, run_at, created_at, started_at, timeout_ms, retry";
+const ROW_COLUMNS =
+  "id, kind, queue, state, priority, payload, attempt, max_attempts, fence, run_at, created_at, started_at, finished_at, lease_until, runs";
+
+/** Settings of the libSQL store, resolved. */
+export interface LibsqlStoreSettings {
+  readonly namespace: string;
+  readonly migrate: boolean;
+  readonly busyTimeoutMs: number;
+}
+
+/** A {@link Store} on a libSQL client. Create it with `libsqlStore()`. */
+export class LibsqlStore implements Store<Transaction> {
+  /** libSQL cannot push wake-ups across processes. */
+  readonly capabilities: StoreCapabilities = { listen: false };
+  /** The namespace every operation is confined to. */
+  readonly namespace: string;
+  readonly #client: Client;
+  readonly #settings: LibsqlStoreSettings;
+
+  /** Wraps `client`; nothing is read or written until the first operation. */
+  constructor(client: Client, settings: LibsqlStoreSettings) {
+    this.#client = client;
+    this.#settings = settings;
+    this.namespace = settings.namespace;
+  }
+
+  /** Creates or checks the schema (see `libsqlMigrationSql`). */
+  async ensureSchema(): Promise<void> {
+    const version = await this.#schemaVersion();
+    if (version > LIBSQL_SCHEMA_VERSION) {
+      throw new SchemaVersionError(
+        `The database has errand schema version "${version}", newer than "${LIBSQL_SCHEMA_VERSION}" which this errand supports; upgrade errand`,
+      );
+    }
+    if (version === LIBSQL_SCHEMA_VERSION) return;
+    if (!this.#settings.migrate) {
+      throw new SchemaVersionError(
+        `The database has errand schema version "${version}" but "${LIBSQL_SCHEMA_VERSION}" is needed; apply libsqlMigrationSql(${version}) or drop "migrate: false"`,
+      );
+    }
+    await this.#run(async () => {
+      // WAL lets readers go on while one process writes; it is a property of the file.
+      await this.#client.execute("PRAGMA journal_mode = WAL").catch(() => undefined);
+      const tx = await this.#client.transaction("write");
+      try {
+        await tx.execute(MIGRATIONS_TABLE_SQL);
+        const current = Number(
+          (await tx.execute("SELECT coalesce(max(version), 0) AS v FROM errand_migrations")).rows[0].v,
+        );
+        for (const m of LIBSQL_MIGRATIONS) {
+          if (m.version <= current) continue;
+          for (const statement of m.statements) await tx.execute(statement);
+          await tx.execute({
+            sql: "INSERT INTO errand_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+            args: [m.version, m.name, Date.now()],
+          });
+        }
+        await tx.commit();
+      } finally {
+        tx.close();
+      }
+    });
+  }
+
+  async jobClaim(p: JobClaimParams): Promise<ClaimedJob[]> {
+    const rs = await this.#exec({
+      sql: `UPDATE errand_jobs SET state = 'running', attempt = attempt + 1, fence = fence + 1,
+              started_at = ?, lease_until = ?, worker_id = ?
+            WHERE id IN (
+              SELECT id FROM errand_jobs
+              WHERE namespace = ? AND queue = ? AND state IN ('available', 'scheduled') AND run_at <= ?
+                AND kind IN (SELECT value FROM json_each(?))
+              ORDER BY priority, run_at, id LIMIT ?)
+            RETURNING ${CLAIMED_COLUMNS}`,
+      args: [p.now, p.leaseUntil, p.workerId, this.namespace, p.queue, p.now, JSON.stringify(p.kinds), p.limit],
+    });
+    return rs.rows.map(toClaimed);
+  }
+
+  async jobFinishMany(p: JobFinishParams<Transaction>): Promise<string[]> {
+    if (p.finishes.length === 0) return [];
+    const items = p.finishes.map((f) => ({
+      id: f.id,
+      fence: f.fence,
+      state: f.state,
+      at: f.at,
+      runAt: f.runAt ?? null,
+      run: f.run ?? null,
+      uncount: f.uncountAttempt ? 1 : 0,
+      expiredBefore: f.leaseExpiredBefore ?? null,
+    }));
+    const rs = await this.#exec({
+      sql: `UPDATE errand_jobs AS j SET
+              state = f.value ->> 'state',
+              finished_at = CASE WHEN f.value ->> 'state' IN ('completed', 'failed') THEN f.value ->> 'at' END,
+              run_at = coalesce(f.value ->> 'runAt', j.run_at),
+              attempt = j.attempt - (f.value ->> 'uncount'),
+              lease_until = NULL,
+              worker_id = NULL,
+              runs = CASE WHEN f.value ->> 'run' IS NULL THEN j.runs ELSE json_insert(j.runs, '$[#]', json(f.value -> 'run')) END
+            FROM json_each(?) AS f
+            WHERE j.id = f.value ->> 'id' AND j.namespace = ? AND j.state = 'running'
+              AND j.fence = f.value ->> 'fence'
+              AND (f.value ->> 'expiredBefore' IS NULL OR j.lease_until < f.value ->> 'expiredBefore')
+            RETURNING id`,
+      args: [JSON.stringify(items), this.namespace],
+    }, p.tx);
+    return rs.rows.map((r) => String(r.id));
+  }
+
+  async jobGet(id: string): Promise<JobRow | null> {
+    const rs = await this.#exec({
+      sql: `SELECT ${ROW_COLUMNS} FROM errand_jobs WHERE id = ? AND namespace = ?`,
+      args: [id, this.namespace],
+    });
+    return rs.rows.length ? toJobRow(rs.rows[0]) : null;
+  }
+
+  async jobInsertMany(p: JobInsertParams<Transaction>): Promise<void> {
+    const statements: InStatement[] = [];
+    for (let i = 0; i < p.rows.length; i += INSERT_CHUNK) {
+      const chunk = p.rows.slice(i, i + INSERT_CHUNK);
+      const args = chunk.flatMap((r) => [
+        r.id,
+        this.namespace,
+        r.kind,
+        r.queue,
+        r.state,
+        r.priority,
+        r.payload,
+        r.maxAttempts,
+        r.runAt,
+        r.createdAt,
+        r.timeoutMs,
+        r.retry,
+      ]);
+      statements.push({
+        sql:
+          `INSERT INTO errand_jobs (id, namespace, kind, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms, retry)
+              VALUES ${chunk.map(() => "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)").join(", ")}`,
+        args,
+      });
+    }
+    if (p.tx) {
+      for (const s of statements) await this.#exec(s, p.tx);
+    } else if (statements.length === 1) {
+      await this.#exec(statements[0]);
+    } else {
+      await this.#run(() => this.#client.batch(statements, "write"));
+    }
+  }
+
+  async jobList(p: JobListParams): Promise<JobRow[]> {
+    const where = ["namespace = ?"];
+    const args: (string | number)[] = [this.namespace];
+    for (const [column, value] of [["state", p.state], ["queue", p.queue], ["kind", p.kind]] as const) {
+      if (value !== undefined) {
+        where.push(`${column} = ?`);
+        args.push(value);
+      }
+    }
+    if (p.before !== undefined) {
+      where.push("id < ?");
+      args.push(p.before);
+    }
+    args.push(p.limit);
+    const rs = await this.#exec({
+      sql: `SELECT ${ROW_COLUMNS} FROM errand_jobs WHERE ${where.join(" AND ")} ORDER BY id DESC LIMIT ?`,
+      args,
+    });
+    return rs.rows.map(toJobRow);
+  }
+
+  async jobListExpired(p: { now: number; limit: number }): Promise<ExpiredJob[]> {
+    const rs = await this.#exec({
+      sql: `SELECT id, kind, queue, attempt, max_attempts, fence, started_at, retry FROM errand_jobs
+            WHERE namespace = ? AND state = 'running' AND lease_until < ? ORDER BY lease_until LIMIT ?`,
+      args: [this.namespace, p.now, p.limit],
+    });
+    return rs.rows.map((r) => ({
+      id: String(r.id),
+      kind: String(r.kind),
+      queue: String(r.queue),
+      attempt: Number(r.attempt),
+      maxAttempts: Number(r.max_attempts),
+      fence: Number(r.fence),
+      startedAt: Number(r.started_at),
+      retry: r.retry === null ? null : String(r.retry),
+    }));
+  }
+
+  async jobPromoteDue(p: { now: number; limit: number }): Promise<string[]> {
+    const rs = await this.#exec({
+      sql: `UPDATE errand_jobs SET state = 'available'
+            WHERE id IN (SELECT id FROM errand_jobs WHERE namespace = ? AND state = 'scheduled' AND run_at <= ? ORDER BY run_at LIMIT ?)
+            RETURNING queue`,
+      args: [this.namespace, p.now, p.limit],
+    });
+    return [...new Set(rs.rows.map((r) => String(r.queue)))];
+  }
+
+  async jobPrune(p: { state: "completed" | "failed" | "cancelled"; before: number; limit: number }): Promise<number> {
+    const rs = await this.#exec({
+      sql: `DELETE FROM errand_jobs WHERE id IN (
+              SELECT id FROM errand_jobs WHERE namespace = ? AND state = ? AND finished_at < ? LIMIT ?)`,
+      args: [this.namespace, p.state, p.before, p.limit],
+    });
+    return rs.rowsAffected;
+  }
+
+  async jobRenewLeases(p: { leases: readonly LeaseRef[]; leaseUntil: number }): Promise<string[]> {
+    if (p.leases.length === 0) return [];
+    const rs = await this.#exec({
+      sql: `UPDATE errand_jobs AS j SET lease_until = ?
+            FROM json_each(?) AS l
+            WHERE j.id = l.value ->> 'id' AND j.namespace = ? AND j.state = 'running' AND j.fence = l.value ->> 'fence'
+            RETURNING id`,
+      args: [p.leaseUntil, JSON.stringify(p.leases), this.namespace],
+    });
+    return rs.rows.map((r) => String(r.id));
+  }
+
+  async #schemaVersion(): Promise<number> {
+    const table = await this.#exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'errand_migrations'");
+    if (table.rows.length === 0) return 0;
+    const rs = await this.#exec("SELECT coalesce(max(version), 0) AS v FROM errand_migrations");
+    return Number(rs.rows[0].v);
+  }
+
+  /** Runs one statement on the client, or on the application's transaction. */
+  #exec(statement: InStatement, tx?: Transaction): Promise<ResultSet> {
+    if (tx) return this.#run(() => tx.execute(statement), false);
+    return this.#run(() => this.#client.execute(statement));
+  }
+
+  /**
+   * Runs `fn`, retrying it while SQLite reports the database busy (only when
+   * `retryBusy`: never inside the application's transaction), and converts
+   * driver errors to errand's.
+   */
+  async #run<T>(fn: () => Promise<T>, retryBusy = true): Promise<T> {
+    const deadline = Date.now() + this.#settings.busyTimeoutMs;
+    for (let attempt = 0;; attempt++) {
+      try {
+        return await fn();
+      } catch (err) {
+        if (retryBusy && isBusy(err) && Date.now() < deadline) {
+          await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, 2 ** attempt)));
+          continue;
+        }
+        throw toErrandError(err);
+      }
+    }
+  }
+}
+
+function isBusy(err: unknown): boolean {
+  const code = String((err as { code?: unknown })?.code ?? "");
+  return code.startsWith("SQLITE_BUSY") || /database is locked/i.test(String((err as Error)?.message));
+}
+
+function toErrandError(err: unknown): Error {
+  if (err instanceof SchemaVersionError || err instanceof StoreError || err instanceof StoreUnavailableError) {
+    return err;
+  }
+  const code = String((err as { code?: unknown })?.code ?? "");
+  const message = (err as Error)?.message ?? String(err);
+  if (code === "CLIENT_CLOSED" || code === "SQLITE_CANTOPEN" || /ECONNREFUSED|fetch failed/i.test(message)) {
+    return new StoreUnavailableError(`The libSQL database cannot be reached: ${message}`, { cause: err });
+  }
+  return new StoreError(`libSQL error${code ? ` ${code}` : ""}: ${message}`, { cause: err });
+}
+
+function bytes(value: unknown): Uint8Array {
+  if (value instanceof Uint8Array) return value;
+  if (value instanceof ArrayBuffer) return new Uint8Array(value);
+  throw new StoreError(`Expected a BLOB payload, got "${typeof value}"`);
+}
+
+const num = (v: unknown): number => Number(v);
+const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
+
+function toClaimed(r: Row): ClaimedJob {
+  return {
+    id: String(r.id),
+    kind: String(r.kind),
+    queue: String(r.queue),
+    priority: num(r.priority),
+    payload: bytes(r.payload),
+    attempt: num(r.attempt),
+    maxAttempts: num(r.max_attempts),
+    fence: num(r.fence),
+    runAt: num(r.run_at),
+    createdAt: num(r.created_at),
+    startedAt: num(r.started_at),
+    timeoutMs: numOrNull(r.timeout_ms),
+    retry: r.retry === null ? null : String(r.retry),
+  };
+}
+
+function toJobRow(r: Row): JobRow {
+  return {
+    id: String(r.id),
+    kind: String(r.kind),
+    queue: String(r.queue),
+    state: String(r.state) as JobState,
+    priority: num(r.priority),
+    payload: bytes(r.payload),
+    attempt: num(r.attempt),
+    maxAttempts: num(r.max_attempts),
+    fence: num(r.fence),
+    runAt: num(r.run_at),
+    createdAt: num(r.created_at),
+    startedAt: numOrNull(r.started_at),
+    finishedAt: numOrNull(r.finished_at),
+    leaseUntil: numOrNull(r.lease_until),
+    runs: JSON.parse(String(r.runs)) as RunRecord[],
+  };
+}

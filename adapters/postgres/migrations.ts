@@ -1,0 +1,95 @@
+/**
+ * The PostgreSQL schema, as numbered migrations. `{schema}` stands for the
+ * quoted schema name. Applied in order by `postgresStore` at start under an
+ * advisory lock, or printed by {@link postgresMigrationSql} for teams that run
+ * migrations themselves.
+ *
+ * @module
+ */
+
+/** One numbered schema change. */
+export interface PostgresMigration {
+  /** Applied in increasing order; recorded in `{schema}.migrations`. */
+  readonly version: number;
+  /** A short description. */
+  readonly name: string;
+  /** The SQL of this migration, with `{schema}` for the quoted schema. */
+  readonly sql: string;
+}
+
+/** Creates the schema and the table that records applied migrations. */
+export const BOOTSTRAP_SQL = `CREATE SCHEMA IF NOT EXISTS {schema};
+CREATE TABLE IF NOT EXISTS {schema}.migrations (
+  version integer PRIMARY KEY,
+  name text NOT NULL,
+  applied_at timestamptz NOT NULL DEFAULT now()
+);`;
+
+/** Every migration, oldest first. */
+export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
+  {
+    version: 1,
+    name: "jobs",
+    sql: `CREATE TABLE {schema}.jobs (
+  id text PRIMARY KEY,
+  namespace text NOT NULL,
+  kind text NOT NULL,
+  queue text NOT NULL,
+  state text NOT NULL,
+  priority integer NOT NULL,
+  payload bytea NOT NULL,
+  attempt integer NOT NULL DEFAULT 0,
+  max_attempts integer NOT NULL,
+  fence integer NOT NULL DEFAULT 0,
+  run_at bigint NOT NULL,
+  created_at bigint NOT NULL,
+  started_at bigint,
+  finished_at bigint,
+  lease_until bigint,
+  worker_id text,
+  timeout_ms integer,
+  retry text,
+  runs jsonb NOT NULL DEFAULT '[]'
+);
+CREATE INDEX jobs_claim ON {schema}.jobs (namespace, queue, priority, run_at, id) WHERE state IN ('available', 'scheduled');
+CREATE INDEX jobs_scheduled ON {schema}.jobs (namespace, run_at) WHERE state = 'scheduled';
+CREATE INDEX jobs_lease ON {schema}.jobs (namespace, lease_until) WHERE state = 'running';
+CREATE INDEX jobs_finished ON {schema}.jobs (namespace, state, finished_at) WHERE finished_at IS NOT NULL;
+CREATE INDEX jobs_list ON {schema}.jobs (namespace, state, id);`,
+  },
+];
+
+/** The newest schema version this errand understands. */
+export const POSTGRES_SCHEMA_VERSION: number = POSTGRES_MIGRATIONS[POSTGRES_MIGRATIONS.length - 1].version;
+
+/** Quotes a (validated) schema name as an identifier. */
+export function quoteIdentifier(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+/**
+ * The complete schema as one SQL script, for teams that apply migrations
+ * themselves (then pass `migrate: false` to `postgresStore`).
+ *
+ * @param options.schema The schema errand's tables live in (default `"errand"`).
+ * @param options.fromVersion Only migrations after this version (default 0: all).
+ *
+ * @example Print the schema
+ * ```ts
+ * import { postgresMigrationSql } from "@errand/errand/postgres";
+ * console.log(postgresMigrationSql({ schema: "jobs" }));
+ * ```
+ */
+export function postgresMigrationSql(options: { schema?: string; fromVersion?: number } = {}): string {
+  const schema = quoteIdentifier(options.schema ?? "errand");
+  const parts = [BOOTSTRAP_SQL];
+  for (const m of POSTGRES_MIGRATIONS) {
+    if (m.version <= (options.fromVersion ?? 0)) continue;
+    parts.push(
+      `-- ${m.version}: ${m.name}`,
+      m.sql,
+      `INSERT INTO {schema}.migrations (version, name) VALUES (${m.version}, '${m.name}');`,
+    );
+  }
+  return parts.join("\n").replaceAll("{schema}", schema) + "\n";
+}

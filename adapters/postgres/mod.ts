@@ -1,0 +1,71 @@
+/**
+ * The PostgreSQL store, on the application's own postgres.js client.
+ *
+ * @example Use the application's postgres.js client
+ * ```ts
+ * import postgres from "postgres";
+ * import { postgresStore } from "@errand/errand/postgres";
+ * const sql = postgres("postgres://localhost/app");
+ * const store = postgresStore(sql, { namespace: "app", schema: "errand" });
+ * ```
+ *
+ * @module
+ */
+import type { Sql } from "postgres";
+import { checkName, NAMESPACE_PATTERN } from "../../src/names.ts";
+import { PostgresStore } from "./store.ts";
+
+export { PostgresStore } from "./store.ts";
+export { POSTGRES_SCHEMA_VERSION, postgresMigrationSql } from "./migrations.ts";
+
+/** Schema names: lower-case letters, digits and `_`, starting with a letter or `_`, at most 63 characters. */
+export const SCHEMA_PATTERN: RegExp = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/** Options of {@link postgresStore}. */
+export interface PostgresStoreOptions {
+  /**
+   * Isolates this pool from others sharing the database.
+   * @default "default"
+   */
+  namespace?: string;
+  /**
+   * The schema errand's tables live in.
+   * @default "errand"
+   */
+  schema?: string;
+  /**
+   * Create and upgrade errand's tables at start. With `false`, errand only
+   * checks the schema version; apply `postgresMigrationSql()` yourself.
+   * @default true
+   */
+  migrate?: boolean;
+  /**
+   * Wake workers of other processes with LISTEN/NOTIFY. Turn it off behind
+   * PgBouncer in transaction mode; workers then poll.
+   * @default true
+   */
+  notify?: boolean;
+}
+
+/**
+ * Creates a store on the application's own postgres.js client.
+ *
+ * @param sql A client from `postgres(...)`.
+ * @param options See {@link PostgresStoreOptions}.
+ * @throws {ValidationError} When an option is invalid.
+ *
+ * @example Behind PgBouncer
+ * ```ts
+ * import postgres from "postgres";
+ * import { postgresStore } from "@errand/errand/postgres";
+ * const store = postgresStore(postgres({ prepare: false }), { notify: false });
+ * ```
+ */
+export function postgresStore(sql: Sql, options: PostgresStoreOptions = {}): PostgresStore {
+  return new PostgresStore(sql, {
+    namespace: checkName("namespace", options.namespace ?? "default", NAMESPACE_PATTERN),
+    schema: checkName("schema", options.schema ?? "errand", SCHEMA_PATTERN),
+    migrate: options.migrate ?? true,
+    notify: options.notify ?? true,
+  });
+}

@@ -1,0 +1,372 @@
+/**
+ * The PostgreSQL store over postgres.js.
+ *
+ * - Claims take a batch in one `UPDATE ... FROM (SELECT ... FOR UPDATE SKIP
+ *   LOCKED LIMIT n)` statement, served by a partial index in claim order.
+ * - Batched writes pass one array per column through `unnest`, so a batch of
+ *   any size is one statement with a fixed number of parameters.
+ * - Wake-ups: inserts of available jobs run `pg_notify` (no payload) on the
+ *   namespace's channel in the same statement, so a notification inside the
+ *   application's transaction is delivered only if it commits. With
+ *   `notify: false` (PgBouncer in transaction mode) workers poll instead.
+ *
+ * @module
+ */
+import type { Sql, TransactionSql } from "postgres";
+import { SchemaVersionError, StoreError, StoreUnavailableError } from "../../src/errors.ts";
+import type {
+  ClaimedJob,
+  ExpiredJob,
+  JobClaimParams,
+  JobFinishParams,
+  JobInsertParams,
+  JobListParams,
+  JobRow,
+  LeaseRef,
+  Store,
+  StoreCapabilities,
+} from "../../src/store.ts";
+import type { JobState, RunRecord } from "../../src/types.ts";
+import { BOOTSTRAP_SQL, POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION, quoteIdentifier } from "./migrations.ts";
+
+/** postgres.js type oid of `bytea[]`. */
+const BYTEA_ARRAY = 1001;
+
+const CLAIMED_COLUMNS =
+  "id, kind, queue, priority, payload, attempt, max_attempts, fence, run_at, created_at, started_at, timeout_ms, retry";
+const ROW_COLUMNS =
+  "id, kind, queue, state, priority, payload, attempt, max_attempts, fence, run_at, created_at, started_at, finished_at, lease_until, runs";
+
+/** Settings of the PostgreSQL store, resolved. */
+export interface PostgresStoreSettings {
+  readonly namespace: string;
+  readonly schema: string;
+  readonly migrate: boolean;
+  readonly notify: boolean;
+}
+
+type Row = Record<string, unknown>;
+type Querier = Sql | TransactionSql;
+
+/** A {@link Store} on a postgres.js client. Create it with `postgresStore()`. */
+export class PostgresStore implements Store<TransactionSql> {
+  /** Whether this store pushes wake-ups (LISTEN/NOTIFY). */
+  readonly capabilities: StoreCapabilities;
+  /** The namespace every operation is confined to. */
+  readonly namespace: string;
+  readonly #sql: Sql;
+  readonly #settings: PostgresStoreSettings;
+  readonly #schema: string;
+  readonly #jobs: string;
+  readonly #channel: string;
+
+  /** Wraps `sql`; nothing is sent until the first operation. */
+  constructor(sql: Sql, settings: PostgresStoreSettings) {
+    this.#sql = sql;
+    this.#settings = settings;
+    this.namespace = settings.namespace;
+    this.capabilities = { listen: settings.notify };
+    this.#schema = quoteIdentifier(settings.schema);
+    this.#jobs = `${this.#schema}.jobs`;
+    this.#channel = `errand:${settings.schema}:${settings.namespace}`;
+  }
+
+  /** Creates or checks the schema (see `postgresMigrationSql`). */
+  async ensureSchema(): Promise<void> {
+    const version = await this.#schemaVersion(this.#sql);
+    if (version > POSTGRES_SCHEMA_VERSION) throw newerSchema(version);
+    if (version === POSTGRES_SCHEMA_VERSION) return;
+    if (!this.#settings.migrate) {
+      throw new SchemaVersionError(
+        `Schema "${this.#settings.schema}" has errand schema version "${version}" but "${POSTGRES_SCHEMA_VERSION}" is needed; apply postgresMigrationSql({ fromVersion: ${version} }) or drop "migrate: false"`,
+      );
+    }
+    await this.#run(() =>
+      this.#sql.begin(async (tx) => {
+        await tx.unsafe("SELECT pg_advisory_xact_lock(hashtext($1))", [`errand:migrate:${this.#settings.schema}`]);
+        await tx.unsafe(BOOTSTRAP_SQL.replaceAll("{schema}", this.#schema));
+        const current = await this.#schemaVersion(tx);
+        if (current > POSTGRES_SCHEMA_VERSION) throw newerSchema(current);
+        for (const m of POSTGRES_MIGRATIONS) {
+          if (m.version <= current) continue;
+          await tx.unsafe(m.sql.replaceAll("{schema}", this.#schema));
+          await tx.unsafe(`INSERT INTO ${this.#schema}.migrations (version, name) VALUES ($1, $2)`, [
+            m.version,
+            m.name,
+          ]);
+        }
+      })
+    );
+  }
+
+  async jobClaim(p: JobClaimParams): Promise<ClaimedJob[]> {
+    const rows = await this.#query(
+      `UPDATE ${this.#jobs} AS j SET state = 'running', attempt = j.attempt + 1, fence = j.fence + 1,
+         started_at = $1, lease_until = $2, worker_id = $3
+       FROM (SELECT id FROM ${this.#jobs}
+             WHERE namespace = $4 AND queue = $5 AND state IN ('available', 'scheduled') AND run_at <= $6
+               AND kind = ANY($7::text[])
+             ORDER BY priority, run_at, id LIMIT $8 FOR UPDATE SKIP LOCKED) AS picked
+       WHERE j.id = picked.id
+       RETURNING ${prefixed("j", CLAIMED_COLUMNS)}`,
+      [p.now, p.leaseUntil, p.workerId, this.namespace, p.queue, p.now, p.kinds, p.limit],
+    );
+    return rows.map(toClaimed).sort((a, b) => a.priority - b.priority || a.runAt - b.runAt || (a.id < b.id ? -1 : 1));
+  }
+
+  async jobFinishMany(p: JobFinishParams<TransactionSql>): Promise<string[]> {
+    if (p.finishes.length === 0) return [];
+    const f = p.finishes;
+    const rows = await this.#query(
+      `UPDATE ${this.#jobs} AS j SET
+         state = f.state,
+         finished_at = CASE WHEN f.state IN ('completed', 'failed') THEN f.at END,
+         run_at = coalesce(f.run_at, j.run_at),
+         attempt = j.attempt - f.uncount,
+         lease_until = NULL,
+         worker_id = NULL,
+         runs = CASE WHEN f.run IS NULL THEN j.runs ELSE j.runs || jsonb_build_array(f.run::jsonb) END
+       FROM unnest($1::text[], $2::int[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::int[], $8::bigint[])
+         AS f(id, fence, state, at, run_at, run, uncount, expired_before)
+       WHERE j.id = f.id AND j.namespace = $9 AND j.state = 'running' AND j.fence = f.fence
+         AND (f.expired_before IS NULL OR j.lease_until < f.expired_before)
+       RETURNING j.id`,
+      [
+        f.map((x) => x.id),
+        f.map((x) => x.fence),
+        f.map((x) => x.state),
+        f.map((x) => x.at),
+        f.map((x) => x.runAt ?? null),
+        f.map((x) => (x.run ? JSON.stringify(x.run) : null)),
+        f.map((x) => (x.uncountAttempt ? 1 : 0)),
+        f.map((x) => x.leaseExpiredBefore ?? null),
+        this.namespace,
+      ],
+      p.tx,
+    );
+    return rows.map((r) => String(r.id));
+  }
+
+  async jobGet(id: string): Promise<JobRow | null> {
+    const rows = await this.#query(`SELECT ${ROW_COLUMNS} FROM ${this.#jobs} WHERE id = $1 AND namespace = $2`, [
+      id,
+      this.namespace,
+    ]);
+    return rows.length ? toJobRow(rows[0]) : null;
+  }
+
+  async jobInsertMany(p: JobInsertParams<TransactionSql>): Promise<void> {
+    const r = p.rows;
+    const notify = p.notify && this.#settings.notify;
+    await this.#query(
+      `WITH inserted AS (
+         INSERT INTO ${this.#jobs} (id, namespace, kind, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms, retry)
+         SELECT id, $1, kind, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms, retry
+         FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::bytea[], $8::int[], $9::bigint[],
+                     $10::bigint[], $11::int[], $12::text[])
+           AS r(id, kind, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms, retry)
+         RETURNING 1)
+       SELECT count(*) AS n${notify ? ", pg_notify($13, '')" : ""} FROM inserted`,
+      [
+        this.namespace,
+        r.map((x) => x.id),
+        r.map((x) => x.kind),
+        r.map((x) => x.queue),
+        r.map((x) => x.state),
+        r.map((x) => x.priority),
+        this.#sql.array(r.map((x) => x.payload) as never, BYTEA_ARRAY),
+        r.map((x) => x.maxAttempts),
+        r.map((x) => x.runAt),
+        r.map((x) => x.createdAt),
+        r.map((x) => x.timeoutMs),
+        r.map((x) => x.retry),
+        ...(notify ? [this.#channel] : []),
+      ],
+      p.tx,
+    );
+  }
+
+  async jobList(p: JobListParams): Promise<JobRow[]> {
+    const where = ["namespace = $1"];
+    const args: unknown[] = [this.namespace];
+    for (
+      const [column, value] of [["state", p.state], ["queue", p.queue], ["kind", p.kind], ["id <", p.before]] as const
+    ) {
+      if (value === undefined) continue;
+      args.push(value);
+      where.push(`${column.includes("<") ? column : `${column} =`} $${args.length}`);
+    }
+    args.push(p.limit);
+    const rows = await this.#query(
+      `SELECT ${ROW_COLUMNS} FROM ${this.#jobs} WHERE ${where.join(" AND ")} ORDER BY id DESC LIMIT $${args.length}`,
+      args,
+    );
+    return rows.map(toJobRow);
+  }
+
+  async jobListExpired(p: { now: number; limit: number }): Promise<ExpiredJob[]> {
+    const rows = await this.#query(
+      `SELECT id, kind, queue, attempt, max_attempts, fence, started_at, retry FROM ${this.#jobs}
+       WHERE namespace = $1 AND state = 'running' AND lease_until < $2 ORDER BY lease_until LIMIT $3`,
+      [this.namespace, p.now, p.limit],
+    );
+    return rows.map((r) => ({
+      id: String(r.id),
+      kind: String(r.kind),
+      queue: String(r.queue),
+      attempt: Number(r.attempt),
+      maxAttempts: Number(r.max_attempts),
+      fence: Number(r.fence),
+      startedAt: Number(r.started_at),
+      retry: r.retry === null ? null : String(r.retry),
+    }));
+  }
+
+  async jobPromoteDue(p: { now: number; limit: number }): Promise<string[]> {
+    const rows = await this.#query(
+      `WITH promoted AS (
+         UPDATE ${this.#jobs} SET state = 'available'
+         WHERE id IN (SELECT id FROM ${this.#jobs} WHERE namespace = $1 AND state = 'scheduled' AND run_at <= $2
+                      ORDER BY run_at LIMIT $3 FOR UPDATE SKIP LOCKED)
+         RETURNING queue)
+       SELECT DISTINCT queue${this.#settings.notify ? ", pg_notify($4, '')" : ""} FROM promoted`,
+      [this.namespace, p.now, p.limit, ...(this.#settings.notify ? [this.#channel] : [])],
+    );
+    return rows.map((r) => String(r.queue));
+  }
+
+  async jobPrune(p: { state: "completed" | "failed" | "cancelled"; before: number; limit: number }): Promise<number> {
+    const rows = await this.#query(
+      `WITH gone AS (
+         DELETE FROM ${this.#jobs} WHERE id IN (
+           SELECT id FROM ${this.#jobs} WHERE namespace = $1 AND state = $2 AND finished_at < $3 LIMIT $4
+           FOR UPDATE SKIP LOCKED)
+         RETURNING 1)
+       SELECT count(*) AS n FROM gone`,
+      [this.namespace, p.state, p.before, p.limit],
+    );
+    return Number(rows[0].n);
+  }
+
+  async jobRenewLeases(p: { leases: readonly LeaseRef[]; leaseUntil: number }): Promise<string[]> {
+    if (p.leases.length === 0) return [];
+    const rows = await this.#query(
+      `UPDATE ${this.#jobs} AS j SET lease_until = $1
+       FROM unnest($2::text[], $3::int[]) AS l(id, fence)
+       WHERE j.id = l.id AND j.namespace = $4 AND j.state = 'running' AND j.fence = l.fence
+       RETURNING j.id`,
+      [p.leaseUntil, p.leases.map((l) => l.id), p.leases.map((l) => l.fence), this.namespace],
+    );
+    return rows.map((r) => String(r.id));
+  }
+
+  /** LISTENs on the namespace's channel; postgres.js re-listens after reconnecting. */
+  async listen(onWake: () => void): Promise<() => Promise<void>> {
+    const request = await this.#run(() => this.#sql.listen(this.#channel, () => onWake(), onWake));
+    return () => request.unlisten();
+  }
+
+  async #schemaVersion(q: Querier): Promise<number> {
+    const rows = await this.#run(() =>
+      q.unsafe("SELECT to_regclass($1) IS NOT NULL AS present", [`${this.#schema}.migrations`])
+    );
+    if (!rows[0].present) return 0;
+    const v = await this.#run(() => q.unsafe(`SELECT coalesce(max(version), 0) AS v FROM ${this.#schema}.migrations`));
+    return Number(v[0].v);
+  }
+
+  #query(text: string, args: unknown[], tx?: TransactionSql): Promise<Row[]> {
+    const q: Querier = tx ?? this.#sql;
+    return this.#run(async () => [...await q.unsafe(text, args as never[], { prepare: this.#sql.options.prepare })]);
+  }
+
+  async #run<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      throw toErrandError(err);
+    }
+  }
+}
+
+const CONNECTION_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ENOTFOUND",
+  "ETIMEDOUT",
+  "EPIPE",
+  "CONNECTION_CLOSED",
+  "CONNECTION_ENDED",
+  "CONNECTION_DESTROYED",
+  "CONNECT_TIMEOUT",
+  "57P01",
+  "57P02",
+  "57P03",
+]);
+
+function toErrandError(err: unknown): Error {
+  if (err instanceof SchemaVersionError || err instanceof StoreError || err instanceof StoreUnavailableError) {
+    return err;
+  }
+  const code = String((err as { code?: unknown })?.code ?? "");
+  const message = (err as Error)?.message ?? String(err);
+  if (CONNECTION_CODES.has(code) || code.startsWith("08")) {
+    return new StoreUnavailableError(`PostgreSQL cannot be reached (${code}): ${message}`, { cause: err });
+  }
+  return new StoreError(`PostgreSQL error${code ? ` ${code}` : ""}: ${message}`, { cause: err });
+}
+
+function newerSchema(version: number): SchemaVersionError {
+  return new SchemaVersionError(
+    `The database has errand schema version "${version}", newer than "${POSTGRES_SCHEMA_VERSION}" which this errand supports; upgrade errand`,
+  );
+}
+
+function prefixed(alias: string, columns: string): string {
+  return columns.split(", ").map((c) => `${alias}.${c}`).join(", ");
+}
+
+function bytes(value: unknown): Uint8Array {
+  if (value instanceof Uint8Array) return value;
+  throw new StoreError(`Expected a bytea payload, got "${typeof value}"`);
+}
+
+const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
+
+function toClaimed(r: Row): ClaimedJob {
+  return {
+    id: String(r.id),
+    kind: String(r.kind),
+    queue: String(r.queue),
+    priority: Number(r.priority),
+    payload: bytes(r.payload),
+    attempt: Number(r.attempt),
+    maxAttempts: Number(r.max_attempts),
+    fence: Number(r.fence),
+    runAt: Number(r.run_at),
+    createdAt: Number(r.created_at),
+    startedAt: Number(r.started_at),
+    timeoutMs: numOrNull(r.timeout_ms),
+    retry: r.retry === null ? null : String(r.retry),
+  };
+}
+
+function toJobRow(r: Row): JobRow {
+  return {
+    id: String(r.id),
+    kind: String(r.kind),
+    queue: String(r.queue),
+    state: String(r.state) as JobState,
+    priority: Number(r.priority),
+    payload: bytes(r.payload),
+    attempt: Number(r.attempt),
+    maxAttempts: Number(r.max_attempts),
+    fence: Number(r.fence),
+    runAt: Number(r.run_at),
+    createdAt: Number(r.created_at),
+    startedAt: numOrNull(r.started_at),
+    finishedAt: numOrNull(r.finished_at),
+    leaseUntil: numOrNull(r.lease_until),
+    runs: (typeof r.runs === "string" ? JSON.parse(r.runs) : r.runs) as RunRecord[],
+  };
+}

@@ -1,0 +1,66 @@
+/**
+ * errand: durable background jobs for TypeScript on the database you already
+ * have (PostgreSQL through postgres.js, or libSQL / SQLite), running unchanged
+ * on Deno, Bun and Node.
+ *
+ * @example Define, enqueue and run a job
+ * ```ts
+ * import { createClient } from "@libsql/client";
+ * import { createErrand, defineJobs, job } from "@errand/errand";
+ * import { libsqlStore } from "@errand/errand/libsql";
+ *
+ * const jobs = defineJobs({
+ *   sendWelcome: job<{ userId: number }>({ queue: "mail", attempts: 8, timeout: "30s" }),
+ * });
+ * const errand = createErrand({
+ *   jobs,
+ *   store: libsqlStore(createClient({ url: ":memory:" })),
+ *   mode: "work",
+ *   handlers: {
+ *     sendWelcome: async (payload, job) => console.log(`welcome ${payload.userId}`, job.attempt),
+ *   },
+ * });
+ * await errand.start();
+ * const { id } = await errand.enqueue("sendWelcome", { userId: 7 }, { delay: "30s" });
+ * console.log(await errand.get(id));
+ * await errand.shutdown({ drain: "10s" });
+ * ```
+ *
+ * @module
+ */
+export { createErrand } from "./src/errand.ts";
+export type {
+  EnqueueItem,
+  EnqueueResult,
+  Errand,
+  JobPage,
+  KindKey,
+  ListOptions,
+  ShutdownOptions,
+} from "./src/errand.ts";
+export type { EnqueueOptions, JobEnqueueOptions } from "./src/enqueue.ts";
+export type { ErrandMode, ErrandOptions, Handlers, QueueOptions } from "./src/options.ts";
+export { defineJobs, job } from "./src/job.ts";
+export type { JobDefinition, JobDefinitions, JobOptions, PayloadOf } from "./src/job.ts";
+export type { Handler, JobContext } from "./src/executor.ts";
+export { backoff } from "./src/retry.ts";
+export type { RetryPolicy } from "./src/retry.ts";
+export { parseDuration } from "./src/duration.ts";
+export type { Duration } from "./src/duration.ts";
+export { systemClock } from "./src/clock.ts";
+export type { Clock, Timer } from "./src/clock.ts";
+export { consoleLogger } from "./src/logger.ts";
+export type { Logger } from "./src/logger.ts";
+export { JOB_STATES } from "./src/types.ts";
+export type { JobInfo, JobState, RunError, RunInfo, RunOutcome } from "./src/types.ts";
+export {
+  ErrandError,
+  PermanentError,
+  SchemaVersionError,
+  StateError,
+  StoreError,
+  StoreUnavailableError,
+  ValidationError,
+} from "./src/errors.ts";
+export type { ErrandErrorCode } from "./src/errors.ts";
+export type { Store } from "./src/store.ts";

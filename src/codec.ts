@@ -1,0 +1,75 @@
+/**
+ * Payload encoding: msgpack via msgpackr, with no extension types, so
+ * decoding untrusted bytes never builds class instances or prototypes.
+ *
+ * @module
+ */
+import { Packr } from "msgpackr";
+import { ValidationError } from "./errors.ts";
+
+const packr = new Packr({ useRecords: false, moreTypes: false, mapsAsObjects: true, bundleStrings: false });
+
+/** Deepest nesting of objects and arrays a payload may have. */
+export const MAX_PAYLOAD_DEPTH = 64;
+
+/**
+ * Encodes a payload, refusing what msgpack would silently drop or mangle
+ * (functions, symbols, class instances other than Date and Uint8Array) and
+ * payloads over `maxBytes`.
+ * @throws {ValidationError} Naming the offending path or the size.
+ */
+export function encodePayload(kind: string, payload: unknown, maxBytes: number): Uint8Array {
+  checkEncodable(kind, payload, "payload", 0);
+  let bytes: Uint8Array;
+  try {
+    bytes = packr.pack(payload);
+  } catch (err) {
+    throw new ValidationError(`The payload of "${kind}" cannot be encoded: ${(err as Error).message}`, { cause: err });
+  }
+  if (bytes.byteLength > maxBytes) {
+    throw new ValidationError(
+      `The payload of "${kind}" is ${bytes.byteLength} bytes, over the limit of ${maxBytes}; store large data elsewhere and enqueue a reference, or raise "maxPayloadBytes"`,
+    );
+  }
+  return bytes;
+}
+
+/** Decodes a stored payload; throws on corrupt bytes. */
+export function decodePayload(bytes: Uint8Array): unknown {
+  return packr.unpack(bytes);
+}
+
+function checkEncodable(kind: string, value: unknown, path: string, depth: number): void {
+  const fail = (why: string) => {
+    throw new ValidationError(
+      `The payload of "${kind}" cannot be encoded: ${path} ${why}; payloads must be plain data`,
+    );
+  };
+  switch (typeof value) {
+    case "function":
+      return fail("is a function");
+    case "symbol":
+      return fail("is a symbol");
+    case "bigint":
+      if (value > 0xffff_ffff_ffff_ffffn || value < -0x8000_0000_0000_0000n) fail("is a bigint outside 64 bits");
+      return;
+    case "object": {
+      if (value === null || value instanceof Date || value instanceof Uint8Array) return;
+      if (depth >= MAX_PAYLOAD_DEPTH) return fail(`nests deeper than ${MAX_PAYLOAD_DEPTH} levels`);
+      if (Array.isArray(value)) {
+        for (let i = 0; i < value.length; i++) checkEncodable(kind, value[i], `${path}[${i}]`, depth + 1);
+        return;
+      }
+      const proto = Object.getPrototypeOf(value);
+      if (proto !== Object.prototype && proto !== null) {
+        return fail(`is a ${proto?.constructor?.name ?? "class instance"}`);
+      }
+      for (const key of Object.keys(value)) {
+        checkEncodable(kind, (value as Record<string, unknown>)[key], `${path}.${key}`, depth + 1);
+      }
+      return;
+    }
+    default:
+      return;
+  }
+}

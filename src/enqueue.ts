@@ -1,0 +1,93 @@
+/**
+ * Turns `enqueue` calls into rows: checks the kind and every option, encodes
+ * the payload, resolves defaults from the kind. Nothing is written unless
+ * every job of the call is valid.
+ *
+ * @module
+ */
+import { encodePayload } from "./codec.ts";
+import { type Duration, parseDuration } from "./duration.ts";
+import { ValidationError } from "./errors.ts";
+import { checkPriority, type JobDefinition } from "./job.ts";
+import { checkName } from "./names.ts";
+import { checkRetryPolicy, type RetryPolicy } from "./retry.ts";
+import type { JobInsertRow } from "./store.ts";
+
+/** Options of one enqueued job; each overrides the kind's default. */
+export interface JobEnqueueOptions {
+  /** Run no earlier than this long from now. Not with `runAt`. */
+  delay?: Duration;
+  /** Run no earlier than this time. Not with `delay`. */
+  runAt?: Date;
+  /** Lower runs first within a queue. */
+  priority?: number;
+  /** How many attempts it may use. */
+  attempts?: number;
+  /** The queue it runs on. */
+  queue?: string;
+  /** Its retry policy. */
+  retry?: RetryPolicy;
+  /** Abort and count a failed attempt after this long. */
+  timeout?: Duration;
+}
+
+/** Options of `enqueue`: the job's options plus the application's transaction. */
+export interface EnqueueOptions<TTx> extends JobEnqueueOptions {
+  /**
+   * The application's own transaction (postgres.js `sql.begin` transaction,
+   * libSQL `Transaction`): the job exists only if it commits.
+   */
+  tx?: TTx;
+}
+
+/** What the row builder needs besides the call's arguments. */
+export interface RowContext {
+  readonly now: number;
+  readonly newId: (now: number) => string;
+  readonly maxPayloadBytes: number;
+}
+
+/** Builds the row for one job; throws {@link ValidationError} on bad input. */
+export function buildInsertRow(
+  key: string,
+  definition: JobDefinition<unknown> | undefined,
+  payload: unknown,
+  options: JobEnqueueOptions,
+  ctx: RowContext,
+  knownKinds: () => string,
+): JobInsertRow {
+  if (!definition) throw new ValidationError(`Unknown job kind "${key}"; known kinds are ${knownKinds()}`);
+  if (typeof options !== "object" || options === null) {
+    throw new ValidationError(`Enqueue options of "${key}" must be an object`);
+  }
+  if (options.delay !== undefined && options.runAt !== undefined) {
+    throw new ValidationError(`Enqueue options of "${key}" give both "delay" and "runAt"; give one`);
+  }
+  let runAt = ctx.now;
+  if (options.delay !== undefined) runAt = ctx.now + parseDuration(options.delay, "delay");
+  if (options.runAt !== undefined) {
+    if (!(options.runAt instanceof Date) || Number.isNaN(options.runAt.getTime())) {
+      throw new ValidationError(`Option "runAt" of "${key}" must be a valid Date, got "${String(options.runAt)}"`);
+    }
+    runAt = Math.max(ctx.now, options.runAt.getTime());
+  }
+  const attempts = options.attempts ?? definition.attempts;
+  if (!Number.isInteger(attempts) || attempts < 1) {
+    throw new ValidationError(`Option "attempts" must be a whole number of at least 1, got "${attempts}"`);
+  }
+  const timeoutMs = options.timeout === undefined ? definition.timeoutMs : parseDuration(options.timeout, "timeout");
+  if (timeoutMs === 0) throw new ValidationError(`Option "timeout" must be greater than 0`);
+  return {
+    id: ctx.newId(ctx.now),
+    kind: definition.name ?? key,
+    queue: options.queue === undefined ? definition.queue : checkName("queue", options.queue),
+    state: runAt > ctx.now ? "scheduled" : "available",
+    priority: checkPriority(options.priority ?? definition.priority),
+    payload: encodePayload(key, payload, ctx.maxPayloadBytes),
+    maxAttempts: attempts,
+    runAt,
+    createdAt: ctx.now,
+    timeoutMs: timeoutMs ?? null,
+    retry: options.retry === undefined ? null : JSON.stringify(checkRetryPolicy(options.retry)),
+  };
+}

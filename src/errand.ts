@@ -1,0 +1,340 @@
+/**
+ * `createErrand`: the object an application holds. It enqueues and reads in
+ * every mode; in `"work"` mode `start()` also runs a worker per queue, the
+ * lease keeper, maintenance and (where the store can) a wake-up listener.
+ *
+ * @module
+ */
+import { monotonicFactory } from "ulid";
+import { Completer } from "./completer.ts";
+import { type Duration, parseDuration } from "./duration.ts";
+import { buildInsertRow, type EnqueueOptions, type JobEnqueueOptions } from "./enqueue.ts";
+import { StateError, ValidationError } from "./errors.ts";
+import type { ExecutorEnv, Handler } from "./executor.ts";
+import type { JobDefinition, JobDefinitions, PayloadOf } from "./job.ts";
+import { toJobInfo } from "./job_info.ts";
+import { LeaseKeeper } from "./leases.ts";
+import { Maintenance } from "./maintenance.ts";
+import { checkName } from "./names.ts";
+import { checkCount, type ErrandMode, type ErrandOptions, type ResolvedOptions, resolveOptions } from "./options.ts";
+import type { RetryPolicy } from "./retry.ts";
+import type { JobInsertRow, Store } from "./store.ts";
+import type { JobInfo, JobState } from "./types.ts";
+import { QueueWorker } from "./worker.ts";
+
+/** The keys of a set of job kinds. */
+export type KindKey<J extends JobDefinitions> = keyof J & string;
+
+/** What `enqueue` returns. */
+export interface EnqueueResult {
+  /** The job's id. */
+  readonly id: string;
+  /** Whether a new job was written. */
+  readonly inserted: boolean;
+}
+
+/** One job of an `enqueueMany` call. */
+export type EnqueueItem<J extends JobDefinitions> = {
+  [K in KindKey<J>]: { kind: K; payload: PayloadOf<J[K]>; options?: JobEnqueueOptions };
+}[KindKey<J>];
+
+/** Filters of `list()`. */
+export interface ListOptions {
+  /** Only jobs in this state. */
+  state?: JobState;
+  /** Only jobs on this queue. */
+  queue?: string;
+  /** Only jobs of this kind (its stored name). */
+  kind?: string;
+  /** The `cursor` of the previous page. */
+  cursor?: string;
+  /**
+   * Page size, 1 to 1000.
+   * @default 50
+   */
+  limit?: number;
+}
+
+/** A page of jobs, newest first. */
+export interface JobPage {
+  /** The jobs of this page. */
+  readonly jobs: readonly JobInfo[];
+  /** Pass as `cursor` for the next page; null on the last page. */
+  readonly cursor: string | null;
+}
+
+/** Options of `shutdown()`. */
+export interface ShutdownOptions {
+  /**
+   * How long running jobs may take to finish before their signals abort and
+   * they return to available with the attempt not counted.
+   * @default "10s"
+   */
+  drain?: Duration;
+}
+
+/** The errand client returned by {@link createErrand}. */
+export interface Errand<J extends JobDefinitions, TTx> {
+  /** The mode it was created in. */
+  readonly mode: ErrandMode;
+  /** Prepares the store; in `"work"` mode also starts workers and maintenance. Calling it twice does nothing. */
+  start(): Promise<void>;
+  /** Enqueues one job; nothing is written if anything about it is invalid. */
+  enqueue<K extends KindKey<J>>(
+    kind: K,
+    payload: PayloadOf<J[K]>,
+    options?: EnqueueOptions<TTx>,
+  ): Promise<EnqueueResult>;
+  /** Enqueues many jobs in one atomic write; nothing is written if any is invalid. */
+  enqueueMany(jobs: readonly EnqueueItem<J>[], options?: { tx?: TTx }): Promise<EnqueueResult[]>;
+  /** Reads one job with its run history, or null if there is none with that id. */
+  get(id: string): Promise<JobInfo | null>;
+  /** Lists jobs, newest first, a page at a time. */
+  list(options?: ListOptions): Promise<JobPage>;
+  /** Adds `n` slots to the worker of `queue` (starting one if needed). */
+  addWorkers(queue: string, n: number): void;
+  /** Removes `n` slots from the worker of `queue`; resolves once the running jobs fit. */
+  removeWorkers(queue: string, n: number): Promise<void>;
+  /** Stops claiming, drains running jobs, saves every outcome. Safe to call twice or before start. */
+  shutdown(options?: ShutdownOptions): Promise<void>;
+}
+
+/**
+ * Creates an errand client.
+ *
+ * @throws {ValidationError} When an option is invalid.
+ *
+ * @example A worker on an embedded database
+ * ```ts
+ * import { createClient } from "@libsql/client";
+ * import { createErrand, defineJobs, job } from "@errand/errand";
+ * import { libsqlStore } from "@errand/errand/libsql";
+ *
+ * const jobs = defineJobs({ sendWelcome: job<{ userId: number }>({ queue: "mail" }) });
+ * const errand = createErrand({
+ *   jobs,
+ *   store: libsqlStore(createClient({ url: ":memory:" })),
+ *   handlers: { sendWelcome: (payload) => console.log("welcome", payload.userId) },
+ * });
+ * await errand.start();
+ * await errand.enqueue("sendWelcome", { userId: 7 });
+ * await errand.shutdown();
+ * ```
+ */
+export function createErrand<J extends JobDefinitions, Ctx = undefined, TTx = unknown>(
+  options: ErrandOptions<J, Ctx, TTx>,
+): Errand<J, TTx> {
+  return new ErrandClient(options);
+}
+
+type Phase = "new" | "started" | "stopping" | "stopped";
+
+class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx> {
+  readonly mode: ErrandMode;
+  readonly #options: ResolvedOptions;
+  readonly #jobs: J;
+  readonly #store: Store<TTx>;
+  readonly #byName = new Map<string, { definition: JobDefinition<unknown>; handler?: Handler<unknown, Ctx, TTx> }>();
+  readonly #newId = monotonicFactory();
+  readonly #workerId: string;
+  readonly #completer: Completer;
+  readonly #leases: LeaseKeeper;
+  readonly #maintenance: Maintenance;
+  readonly #workers = new Map<string, QueueWorker<TTx>>();
+  readonly #context: Ctx | undefined;
+  #ready: Promise<void> | undefined;
+  #phase: Phase = "new";
+  #unlisten: (() => Promise<void>) | undefined;
+
+  constructor(options: ErrandOptions<J, Ctx, TTx>) {
+    this.#options = resolveOptions(options);
+    this.mode = this.#options.mode;
+    this.#jobs = options.jobs;
+    this.#store = options.store;
+    this.#context = options.context;
+    for (const [key, definition] of Object.entries(options.jobs)) {
+      const handler = options.handlers?.[key as keyof J] as Handler<unknown, Ctx, TTx> | undefined;
+      this.#byName.set(definition.name ?? key, { definition, handler });
+    }
+    this.#workerId = `${this.#newId(Date.now()).slice(-10)}`;
+    const { clock, logger } = this.#options;
+    const store = this.#store as Store<unknown>;
+    this.#completer = new Completer(store, clock, logger);
+    this.#leases = new LeaseKeeper(store, clock, logger, this.#options.leaseMs);
+    this.#maintenance = new Maintenance({
+      store,
+      clock,
+      logger,
+      retention: this.#options.retention,
+      intervals: this.#options.intervals,
+      retryPolicy: (kind) => this.#retryPolicy(kind),
+      wake: (queue) => this.#workers.get(queue)?.wake(),
+    });
+  }
+
+  async start(): Promise<void> {
+    if (this.#phase === "stopping" || this.#phase === "stopped") {
+      throw new StateError("start() was called after shutdown(); create a new errand instead");
+    }
+    await this.#ensureReady();
+    if (this.#phase !== "new") return;
+    this.#phase = "started";
+    if (this.mode !== "work") return;
+    for (const [queue, slots] of this.#options.queues) this.#worker(queue, slots);
+    this.#leases.start();
+    this.#maintenance.start();
+    if (this.#store.capabilities.listen && this.#store.listen) {
+      this.#unlisten = await this.#store.listen(() => {
+        for (const worker of this.#workers.values()) worker.wake();
+      });
+    }
+    this.#options.logger.info("Started", {
+      workerId: this.#workerId,
+      queues: Object.fromEntries(this.#options.queues),
+    });
+  }
+
+  async enqueue<K extends KindKey<J>>(
+    kind: K,
+    payload: PayloadOf<J[K]>,
+    options: EnqueueOptions<TTx> = {},
+  ): Promise<EnqueueResult> {
+    const [result] = await this.#insert([this.#row(kind, payload, options)], options?.tx);
+    return result;
+  }
+
+  async enqueueMany(items: readonly EnqueueItem<J>[], options: { tx?: TTx } = {}): Promise<EnqueueResult[]> {
+    if (!Array.isArray(items)) throw new ValidationError("enqueueMany() takes an array of { kind, payload, options }");
+    const rows = items.map((item, i) => {
+      if (typeof item !== "object" || item === null) {
+        throw new ValidationError(`enqueueMany() item ${i} must be { kind, payload, options }`);
+      }
+      return this.#row(item.kind, item.payload, item.options ?? {});
+    });
+    return await this.#insert(rows, options.tx);
+  }
+
+  async get(id: string): Promise<JobInfo | null> {
+    if (typeof id !== "string" || id.length === 0) {
+      throw new ValidationError(`get() needs a job id, got "${String(id)}"`);
+    }
+    await this.#ensureReady();
+    const row = await this.#store.jobGet(id);
+    return row ? toJobInfo(row) : null;
+  }
+
+  async list(options: ListOptions = {}): Promise<JobPage> {
+    const limit = checkCount("limit", options.limit ?? 50, 1);
+    if (limit > 1000) throw new ValidationError(`Option "limit" must be at most 1000, got "${limit}"`);
+    await this.#ensureReady();
+    const rows = await this.#store.jobList({
+      state: options.state,
+      queue: options.queue,
+      kind: options.kind,
+      before: options.cursor,
+      limit,
+    });
+    return { jobs: rows.map(toJobInfo), cursor: rows.length === limit ? rows[rows.length - 1].id : null };
+  }
+
+  addWorkers(queue: string, n: number): void {
+    checkName("queue", queue);
+    checkCount("n", n, 1);
+    if (this.mode !== "work") {
+      throw new StateError(`addWorkers() needs mode "work"; this errand is in mode "${this.mode}"`);
+    }
+    const existing = this.#workers.get(queue);
+    if (existing) return existing.add(n);
+    if (this.#phase !== "started") throw new StateError("addWorkers() for a new queue needs start() first");
+    this.#worker(queue, n);
+  }
+
+  async removeWorkers(queue: string, n: number): Promise<void> {
+    checkCount("n", n, 1);
+    const worker = this.#workers.get(queue);
+    if (!worker) throw new ValidationError(`There is no worker for queue "${queue}"`);
+    await worker.remove(n);
+  }
+
+  async shutdown(options: ShutdownOptions = {}): Promise<void> {
+    const drainMs = parseDuration(options.drain ?? "10s", "drain");
+    if (this.#phase === "stopping" || this.#phase === "stopped") return;
+    this.#phase = "stopping";
+    await this.#unlisten?.().catch((err) =>
+      this.#options.logger.warn("Stopping the listener failed", { error: String(err) })
+    );
+    await this.#maintenance.stop();
+    await Promise.all([...this.#workers.values()].map((w) => w.stop(drainMs)));
+    await this.#leases.stop();
+    await this.#completer.flush();
+    this.#phase = "stopped";
+  }
+
+  #row(kind: string, payload: unknown, options: EnqueueOptions<TTx>): JobInsertRow {
+    return buildInsertRow(
+      kind,
+      Object.hasOwn(this.#jobs, kind) ? this.#jobs[kind] : undefined,
+      payload,
+      options ?? {},
+      { now: this.#options.clock.now(), newId: this.#newId, maxPayloadBytes: this.#options.maxPayloadBytes },
+      () => Object.keys(this.#jobs).map((k) => `"${k}"`).join(", "),
+    );
+  }
+
+  async #insert(rows: JobInsertRow[], tx: TTx | undefined): Promise<EnqueueResult[]> {
+    if (this.#phase === "stopping" || this.#phase === "stopped") {
+      throw new StateError("enqueue() was called after shutdown()");
+    }
+    if (rows.length === 0) return [];
+    await this.#ensureReady();
+    const available = rows.filter((r) => r.state === "available");
+    await this.#store.jobInsertMany({ rows, notify: available.length > 0, tx });
+    for (const queue of new Set(available.map((r) => r.queue))) this.#workers.get(queue)?.wake();
+    return rows.map((r) => ({ id: r.id, inserted: true }));
+  }
+
+  #ensureReady(): Promise<void> {
+    this.#ready ??= this.#store.ensureSchema().catch((err) => {
+      this.#ready = undefined;
+      throw err;
+    });
+    return this.#ready;
+  }
+
+  #retryPolicy(kind: string): RetryPolicy {
+    return this.#byName.get(kind)?.definition.retry ?? this.#options.retry;
+  }
+
+  #worker(queue: string, slots: number): QueueWorker<TTx> {
+    // Any kind with a handler may run here: enqueue can move a job to another queue.
+    const kinds = [...this.#byName].filter(([, k]) => k.handler).map(([name]) => name);
+    const { clock, logger, leaseMs, pollMs, claimBatch } = this.#options;
+    const env: ExecutorEnv<TTx> & ConstructorParameters<typeof QueueWorker<TTx>>[2] = {
+      store: this.#store,
+      clock,
+      logger,
+      context: this.#context,
+      leases: this.#leases,
+      workerId: this.#workerId,
+      leaseMs,
+      pollMs,
+      claimBatch,
+      kinds,
+      kind: (name) => {
+        const k = this.#byName.get(name);
+        if (!k?.handler) return undefined;
+        return {
+          handler: k.handler as Handler<unknown, unknown, TTx>,
+          retry: this.#retryPolicy(name),
+          timeoutMs: k.definition.timeoutMs,
+        };
+      },
+      finish: (f, queue) =>
+        this.#completer.push(f, f.state === "available" ? () => this.#workers.get(queue)?.wake() : undefined),
+    };
+    const worker = new QueueWorker(queue, slots, env);
+    this.#workers.set(queue, worker);
+    worker.start();
+    return worker;
+  }
+}

@@ -1,0 +1,103 @@
+/**
+ * Errors errand throws. Every error is an {@link ErrandError} with a stable
+ * `code`; a subclass exists only where callers need to catch that condition.
+ *
+ * @module
+ */
+
+/** Stable machine-readable codes carried by every {@link ErrandError}. */
+export type ErrandErrorCode =
+  | "validation"
+  | "store_unavailable"
+  | "store"
+  | "schema_version"
+  | "permanent"
+  | "state";
+
+/**
+ * Base class of every error errand throws.
+ *
+ * @example Catch any errand error
+ * ```ts
+ * import { ErrandError } from "@errand/errand";
+ * try {
+ *   throw new ErrandError("store", "Something went wrong");
+ * } catch (err) {
+ *   if (err instanceof ErrandError) console.log(err.code);
+ * }
+ * ```
+ */
+export class ErrandError extends Error {
+  /** Stable code that identifies the condition. */
+  readonly code: ErrandErrorCode;
+  /** Creates an error with a code, a message and an optional cause. */
+  constructor(code: ErrandErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+/**
+ * Bad input: an unknown kind, a payload that cannot be encoded or is too
+ * large, an invalid option, duration or name. Nothing was written.
+ */
+export class ValidationError extends ErrandError {
+  /** Creates a validation error; the message says what to change. */
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("validation", message, options);
+  }
+}
+
+/** The store could not be reached (connection refused, closed, timed out). */
+export class StoreUnavailableError extends ErrandError {
+  /** Creates the error; `cause` keeps the driver's original error. */
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("store_unavailable", message, options);
+  }
+}
+
+/** The store answered with an error; `cause` keeps the driver's error and code. */
+export class StoreError extends ErrandError {
+  /** Creates the error; `cause` keeps the driver's original error. */
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("store", message, options);
+  }
+}
+
+/**
+ * The database holds a schema newer than this version of errand understands,
+ * or (with `migrate: false`) an older one that has not been migrated yet.
+ */
+export class SchemaVersionError extends ErrandError {
+  /** Creates the error with the versions found and expected in the message. */
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("schema_version", message, options);
+  }
+}
+
+/**
+ * Thrown from a handler to fail the job at once, without further retries.
+ *
+ * @example Fail a job that can never succeed
+ * ```ts
+ * import { PermanentError } from "@errand/errand";
+ * function handler(payload: { email: string }) {
+ *   if (!payload.email.includes("@")) throw new PermanentError("Not an email address");
+ * }
+ * ```
+ */
+export class PermanentError extends ErrandError {
+  /** Creates the error; the message is stored in the job's run history. */
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("permanent", message, options);
+  }
+}
+
+/** An operation was called in a state that does not allow it (e.g. after shutdown). */
+export class StateError extends ErrandError {
+  /** Creates the error; the message says which call and why. */
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("state", message, options);
+  }
+}

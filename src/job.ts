@@ -1,0 +1,158 @@
+/**
+ * Job kinds: `job<Payload>(options)` declares a kind and its payload type,
+ * `defineJobs({...})` names a set of kinds. Payload types then flow to
+ * `enqueue` and to handlers.
+ *
+ * @module
+ */
+import { type Duration, parseDuration } from "./duration.ts";
+import { ValidationError } from "./errors.ts";
+import { checkName } from "./names.ts";
+import { checkRetryPolicy, type RetryPolicy } from "./retry.ts";
+
+/** Options of one job kind; all are optional. */
+export interface JobOptions {
+  /**
+   * The kind's stored name. Renaming a key in `defineJobs` while keeping
+   * `name` keeps old jobs runnable.
+   * @default the key in `defineJobs`
+   */
+  name?: string;
+  /**
+   * The queue its jobs run on.
+   * @default "default"
+   */
+  queue?: string;
+  /**
+   * Lower runs first within a queue; any integer.
+   * @default 0
+   */
+  priority?: number;
+  /**
+   * How many attempts a job may use before it fails.
+   * @default 10
+   */
+  attempts?: number;
+  /**
+   * How long to wait before retrying a failed attempt.
+   * @default backoff.exponential() (1s doubling up to 1h, ±10 % jitter)
+   */
+  retry?: RetryPolicy;
+  /**
+   * Abort `job.signal` and count a failed attempt after this long. Unset: no timeout.
+   */
+  timeout?: Duration;
+  /**
+   * The payload shape's version; a job's identity is (name, version).
+   * @default 1
+   */
+  version?: number;
+}
+
+/** A declared job kind, carrying its payload type `T`. */
+export interface JobDefinition<T> {
+  /** The stored name; set from the key by `defineJobs` unless given. */
+  readonly name: string | undefined;
+  /** The queue its jobs run on. */
+  readonly queue: string;
+  /** Default priority of its jobs. */
+  readonly priority: number;
+  /** Default attempts of its jobs. */
+  readonly attempts: number;
+  /** Its retry policy, or undefined for the default. */
+  readonly retry: RetryPolicy | undefined;
+  /** Its timeout in ms, or undefined for none. */
+  readonly timeoutMs: number | undefined;
+  /** The payload shape's version. */
+  readonly version: number;
+  /** Type-only marker of the payload type; never set at run time. */
+  readonly payloadType?: T;
+}
+
+/** The payload type of a job definition. */
+export type PayloadOf<D> = D extends JobDefinition<infer T> ? T : never;
+
+/** A set of job kinds by key, as returned by {@link defineJobs}. */
+export type JobDefinitions = Readonly<Record<string, JobDefinition<unknown>>>;
+
+/**
+ * Declares a job kind whose payload has type `T`.
+ *
+ * @throws {ValidationError} When an option is invalid.
+ *
+ * @example A kind with options
+ * ```ts
+ * import { job } from "@errand/errand";
+ * const sendWelcome = job<{ userId: number }>({ queue: "mail", attempts: 8, timeout: "30s" });
+ * ```
+ */
+export function job<T>(options: JobOptions = {}): JobDefinition<T> {
+  const name = options.name === undefined ? undefined : checkName("job name", options.name);
+  const attempts = options.attempts ?? 10;
+  if (!Number.isInteger(attempts) || attempts < 1) {
+    throw new ValidationError(`Option "attempts" must be a whole number of at least 1, got "${attempts}"`);
+  }
+  const priority = options.priority ?? 0;
+  checkPriority(priority);
+  const version = options.version ?? 1;
+  if (!Number.isInteger(version) || version < 1) {
+    throw new ValidationError(`Option "version" must be a whole number of at least 1, got "${version}"`);
+  }
+  return {
+    name,
+    queue: checkName("queue", options.queue ?? "default"),
+    priority,
+    attempts,
+    retry: options.retry === undefined ? undefined : checkRetryPolicy(options.retry),
+    timeoutMs: options.timeout === undefined
+      ? undefined
+      : positive(parseDuration(options.timeout, "timeout"), "timeout"),
+    version,
+  };
+}
+
+/**
+ * Names a set of job kinds. Each kind's name defaults to its key.
+ *
+ * @throws {ValidationError} When a name is invalid or two kinds share one.
+ *
+ * @example Define the kinds of an application
+ * ```ts
+ * import { defineJobs, job } from "@errand/errand";
+ * export const jobs = defineJobs({
+ *   sendWelcome: job<{ userId: number }>({ queue: "mail" }),
+ *   resizeImage: job<{ url: string; width: number }>(),
+ * });
+ * ```
+ */
+export function defineJobs<const D extends Record<string, JobDefinition<unknown>>>(definitions: D): D {
+  const seen = new Map<string, string>();
+  const named: Record<string, JobDefinition<unknown>> = {};
+  for (const [key, definition] of Object.entries(definitions)) {
+    const name = definition.name ?? checkName("job name", key);
+    const other = seen.get(name);
+    if (other !== undefined) {
+      throw new ValidationError(
+        `Job kinds "${other}" and "${key}" share the name "${name}"; give one a different "name"`,
+      );
+    }
+    seen.set(name, key);
+    named[key] = { ...definition, name };
+  }
+  return named as D;
+}
+
+/** @throws {ValidationError} When `priority` is not a safe integer. */
+export function checkPriority(priority: number): number {
+  if (!Number.isSafeInteger(priority) || Math.abs(priority) > 2 ** 31 - 1) {
+    throw new ValidationError(
+      `Option "priority" must be a whole number between -2147483647 and 2147483647, got "${priority}"`,
+    );
+  }
+  return priority;
+}
+
+function positive(ms: number, what: string): number {
+  if (ms <= 0) throw new ValidationError(`Option "${what}" must be greater than 0`);
+  return ms;
+}

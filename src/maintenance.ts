@@ -1,0 +1,118 @@
+/**
+ * Housekeeping of a `"work"` instance. Every task is safe to run on many
+ * instances at once, so there is no leader:
+ * - promotion: due scheduled jobs become available, and their queues' workers wake;
+ * - rescue: running jobs whose lease expired (their worker died or hung) are
+ *   recorded with error `LeaseExpired` and retried or failed like any error,
+ *   each write conditional on the lease still being expired under the same fence;
+ * - pruning: completed, failed and cancelled jobs older than their retention
+ *   are deleted in small batches, so a large backlog never takes one long lock.
+ *
+ * @module
+ */
+import type { Clock } from "./clock.ts";
+import type { Logger } from "./logger.ts";
+import { failedFinish, namedError } from "./outcome.ts";
+import { every, type Periodic } from "./periodic.ts";
+import type { RetryPolicy } from "./retry.ts";
+import type { Store } from "./store.ts";
+
+/** How long finished jobs are kept, in ms, by final state. */
+export interface Retention {
+  readonly completed: number;
+  readonly failed: number;
+  readonly cancelled: number;
+}
+
+/** Intervals of the maintenance tasks, in ms. */
+export interface MaintenanceIntervals {
+  readonly promote: number;
+  readonly rescue: number;
+  readonly prune: number;
+}
+
+/** What maintenance needs from the rest of errand. */
+export interface MaintenanceEnv {
+  readonly store: Store<unknown>;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly retention: Retention;
+  readonly intervals: MaintenanceIntervals;
+  /** The retry policy of a kind (the default for kinds this instance does not know). */
+  retryPolicy(kind: string): RetryPolicy;
+  /** Wakes this instance's worker of `queue`, if any. */
+  wake(queue: string): void;
+}
+
+const BATCH = 500;
+/** Most batches one pruning run deletes per state, so one run stays short. */
+const PRUNE_BATCHES_PER_RUN = 20;
+
+/** Runs the maintenance tasks on timers. */
+export class Maintenance {
+  #tasks: Periodic[] = [];
+  readonly #env: MaintenanceEnv;
+
+  /** Creates the tasks; `start()` runs them. */
+  constructor(env: MaintenanceEnv) {
+    this.#env = env;
+  }
+
+  /** Starts every task; a second call does nothing. */
+  start(): void {
+    if (this.#tasks.length) return;
+    const { clock, logger, intervals } = this.#env;
+    this.#tasks = [
+      every(clock, intervals.promote, "Promoting scheduled jobs", logger, () => this.promote()),
+      every(clock, intervals.rescue, "Rescuing expired leases", logger, () => this.rescue()),
+      every(clock, intervals.prune, "Pruning finished jobs", logger, () => this.prune()),
+    ];
+  }
+
+  /** Stops every task; safe to call twice or before start. */
+  async stop(): Promise<void> {
+    await Promise.all(this.#tasks.map((t) => t.stop()));
+    this.#tasks = [];
+  }
+
+  /** Moves due scheduled jobs to available and wakes their workers. */
+  async promote(): Promise<void> {
+    for (;;) {
+      const queues = await this.#env.store.jobPromoteDue({ now: this.#env.clock.now(), limit: BATCH });
+      for (const queue of queues) this.#env.wake(queue);
+      if (queues.length === 0) return;
+    }
+  }
+
+  /** Retries or fails running jobs whose lease expired; returns how many. */
+  async rescue(): Promise<number> {
+    const { store, clock } = this.#env;
+    let rescued = 0;
+    for (;;) {
+      const now = clock.now();
+      const expired = await store.jobListExpired({ now, limit: BATCH });
+      if (expired.length === 0) return rescued;
+      const error = namedError("LeaseExpired", "The worker running this job stopped renewing its lease");
+      const finishes = expired.map((job) => ({
+        ...failedFinish(job, error, now, this.#env.retryPolicy(job.kind)),
+        leaseExpiredBefore: now,
+      }));
+      const changed = await store.jobFinishMany({ finishes });
+      rescued += changed.length;
+      for (const queue of new Set(expired.map((j) => j.queue))) this.#env.wake(queue);
+      if (changed.length) this.#env.logger.warn("Rescued jobs whose lease expired", { ids: changed });
+      if (expired.length < BATCH) return rescued;
+    }
+  }
+
+  /** Deletes finished jobs older than their retention, in batches. */
+  async prune(): Promise<void> {
+    const { store, clock, retention } = this.#env;
+    for (const state of ["completed", "failed", "cancelled"] as const) {
+      const before = clock.now() - retention[state];
+      for (let i = 0; i < PRUNE_BATCHES_PER_RUN; i++) {
+        if ((await store.jobPrune({ state, before, limit: BATCH })) < BATCH) break;
+      }
+    }
+  }
+}

@@ -1,0 +1,173 @@
+/**
+ * The options of `createErrand`, and their checked, resolved form.
+ *
+ * @module
+ */
+import { type Clock, systemClock } from "./clock.ts";
+import { type Duration, parseDuration } from "./duration.ts";
+import { ValidationError } from "./errors.ts";
+import type { Handler } from "./executor.ts";
+import type { JobDefinitions, PayloadOf } from "./job.ts";
+import { consoleLogger, type Logger } from "./logger.ts";
+import type { MaintenanceIntervals, Retention } from "./maintenance.ts";
+import { checkName } from "./names.ts";
+import { checkRetryPolicy, defaultRetryPolicy, type RetryPolicy } from "./retry.ts";
+import type { Store } from "./store.ts";
+
+/**
+ * `"work"` runs workers and maintenance after `start()`; `"enqueue"` only
+ * enqueues and reads, starting no timer, listener or worker (for serverless
+ * and edge functions).
+ */
+export type ErrandMode = "work" | "enqueue";
+
+/** Options of one queue. */
+export interface QueueOptions {
+  /**
+   * How many of its jobs this instance runs at once.
+   * @default 6
+   */
+  concurrency?: number;
+}
+
+/** The handlers of a set of job kinds, by key; payload types come from the definitions. */
+export type Handlers<J extends JobDefinitions, Ctx, TTx> = {
+  [K in keyof J]?: Handler<PayloadOf<J[K]>, Ctx, TTx>;
+};
+
+/** Options of `createErrand`. */
+export interface ErrandOptions<J extends JobDefinitions, Ctx, TTx> {
+  /** The job kinds, from `defineJobs`. */
+  jobs: J;
+  /** Where jobs live: `libsqlStore(...)` or `postgresStore(...)`. */
+  store: Store<TTx>;
+  /** @default "work" */
+  mode?: ErrandMode;
+  /** Handed to every handler as `job.context`. */
+  context?: Ctx;
+  /** Concurrency per queue; queues of kinds with handlers get the default. */
+  queues?: Record<string, QueueOptions>;
+  /** The handler of each kind this instance runs. */
+  handlers?: Handlers<J, Ctx, TTx>;
+  /** @default systemClock */
+  clock?: Clock;
+  /** @default consoleLogger (warnings and errors only) */
+  logger?: Logger;
+  /**
+   * How long a claim holds without a heartbeat; renewed every third of it while the handler runs.
+   * @default "30s"
+   */
+  lease?: Duration;
+  /**
+   * How often an idle worker looks for jobs that no wake-up announced.
+   * @default "1s"
+   */
+  pollInterval?: Duration;
+  /**
+   * Most jobs one claim takes.
+   * @default 32
+   */
+  claimBatch?: number;
+  /**
+   * Largest encoded payload accepted by `enqueue`, in bytes.
+   * @default 262144 (256 KiB)
+   */
+  maxPayloadBytes?: number;
+  /** The retry policy of kinds that do not name one. @default backoff.exponential() */
+  retry?: RetryPolicy;
+  /** How long finished jobs are kept. @default { completed: "24h", failed: "30d", cancelled: "7d" } */
+  retention?: { completed?: Duration; failed?: Duration; cancelled?: Duration };
+  /** How often maintenance runs. @default { promote: "1s", rescue: "5s", prune: "1m" } */
+  maintenance?: { promote?: Duration; rescue?: Duration; prune?: Duration };
+}
+
+/** Options after checking, with every default filled in. */
+export interface ResolvedOptions {
+  readonly mode: ErrandMode;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly leaseMs: number;
+  readonly pollMs: number;
+  readonly claimBatch: number;
+  readonly maxPayloadBytes: number;
+  readonly retry: RetryPolicy;
+  readonly retention: Retention;
+  readonly intervals: MaintenanceIntervals;
+  /** Concurrency of every queue this instance works, by name. */
+  readonly queues: ReadonlyMap<string, number>;
+}
+
+const DEFAULT_CONCURRENCY = 6;
+
+/** Checks the options; throws {@link ValidationError} saying what to change. */
+export function resolveOptions<J extends JobDefinitions, Ctx, TTx>(
+  options: ErrandOptions<J, Ctx, TTx>,
+): ResolvedOptions {
+  if (typeof options !== "object" || options === null) {
+    throw new ValidationError("createErrand() needs an options object");
+  }
+  if (typeof options.jobs !== "object" || options.jobs === null) {
+    throw new ValidationError('Option "jobs" is required: pass the result of defineJobs({...})');
+  }
+  if (typeof options.store?.jobClaim !== "function") {
+    throw new ValidationError('Option "store" is required: pass libsqlStore(client) or postgresStore(sql)');
+  }
+  const mode = options.mode ?? "work";
+  if (mode !== "work" && mode !== "enqueue") {
+    throw new ValidationError(`Option "mode" must be "work" or "enqueue", got "${mode}"`);
+  }
+  for (const key of Object.keys(options.handlers ?? {})) {
+    if (!Object.hasOwn(options.jobs, key)) {
+      throw new ValidationError(
+        `There is a handler for "${key}", which is not a kind in "jobs"; known kinds are ${
+          Object.keys(options.jobs).join(", ")
+        }`,
+      );
+    }
+  }
+  const queues = new Map<string, number>();
+  for (const [key, handler] of Object.entries(options.handlers ?? {})) {
+    if (typeof handler !== "function") throw new ValidationError(`The handler for "${key}" must be a function`);
+    queues.set(options.jobs[key].queue, DEFAULT_CONCURRENCY);
+  }
+  for (const [queue, q] of Object.entries(options.queues ?? {})) {
+    checkName("queue", queue);
+    queues.set(queue, checkCount(`queues.${queue}.concurrency`, q?.concurrency ?? DEFAULT_CONCURRENCY, 0));
+  }
+  const retention = options.retention ?? {};
+  const intervals = options.maintenance ?? {};
+  return {
+    mode,
+    clock: options.clock ?? systemClock,
+    logger: options.logger ?? consoleLogger,
+    leaseMs: atLeast("lease", parseDuration(options.lease ?? "30s", "lease"), 100),
+    pollMs: atLeast("pollInterval", parseDuration(options.pollInterval ?? "1s", "pollInterval"), 1),
+    claimBatch: checkCount("claimBatch", options.claimBatch ?? 32, 1),
+    maxPayloadBytes: checkCount("maxPayloadBytes", options.maxPayloadBytes ?? 256 * 1024, 1),
+    retry: options.retry === undefined ? defaultRetryPolicy : checkRetryPolicy(options.retry),
+    retention: {
+      completed: parseDuration(retention.completed ?? "24h", "retention.completed"),
+      failed: parseDuration(retention.failed ?? "30d", "retention.failed"),
+      cancelled: parseDuration(retention.cancelled ?? "7d", "retention.cancelled"),
+    },
+    intervals: {
+      promote: atLeast("maintenance.promote", parseDuration(intervals.promote ?? "1s", "maintenance.promote"), 1),
+      rescue: atLeast("maintenance.rescue", parseDuration(intervals.rescue ?? "5s", "maintenance.rescue"), 1),
+      prune: atLeast("maintenance.prune", parseDuration(intervals.prune ?? "1m", "maintenance.prune"), 1),
+    },
+    queues,
+  };
+}
+
+/** @throws {ValidationError} Unless `value` is a whole number >= `min`. */
+export function checkCount(what: string, value: unknown, min: number): number {
+  if (!Number.isSafeInteger(value) || (value as number) < min) {
+    throw new ValidationError(`Option "${what}" must be a whole number of at least ${min}, got "${String(value)}"`);
+  }
+  return value as number;
+}
+
+function atLeast(what: string, ms: number, min: number): number {
+  if (ms < min) throw new ValidationError(`Option "${what}" must be at least ${min} ms, got "${ms}"`);
+  return ms;
+}

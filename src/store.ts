@@ -1,0 +1,187 @@
+/**
+ * The seam between errand's core and a database. The core holds the rules
+ * (states, retries, leases, fencing); a store only knows how to carry out
+ * each operation below as one atomic statement or transaction in its dialect.
+ * Times are milliseconds since the epoch and always come from the core's clock,
+ * never from the database. A store is bound to one namespace.
+ *
+ * Operations are named noun first and listed alphabetically.
+ *
+ * @module
+ */
+import type { JobState, RunRecord } from "./types.ts";
+
+/** What a store can do beyond the basics; the core never branches on a store's name. */
+export interface StoreCapabilities {
+  /** The store can push wake-ups to other processes (PostgreSQL LISTEN/NOTIFY). */
+  readonly listen: boolean;
+}
+
+/** A job row to insert, fully prepared by the core. */
+export interface JobInsertRow {
+  readonly id: string;
+  readonly kind: string;
+  readonly queue: string;
+  readonly state: "available" | "scheduled";
+  readonly priority: number;
+  readonly payload: Uint8Array;
+  readonly maxAttempts: number;
+  readonly runAt: number;
+  readonly createdAt: number;
+  readonly timeoutMs: number | null;
+  /** A per-job retry policy as JSON, or null for the kind's policy. */
+  readonly retry: string | null;
+}
+
+/** Parameters of {@link Store.jobInsertMany}. */
+export interface JobInsertParams<TTx> {
+  readonly rows: readonly JobInsertRow[];
+  /** Tell listening processes that jobs became available. */
+  readonly notify: boolean;
+  /** Insert inside the application's transaction. */
+  readonly tx?: TTx;
+}
+
+/** Parameters of {@link Store.jobClaim}. */
+export interface JobClaimParams {
+  readonly queue: string;
+  /** Only jobs of these kinds (those the worker has handlers for). */
+  readonly kinds: readonly string[];
+  readonly limit: number;
+  readonly now: number;
+  readonly leaseUntil: number;
+  readonly workerId: string;
+}
+
+/** A job handed to a worker by a claim. */
+export interface ClaimedJob {
+  readonly id: string;
+  readonly kind: string;
+  readonly queue: string;
+  readonly priority: number;
+  readonly payload: Uint8Array;
+  /** The attempt number of this run (already incremented). */
+  readonly attempt: number;
+  readonly maxAttempts: number;
+  /** The claim's fence: every later write about this run must present it. */
+  readonly fence: number;
+  readonly runAt: number;
+  readonly createdAt: number;
+  readonly startedAt: number;
+  readonly timeoutMs: number | null;
+  readonly retry: string | null;
+}
+
+/** A state change after a claim, applied only while the claim still holds. */
+export interface JobFinish {
+  readonly id: string;
+  readonly fence: number;
+  readonly state: "completed" | "failed" | "scheduled" | "available";
+  /** When the run ended. */
+  readonly at: number;
+  /** The next run time, for `scheduled` and `available`. */
+  readonly runAt?: number;
+  /** A run record to append to the job's history. */
+  readonly run?: RunRecord;
+  /** Give the attempt back (a run interrupted by shutdown). */
+  readonly uncountAttempt?: boolean;
+  /** Apply only if the lease expired before this time (rescue). */
+  readonly leaseExpiredBefore?: number;
+}
+
+/** Parameters of {@link Store.jobFinishMany}. */
+export interface JobFinishParams<TTx> {
+  readonly finishes: readonly JobFinish[];
+  /** Finish inside the application's transaction. */
+  readonly tx?: TTx;
+}
+
+/** A running job whose lease has expired, as found by {@link Store.jobListExpired}. */
+export interface ExpiredJob {
+  readonly id: string;
+  readonly kind: string;
+  readonly queue: string;
+  readonly attempt: number;
+  readonly maxAttempts: number;
+  readonly fence: number;
+  readonly startedAt: number;
+  readonly retry: string | null;
+}
+
+/** A stored job row, as read by {@link Store.jobGet} and {@link Store.jobList}. */
+export interface JobRow {
+  readonly id: string;
+  readonly kind: string;
+  readonly queue: string;
+  readonly state: JobState;
+  readonly priority: number;
+  readonly payload: Uint8Array;
+  readonly attempt: number;
+  readonly maxAttempts: number;
+  readonly fence: number;
+  readonly runAt: number;
+  readonly createdAt: number;
+  readonly startedAt: number | null;
+  readonly finishedAt: number | null;
+  readonly leaseUntil: number | null;
+  readonly runs: readonly RunRecord[];
+}
+
+/** Parameters of {@link Store.jobList}: newest first, paged by id. */
+export interface JobListParams {
+  readonly state?: JobState;
+  readonly queue?: string;
+  readonly kind?: string;
+  /** Only ids lower than this (the last id of the previous page). */
+  readonly before?: string;
+  readonly limit: number;
+}
+
+/** A running claim whose lease is renewed by {@link Store.jobRenewLeases}. */
+export interface LeaseRef {
+  readonly id: string;
+  readonly fence: number;
+}
+
+/** The database operations errand needs; one implementation per dialect in `adapters/`. */
+export interface Store<TTx = unknown> {
+  /** What this store supports. */
+  readonly capabilities: StoreCapabilities;
+  /** The namespace this store's operations are confined to. */
+  readonly namespace: string;
+  /** Brings the schema up to date (or, with `migrate: false`, checks it is); safe to call concurrently. */
+  ensureSchema(): Promise<void>;
+  /**
+   * Claims up to `limit` due jobs (available, or scheduled with `runAt <= now`)
+   * of one queue in priority, run time, id order: sets them running with a new
+   * fence, increments the attempt, sets the lease.
+   */
+  jobClaim(params: JobClaimParams): Promise<ClaimedJob[]>;
+  /**
+   * Applies each finish whose job is still running under the same fence (and,
+   * with `leaseExpiredBefore`, whose lease expired before then). Returns the
+   * ids that changed; the others were fenced out.
+   */
+  jobFinishMany(params: JobFinishParams<TTx>): Promise<string[]>;
+  /** Reads one job, or null. */
+  jobGet(id: string): Promise<JobRow | null>;
+  /** Inserts jobs in one atomic write (one round trip where the dialect allows). */
+  jobInsertMany(params: JobInsertParams<TTx>): Promise<void>;
+  /** Lists jobs, newest first. */
+  jobList(params: JobListParams): Promise<JobRow[]>;
+  /** Running jobs whose lease ended before `now`, oldest lease first. */
+  jobListExpired(params: { readonly now: number; readonly limit: number }): Promise<ExpiredJob[]>;
+  /** Moves due scheduled jobs to available, waking listening processes; returns the queues that got jobs. */
+  jobPromoteDue(params: { readonly now: number; readonly limit: number }): Promise<string[]>;
+  /** Deletes up to `limit` jobs in a final `state` that finished before `before`; returns how many. */
+  jobPrune(
+    params: { readonly state: "completed" | "failed" | "cancelled"; readonly before: number; readonly limit: number },
+  ): Promise<number>;
+  /** Extends the leases of the given claims to `leaseUntil`; returns the ids still held. */
+  jobRenewLeases(params: { readonly leases: readonly LeaseRef[]; readonly leaseUntil: number }): Promise<string[]>;
+  /**
+   * Calls `onWake` whenever another process makes jobs available. Only for
+   * stores with `capabilities.listen`. Resolves to a function that stops listening.
+   */
+  listen?(onWake: () => void): Promise<() => Promise<void>>;
+}

@@ -1,0 +1,86 @@
+/**
+ * Helpers for testing code that uses errand: a {@link FakeClock} that moves
+ * only when the test moves it.
+ *
+ * @example Drive time by hand
+ * ```ts
+ * import { FakeClock } from "@errand/errand/testing";
+ * const clock = new FakeClock(Date.UTC(2026, 0, 1));
+ * let fired = false;
+ * clock.setTimer(() => (fired = true), 60_000);
+ * clock.advance(60_000);
+ * console.log(fired); // true
+ * ```
+ *
+ * @module
+ */
+import type { Clock, Timer } from "./clock.ts";
+
+interface PendingTimer {
+  at: number;
+  seq: number;
+  fn: () => void;
+}
+
+/**
+ * A {@link Clock} whose time stands still until {@link FakeClock.advance} or
+ * {@link FakeClock.set} moves it; timers fire in order of their due time.
+ */
+export class FakeClock implements Clock {
+  #now: number;
+  #seq = 0;
+  #timers: PendingTimer[] = [];
+
+  /** Starts the clock at `start` milliseconds since the epoch (default: 2026-01-01T00:00:00Z). */
+  constructor(start: number = Date.UTC(2026, 0, 1)) {
+    this.#now = start;
+  }
+
+  /** The fake current time in milliseconds. */
+  now(): number {
+    return this.#now;
+  }
+
+  /** Registers `fn` to run when the clock reaches now + `ms`. */
+  setTimer(fn: () => void, ms: number): Timer {
+    const timer = { at: this.#now + Math.max(0, ms), seq: this.#seq++, fn };
+    this.#timers.push(timer);
+    return { cancel: () => this.#remove(timer) };
+  }
+
+  /** Moves time forward by `ms`, firing every timer that falls due on the way, in order. */
+  advance(ms: number): void {
+    this.set(this.#now + ms);
+  }
+
+  /** Moves time to `time` (never backwards), firing every timer due by then, in order. */
+  set(time: number): void {
+    if (time < this.#now) throw new RangeError(`Cannot move a FakeClock backwards from "${this.#now}" to "${time}"`);
+    for (;;) {
+      const next = this.#nextDue(time);
+      if (!next) break;
+      this.#remove(next);
+      this.#now = next.at;
+      next.fn();
+    }
+    this.#now = time;
+  }
+
+  /** How many timers are waiting to fire. */
+  get pendingTimers(): number {
+    return this.#timers.length;
+  }
+
+  #nextDue(limit: number): PendingTimer | undefined {
+    let best: PendingTimer | undefined;
+    for (const t of this.#timers) {
+      if (t.at <= limit && (!best || t.at < best.at || (t.at === best.at && t.seq < best.seq))) best = t;
+    }
+    return best;
+  }
+
+  #remove(timer: PendingTimer): void {
+    const i = this.#timers.indexOf(timer);
+    if (i >= 0) this.#timers.splice(i, 1);
+  }
+}

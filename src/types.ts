@@ -1,0 +1,126 @@
+/**
+ * The job model as users see it: states, run history and what `get()` returns.
+ *
+ * Glossary:
+ * - kind: a named type of job with its own payload type and handler.
+ * - attempt: one run of a job's handler; counted attempts are limited by `attempts`.
+ * - claim: a worker taking a job to run it; every claim gets a new fence number
+ *   and every later write about that run is conditional on it.
+ * - lease: how long a claim holds without a heartbeat before another instance
+ *   may rescue the job.
+ *
+ * @module
+ */
+
+/**
+ * The states of a job.
+ * - `scheduled`: waiting for its run time (a delay or a retry wait).
+ * - `available`: ready for a worker to claim.
+ * - `running`: claimed by a worker holding a lease.
+ * - `waiting`: a continuation whose parent has not succeeded yet.
+ * - `completed`: the handler succeeded.
+ * - `failed`: attempts exhausted, or failed permanently.
+ * - `cancelled`: cancelled before it completed.
+ */
+export type JobState =
+  | "scheduled"
+  | "available"
+  | "running"
+  | "waiting"
+  | "completed"
+  | "failed"
+  | "cancelled";
+
+/** Every job state, in lifecycle order. */
+export const JOB_STATES: readonly JobState[] = [
+  "scheduled",
+  "available",
+  "running",
+  "waiting",
+  "completed",
+  "failed",
+  "cancelled",
+];
+
+/** How one run of a job ended. */
+export type RunOutcome =
+  /** The handler succeeded. */
+  | "completed"
+  /** The handler failed and the job will run again. */
+  | "retried"
+  /** The handler failed and the job will not run again. */
+  | "failed"
+  /** Shutdown stopped the run; the attempt was not counted. */
+  | "interrupted"
+  /** The run is still going. */
+  | "running";
+
+/** An error as stored in a job's run history. */
+export interface RunError {
+  /** The error's name, e.g. `Error`, `Timeout` or `LeaseExpired`. */
+  readonly name: string;
+  /** The error's message. */
+  readonly message: string;
+  /** The stack trace, when the error had one. */
+  readonly stack?: string;
+}
+
+/** One run of a job, as stored in its history (times in ms since the epoch). */
+export interface RunRecord {
+  /** The attempt number of this run (1-based). */
+  readonly attempt: number;
+  /** When the worker claimed the job. */
+  readonly startedAt: number;
+  /** When the run ended; absent while it runs. */
+  readonly finishedAt?: number;
+  /** How the run ended. */
+  readonly outcome: RunOutcome;
+  /** The error, for runs that did not complete. */
+  readonly error?: RunError;
+}
+
+/** A job as returned by `get()`. */
+export interface JobInfo {
+  /** The job's id (a ULID). */
+  readonly id: string;
+  /** The kind's name. */
+  readonly kind: string;
+  /** The queue it runs on. */
+  readonly queue: string;
+  /** Its current state. */
+  readonly state: JobState;
+  /** Lower runs first within a queue. */
+  readonly priority: number;
+  /** Counted attempts so far. */
+  readonly attempt: number;
+  /** How many attempts it may use. */
+  readonly maxAttempts: number;
+  /** The decoded payload. */
+  readonly payload: unknown;
+  /** When it was enqueued. */
+  readonly createdAt: Date;
+  /** When it becomes (or became) available to run. */
+  readonly runAt: Date;
+  /** When its latest run started. */
+  readonly startedAt: Date | null;
+  /** When it reached a final state. */
+  readonly finishedAt: Date | null;
+  /** Every run so far, oldest first. */
+  readonly runs: readonly RunInfo[];
+}
+
+/** One run of a job, as returned by `get()`. */
+export interface RunInfo {
+  /** The attempt number of this run (1-based). */
+  readonly attempt: number;
+  /** When the worker claimed the job. */
+  readonly startedAt: Date;
+  /** When the run ended; `null` while it runs. */
+  readonly finishedAt: Date | null;
+  /** How long it ran, in ms; `null` while it runs. */
+  readonly durationMs: number | null;
+  /** How the run ended. */
+  readonly outcome: RunOutcome;
+  /** The error, for runs that did not complete. */
+  readonly error: RunError | null;
+}

@@ -1,0 +1,164 @@
+/**
+ * The worker of one queue: a fetch loop that claims jobs in batches while it
+ * has free slots, runs each through the executor, and sleeps when the queue
+ * is empty.
+ *
+ * Modes of the loop:
+ * - hot: the last claim filled every free slot, so more work is likely; a
+ *   finishing job wakes the loop to claim again.
+ * - idle: the last claim came back short; the loop sleeps until a wake-up
+ *   (local enqueue, NOTIFY, promotion) or the poll interval.
+ * - full: no free slot; the loop sleeps until a job finishes.
+ * - stopping: no more claims; running jobs get the drain time, then are
+ *   stopped and handed back uncounted.
+ *
+ * @module
+ */
+import { type Clock, sleep } from "./clock.ts";
+import { execute, type Execution, type ExecutorEnv } from "./executor.ts";
+import type { LeaseKeeper } from "./leases.ts";
+import type { Store } from "./store.ts";
+import { Wakeup } from "./wakeup.ts";
+
+/** What a queue worker needs from the rest of errand. */
+export interface WorkerEnv<TTx> extends ExecutorEnv<TTx> {
+  readonly store: Store<TTx>;
+  readonly clock: Clock;
+  readonly leases: LeaseKeeper;
+  readonly workerId: string;
+  readonly leaseMs: number;
+  readonly pollMs: number;
+  /** Most jobs one claim takes. */
+  readonly claimBatch: number;
+  /** Names of the kinds on this queue that this instance has handlers for. */
+  readonly kinds: readonly string[];
+}
+
+/** Runs the jobs of one queue with a number of slots. */
+export class QueueWorker<TTx> {
+  /** The queue this worker serves. */
+  readonly queue: string;
+  #slots: number;
+  #hot = false;
+  #stopping = false;
+  #loop: Promise<void> | undefined;
+  readonly #running = new Map<string, Execution>();
+  readonly #wakeup: Wakeup;
+  readonly #slotFreed: Wakeup;
+  readonly #env: WorkerEnv<TTx>;
+  #shrunk: (() => void)[] = [];
+
+  /** Creates a worker with `slots` concurrent jobs; call `start()` to run it. */
+  constructor(queue: string, slots: number, env: WorkerEnv<TTx>) {
+    this.queue = queue;
+    this.#slots = slots;
+    this.#env = env;
+    this.#wakeup = new Wakeup(env.clock);
+    this.#slotFreed = new Wakeup(env.clock);
+  }
+
+  /** How many jobs may run at once. */
+  get slots(): number {
+    return this.#slots;
+  }
+
+  /** How many jobs are running now. */
+  get running(): number {
+    return this.#running.size;
+  }
+
+  /** Starts the fetch loop; a second call does nothing. */
+  start(): void {
+    this.#loop ??= this.#run();
+  }
+
+  /** Tells the loop that jobs may be available. */
+  wake(): void {
+    this.#wakeup.notify();
+  }
+
+  /** Adds `n` slots. */
+  add(n: number): void {
+    this.#slots += n;
+    this.#slotFreed.notify();
+  }
+
+  /** Removes `n` slots (keeping at least 0); resolves once the running jobs fit. */
+  remove(n: number): Promise<void> {
+    this.#slots = Math.max(0, this.#slots - n);
+    if (this.#running.size <= this.#slots) return Promise.resolve();
+    return new Promise((resolve) => this.#shrunk.push(resolve));
+  }
+
+  /**
+   * Stops claiming, lets running jobs finish for up to `drainMs`, then stops
+   * the rest (they return to available with the attempt not counted).
+   */
+  async stop(drainMs: number): Promise<void> {
+    this.#stopping = true;
+    this.#wakeup.notify();
+    this.#slotFreed.notify();
+    await this.#loop;
+    if (this.#running.size === 0) return;
+    const deadline = new AbortController();
+    const allDone = Promise.all([...this.#running.values()].map((e) => e.done));
+    await Promise.race([allDone, sleep(this.#env.clock, drainMs, deadline.signal)]);
+    deadline.abort();
+    for (const execution of this.#running.values()) execution.stop("interrupted");
+    await Promise.all([...this.#running.values()].map((e) => e.done));
+  }
+
+  async #run(): Promise<void> {
+    const env = this.#env;
+    let failures = 0;
+    while (!this.#stopping) {
+      const free = this.#slots - this.#running.size;
+      if (free <= 0) {
+        await this.#slotFreed.wait(Infinity);
+        continue;
+      }
+      const limit = Math.min(free, env.claimBatch);
+      // Poll periods count from the claim's start, so time that passed during it is not waited again.
+      const now = env.clock.now();
+      let claimed;
+      try {
+        claimed = await env.store.jobClaim({
+          queue: this.queue,
+          kinds: env.kinds,
+          limit,
+          now,
+          leaseUntil: now + env.leaseMs,
+          workerId: env.workerId,
+        });
+        failures = 0;
+      } catch (err) {
+        failures++;
+        const backoff = Math.min(env.pollMs * 5, 100 * 2 ** Math.min(failures, 10));
+        env.logger.warn(`Claiming from queue "${this.queue}" failed; retrying in ${backoff} ms`, {
+          error: String(err),
+        });
+        await this.#wakeup.wait(backoff);
+        continue;
+      }
+      for (const claim of claimed) this.#start(claim);
+      this.#hot = claimed.length === limit;
+      if (!this.#hot) await this.#wakeup.wait(env.pollMs - (env.clock.now() - now));
+      else if (this.#slots - this.#running.size <= 0) await this.#slotFreed.wait(Infinity);
+    }
+  }
+
+  #start(claim: Parameters<typeof execute>[0]): void {
+    const execution = execute(claim, this.#env);
+    this.#running.set(claim.id, execution);
+    this.#env.leases.hold(claim.id, claim.fence, () => execution.stop("lost"));
+    execution.done.finally(() => {
+      this.#running.delete(claim.id);
+      this.#env.leases.release(claim.id);
+      this.#slotFreed.notify();
+      if (this.#hot) this.#wakeup.notify();
+      if (this.#running.size <= this.#slots) {
+        for (const resolve of this.#shrunk.splice(0)) resolve();
+      }
+    });
+  }
+}

@@ -1,0 +1,141 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { backoff, defineJobs, job, type JobContext, PermanentError } from "../../mod.ts";
+import type { StoreKind } from "../support/stores.ts";
+import { eventually } from "../support/wait.ts";
+import { errandOn, testJobs, withDatabase } from "./harness.ts";
+
+/** Workers: running handlers, retries by policy, permanent failure, timeouts. */
+export function executionCases(kind: StoreKind<unknown>): void {
+  describe("execution", () => {
+    it("a worker runs a job with its typed payload and records the run", () =>
+      withDatabase(kind, async (db, track) => {
+        const seen: { name: string; attempt: number; context: string }[] = [];
+        const { errand } = errandOn(db, {
+          jobs: testJobs,
+          context: undefined,
+          handlers: {
+            greet: (p, j) => void seen.push({ name: p.name, attempt: j.attempt, context: typeof j.context }),
+          },
+        });
+        track(errand);
+        await errand.start();
+        const { id } = await errand.enqueue("greet", { name: "ada" });
+        const done = await eventually(
+          async () => (await errand.get(id))?.state === "completed" && errand.get(id),
+          "completion",
+        );
+        assert.deepEqual(seen, [{ name: "ada", attempt: 1, context: "undefined" }]);
+        assert.equal(done!.attempt, 1);
+        assert.equal(done!.runs.length, 1);
+        assert.equal(done!.runs[0].outcome, "completed");
+        assert.ok(done!.finishedAt);
+      }));
+
+    it("a failing job is retried by its policy, then fails with its history", () =>
+      withDatabase(kind, async (db, track) => {
+        const jobs = defineJobs({ flaky: job<{ n: number }>({ attempts: 3, retry: backoff.fixed("1m") }) });
+        let calls = 0;
+        const { errand, clock } = errandOn(db, {
+          jobs,
+          handlers: {
+            flaky: () => {
+              calls++;
+              throw new Error(`failure ${calls}`);
+            },
+          },
+        });
+        track(errand);
+        await errand.start();
+        const { id } = await errand.enqueue("flaky", { n: 1 });
+        const first = await eventually(async () => {
+          const j = await errand.get(id);
+          return j?.state === "scheduled" && j.runs.length === 1 && j;
+        }, "first retry");
+        assert.equal(first.runAt.getTime(), clock.now() + 60_000);
+        assert.equal(first.runs[0].outcome, "retried");
+        assert.equal(first.runs[0].error?.message, "failure 1");
+        clock.advance(60_000);
+        await eventually(async () => (await errand.get(id))?.runs.length === 2, "second attempt");
+        clock.advance(60_000);
+        const failed = await eventually(async () => {
+          const j = await errand.get(id);
+          return j?.state === "failed" && j;
+        }, "final failure");
+        assert.equal(calls, 3);
+        assert.equal(failed.attempt, 3);
+        assert.deepEqual(failed.runs.map((r) => r.outcome), ["retried", "retried", "failed"]);
+        assert.deepEqual(failed.runs.map((r) => r.error?.message), ["failure 1", "failure 2", "failure 3"]);
+      }));
+
+    it("a per-job retry policy overrides the kind's", () =>
+      withDatabase(kind, async (db, track) => {
+        const { errand, clock } = errandOn(db, {
+          jobs: testJobs,
+          handlers: { greet: () => Promise.reject(new Error("no")) },
+        });
+        track(errand);
+        await errand.start();
+        const { id } = await errand.enqueue("greet", { name: "x" }, { retry: backoff.fixed("7s") });
+        const j = await eventually(async () => {
+          const j = await errand.get(id);
+          return j?.state === "scheduled" && j;
+        }, "retry");
+        assert.equal(j.runAt.getTime(), clock.now() + 7_000);
+      }));
+
+    it("a PermanentError fails the job at once", () =>
+      withDatabase(kind, async (db, track) => {
+        const { errand } = errandOn(db, {
+          jobs: testJobs,
+          handlers: { mail: () => Promise.reject(new PermanentError("bad address")) },
+        });
+        track(errand);
+        await errand.start();
+        const { id } = await errand.enqueue("mail", { to: "nobody" });
+        const j = await eventually(async () => {
+          const j = await errand.get(id);
+          return j?.state === "failed" && j;
+        }, "failure");
+        assert.equal(j.attempt, 1);
+        assert.equal(j.runs[0].error?.name, "PermanentError");
+      }));
+
+    it("backoff.none fails after the first error whatever attempts says", () =>
+      withDatabase(kind, async (db, track) => {
+        const jobs = defineJobs({ once: job<null>({ attempts: 5, retry: backoff.none }) });
+        const { errand } = errandOn(db, { jobs, handlers: { once: () => Promise.reject(new Error("x")) } });
+        track(errand);
+        await errand.start();
+        const { id } = await errand.enqueue("once", null);
+        await eventually(async () => (await errand.get(id))?.state === "failed", "failure");
+      }));
+
+    it("a timeout aborts job.signal and counts a failed attempt", () =>
+      withDatabase(kind, async (db, track) => {
+        const jobs = defineJobs({ slow: job<null>({ timeout: "5s", attempts: 2, retry: backoff.fixed("1s") }) });
+        const signals: AbortSignal[] = [];
+        const { errand, clock } = errandOn(db, {
+          jobs,
+          handlers: {
+            slow: (_p, j: JobContext) => {
+              signals.push(j.signal);
+              return new Promise(() => {});
+            },
+          },
+        });
+        track(errand);
+        await errand.start();
+        const { id } = await errand.enqueue("slow", null);
+        await eventually(() => signals.length === 1, "start");
+        clock.advance(5_000);
+        const j = await eventually(async () => {
+          const j = await errand.get(id);
+          return j?.state === "scheduled" && j;
+        }, "timeout");
+        assert.equal(signals[0].aborted, true);
+        assert.equal(j.runs[0].error?.name, "Timeout");
+        assert.equal(j.attempt, 1);
+      }));
+  });
+}

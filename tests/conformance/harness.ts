@@ -1,0 +1,49 @@
+/** What every conformance section shares: a fresh database per test and an errand on a fake clock. */
+import { createErrand, defineJobs, type Errand, type ErrandOptions, job, type JobDefinitions } from "../../mod.ts";
+import { FakeClock } from "../../src/testing.ts";
+import type { StoreKind, TestDatabase } from "../support/stores.ts";
+import { quietLogger } from "../support/wait.ts";
+
+/** The kinds most sections use. */
+export const testJobs = defineJobs({
+  greet: job<{ name: string }>(),
+  mail: job<{ to: string }>({ queue: "mail", attempts: 3 }),
+});
+
+type Stoppable = { shutdown(options?: { drain?: number }): Promise<void> };
+
+/** Opens a database, runs `body`, and always closes what it opened. */
+export async function withDatabase<TTx>(
+  kind: StoreKind<TTx>,
+  body: (db: TestDatabase<TTx>, track: <E extends Stoppable>(e: E) => E) => Promise<void>,
+): Promise<void> {
+  const db = await kind.open();
+  const errands: Stoppable[] = [];
+  try {
+    await body(db, (e) => {
+      errands.push(e);
+      return e;
+    });
+  } finally {
+    for (const e of errands) await e.shutdown({ drain: 0 });
+    await db.close();
+  }
+}
+
+/** Creates an errand on `db` with a fake clock and a quiet logger unless the options say otherwise. */
+export function errandOn<J extends JobDefinitions, TTx>(
+  db: TestDatabase<TTx>,
+  options: Omit<ErrandOptions<J, undefined, TTx>, "store"> & { namespace?: string },
+): { errand: Errand<J, TTx>; clock: FakeClock; logger: ReturnType<typeof quietLogger> } {
+  const clock = (options.clock as FakeClock | undefined) ?? new FakeClock();
+  const logger = process.env.ERRAND_TEST_LOG
+    ? { debug: console.log, info: console.log, warn: console.log, error: console.log, lines: [] }
+    : quietLogger();
+  const errand = createErrand<J, undefined, TTx>({
+    logger,
+    ...options,
+    clock,
+    store: db.store(options.namespace),
+  });
+  return { errand, clock, logger };
+}

@@ -1,0 +1,126 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { backoff, defineJobs, job } from "../../mod.ts";
+import { FakeClock } from "../../src/testing.ts";
+import type { StoreKind } from "../support/stores.ts";
+import { eventually } from "../support/wait.ts";
+import { errandOn, withDatabase } from "./harness.ts";
+
+const jobs = defineJobs({ work: job<{ n: number }>({ attempts: 3, retry: backoff.fixed(0) }) });
+
+/** Leases: renewal while running, rescue of expired leases, fencing of a stale worker's late write. */
+export function leaseCases(kind: StoreKind<unknown>): void {
+  describe("leases", () => {
+    it("an expired lease is rescued by another instance, and the stale worker's late write changes nothing", () =>
+      withDatabase(kind, async (db, track) => {
+        // Instance A's clock never moves, so A never renews: it behaves like a hung process.
+        let releaseStale!: () => void;
+        const staleStarted = new Promise<void>((started) => {
+          const a = errandOn(db, {
+            jobs,
+            lease: "30s",
+            handlers: {
+              work: () => {
+                started();
+                return new Promise<void>((r) => (releaseStale = r));
+              },
+            },
+          });
+          track(a.errand);
+          void a.errand.start().then(() => a.errand.enqueue("work", { n: 1 }));
+        });
+        await staleStarted;
+        const [running] = (await errandOn(db, { jobs, mode: "enqueue" }).errand.list({ state: "running" })).jobs;
+        assert.equal(running.attempt, 1);
+
+        // Instance B lives 31 s later: it rescues the job and runs it again.
+        const clockB = new FakeClock(new FakeClock().now() + 31_000);
+        let runsOnB = 0;
+        const b = errandOn(db, { jobs, clock: clockB, handlers: { work: () => void runsOnB++ } });
+        track(b.errand);
+        await b.errand.start();
+        const done = await eventually(async () => {
+          const j = await b.errand.get(running.id);
+          return j?.state === "completed" && j;
+        }, "rescue and rerun on B");
+        assert.equal(runsOnB, 1);
+        assert.equal(done.attempt, 2);
+        assert.equal(done.runs[0].outcome, "retried");
+        assert.equal(done.runs[0].error?.name, "LeaseExpired");
+
+        // A wakes up and reports success for its old claim: fenced out.
+        releaseStale();
+        await new Promise((r) => setTimeout(r, 50));
+        const after = (await b.errand.get(running.id))!;
+        assert.equal(after.state, "completed");
+        assert.equal(after.attempt, 2);
+        assert.equal(after.runs.length, 2);
+      }));
+
+    it("a rescue does not overwrite a job that finished between its read and its write", () =>
+      withDatabase(kind, async (db, track) => {
+        const store = db.store();
+        const { errand } = errandOn(db, { jobs, mode: "enqueue" });
+        track(errand);
+        const { id } = await errand.enqueue("work", { n: 1 });
+        const now = new FakeClock().now();
+        const [claim] = await store.jobClaim({
+          queue: "default",
+          kinds: ["work"],
+          limit: 1,
+          now,
+          leaseUntil: now + 10,
+          workerId: "w",
+        });
+        const [expired] = await store.jobListExpired({ now: now + 20, limit: 10 });
+        assert.equal(expired.id, id);
+        // The worker completes first ...
+        assert.deepEqual(
+          await store.jobFinishMany({ finishes: [{ id, fence: claim.fence, state: "completed", at: now + 15 }] }),
+          [id],
+        );
+        // ... so the rescuer's write, fenced on the same claim, changes nothing.
+        const rescued = await store.jobFinishMany({
+          finishes: [{
+            id,
+            fence: expired.fence,
+            state: "available",
+            at: now + 20,
+            runAt: now + 20,
+            leaseExpiredBefore: now + 20,
+          }],
+        });
+        assert.deepEqual(rescued, []);
+        assert.equal((await errand.get(id))!.state, "completed");
+      }));
+
+    it("a running job's lease is renewed, so it is not rescued while its worker lives", () =>
+      withDatabase(kind, async (db, track) => {
+        let release!: () => void;
+        let started = false;
+        const { errand, clock } = errandOn(db, {
+          jobs,
+          lease: "30s",
+          handlers: {
+            work: () => {
+              started = true;
+              return new Promise<void>((r) => (release = r));
+            },
+          },
+        });
+        track(errand);
+        await errand.start();
+        const { id } = await errand.enqueue("work", { n: 1 });
+        await eventually(() => started, "start");
+        for (let i = 0; i < 9; i++) {
+          clock.advance(10_000);
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        const j = (await errand.get(id))!;
+        assert.equal(j.state, "running");
+        assert.equal(j.attempt, 1);
+        release();
+        await eventually(async () => (await errand.get(id))?.state === "completed", "completion");
+      }));
+  });
+}

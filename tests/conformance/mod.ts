@@ -1,0 +1,29 @@
+/**
+ * The conformance suite: every behaviour of errand that a store must carry,
+ * run against each store kind. An adapter's test file calls
+ * {@link runConformance} with its kind.
+ */
+import { describe, it } from "node:test";
+import type { StoreKind } from "../support/stores.ts";
+import { enqueueCases } from "./enqueue.ts";
+import { executionCases } from "./execution.ts";
+import { leaseCases } from "./leases.ts";
+import { lifecycleCases } from "./lifecycle.ts";
+import { retentionCases } from "./retention.ts";
+import { transactionCases } from "./transactions.ts";
+
+/** Registers the whole suite for `kind`, or one skipped test saying why. */
+export function runConformance(kind: StoreKind<unknown>): void {
+  describe(`conformance: ${kind.name}`, () => {
+    if (kind.skip) {
+      it(`skipped: ${kind.skip}`, { skip: kind.skip }, () => {});
+      return;
+    }
+    enqueueCases(kind);
+    executionCases(kind);
+    leaseCases(kind);
+    lifecycleCases(kind);
+    transactionCases(kind);
+    retentionCases(kind);
+  });
+}

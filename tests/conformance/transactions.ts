@@ -1,0 +1,59 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { StoreKind } from "../support/stores.ts";
+import { eventually } from "../support/wait.ts";
+import { errandOn, testJobs, withDatabase } from "./harness.ts";
+
+/** Enqueue and completion inside the application's own transaction. */
+export function transactionCases(kind: StoreKind<unknown>): void {
+  describe("transactions", () => {
+    it("a job enqueued in a transaction exists only if it commits", () =>
+      withDatabase(kind, async (db, track) => {
+        const { errand } = errandOn(db, { jobs: testJobs, mode: "enqueue" });
+        track(errand);
+        await errand.start();
+        const committed = await db.transaction((tx) => errand.enqueue("greet", { name: "kept" }, { tx }));
+        let rolledBack = "";
+        await assert.rejects(
+          db.transaction(async (tx) => {
+            rolledBack = (await errand.enqueueMany([{ kind: "greet", payload: { name: "lost" } }], { tx }))[0].id;
+            throw new Error("roll back");
+          }),
+          /roll back/,
+        );
+        assert.equal((await errand.get(committed.id))?.state, "available");
+        assert.equal(await errand.get(rolledBack), null);
+      }));
+
+    it("job.complete(tx) commits the handler's writes and the completion together", () =>
+      withDatabase(kind, async (db, track) => {
+        let attempts = 0;
+        const { errand } = errandOn(db, {
+          jobs: testJobs,
+          handlers: {
+            greet: async (_p, job) => {
+              attempts++;
+              if (attempts === 1) {
+                // The transaction rolls back: the completion is undone and the error retries the job.
+                await db.transaction(async (tx) => {
+                  await job.complete(tx);
+                  throw new Error("rolled back");
+                });
+              }
+              await db.transaction((tx) => job.complete(tx));
+            },
+          },
+        });
+        track(errand);
+        await errand.start();
+        const { id } = await errand.enqueue("greet", { name: "x" }, { retry: { type: "fixed", delayMs: 0 } });
+        const j = await eventually(async () => {
+          const j = await errand.get(id);
+          return j?.state === "completed" && j;
+        }, "completion");
+        assert.equal(attempts, 2);
+        assert.equal(j.attempt, 2);
+        assert.equal(j.runs[0].error?.message, "rolled back");
+      }));
+  });
+}

@@ -1,0 +1,116 @@
+/**
+ * The stores the conformance suite runs against: libSQL on a fresh file,
+ * libSQL in memory, and PostgreSQL (a fresh schema per test) when
+ * DATABASE_URL is set.
+ */
+import { createClient, type Transaction } from "@libsql/client";
+import postgres, { type TransactionSql } from "postgres";
+import { libsqlStore } from "../../adapters/libsql/mod.ts";
+import { postgresStore } from "../../adapters/postgres/mod.ts";
+import type { Store } from "../../mod.ts";
+
+/** One fresh, empty database for one test. */
+export interface TestDatabase<TTx> {
+  /** A store on this database in `namespace` (default "default"). */
+  store(namespace?: string): Store<TTx>;
+  /** Runs `fn` in an application transaction: commits when it returns, rolls back when it throws. */
+  transaction<T>(fn: (tx: TTx) => Promise<T>): Promise<T>;
+  /** How a child process reaches the same database (for multi-process tests). */
+  readonly url: string;
+  /** Extra store options a child process needs (the PostgreSQL schema). */
+  readonly schema?: string;
+  close(): Promise<void>;
+}
+
+/** Opens fresh databases of one kind. */
+export interface StoreKind<TTx> {
+  readonly name: string;
+  /** Why this kind is skipped, or undefined when it runs. */
+  readonly skip?: string;
+  /** Whether separate processes can share its database. */
+  readonly shared: boolean;
+  open(): Promise<TestDatabase<TTx>>;
+}
+
+let counter = 0;
+const unique = () => `${Date.now().toString(36)}${process.pid.toString(36)}${(counter++).toString(36)}`;
+
+/** libSQL on a new database file, or in memory. */
+export function libsqlKind(where: "file" | "memory"): StoreKind<Transaction> {
+  return {
+    name: `libsql-${where}`,
+    shared: where === "file",
+    open() {
+      const dir = `${tmpdir()}/errand-tests`;
+      const url = where === "memory" ? ":memory:" : `file:${dir}/${unique()}.db`;
+      if (where === "file") ensureDir(dir);
+      const client = createClient({ url });
+      return Promise.resolve({
+        url,
+        store: (namespace = "default") => libsqlStore(client, { namespace }),
+        async transaction(fn) {
+          const tx = await client.transaction("write");
+          try {
+            const result = await fn(tx);
+            await tx.commit();
+            return result;
+          } catch (err) {
+            await tx.rollback();
+            throw err;
+          } finally {
+            tx.close();
+          }
+        },
+        close() {
+          client.close();
+          if (where === "file") removeDbFiles(url.slice("file:".length));
+          return Promise.resolve();
+        },
+      });
+    },
+  };
+}
+
+/** PostgreSQL at DATABASE_URL, a fresh schema per test. */
+export function postgresKind(): StoreKind<TransactionSql> {
+  const url = process.env.DATABASE_URL;
+  const required = process.env.ERRAND_REQUIRE_PG === "1";
+  if (!url && required) throw new Error("ERRAND_REQUIRE_PG=1 but DATABASE_URL is not set");
+  return {
+    name: "postgres",
+    shared: true,
+    skip: url
+      ? undefined
+      : "DATABASE_URL is not set; PostgreSQL tests skipped (set it, e.g. postgres://root@127.0.0.1:5432/test)",
+    open() {
+      const schema = `errand_t_${unique()}`;
+      const sql = postgres(url!, { max: 6, onnotice: () => {} });
+      return Promise.resolve({
+        url: url!,
+        schema,
+        store: (namespace = "default") => postgresStore(sql, { namespace, schema }),
+        transaction: <T>(fn: (tx: TransactionSql) => Promise<T>) => sql.begin(fn) as Promise<T>,
+        async close() {
+          await sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+          await sql.end({ timeout: 5 });
+        },
+      });
+    },
+  };
+}
+
+/** Every store kind of the suite. */
+export function allKinds(): StoreKind<unknown>[] {
+  return [libsqlKind("file"), libsqlKind("memory"), postgresKind()] as StoreKind<unknown>[];
+}
+
+import { mkdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+
+function ensureDir(dir: string): void {
+  mkdirSync(dir, { recursive: true });
+}
+
+function removeDbFiles(path: string): void {
+  for (const suffix of ["", "-wal", "-shm"]) rmSync(path + suffix, { force: true });
+}
