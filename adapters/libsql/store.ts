@@ -6,10 +6,13 @@
  *   statements; multi-row writes are one batch (one transaction).
  * - There is no push notification between processes: workers in this process
  *   are woken directly by the core, other processes find new jobs by polling.
- * - Busy handling does not rely on the client's per-connection timeout (which
- *   defaults to 0 and may differ on connections the client opens later): a
- *   write that meets `SQLITE_BUSY` is retried asynchronously with jittered
- *   backoff, without blocking the event loop, for up to `busyTimeout`.
+ * - Busy handling does not rely on the client's `timeout` (which defaults to 0
+ *   and applies only to connections the client opens): every write sets a
+ *   short native busy timeout on its connection first, and a write that still
+ *   meets `SQLITE_BUSY` is retried for up to `busyTimeout`. A native wait
+ *   blocks the event loop for at most a second per try.
+ * - Every write runs in its own `BEGIN IMMEDIATE` transaction, never as a bare
+ *   autocommit statement (see `#write`).
  *
  * @module
  */
@@ -29,6 +32,12 @@ import type {
 } from "../../src/store.ts";
 import type { JobState, RunRecord } from "../../src/types.ts";
 import { LIBSQL_MIGRATIONS, LIBSQL_SCHEMA_VERSION, MIGRATIONS_TABLE_SQL } from "./migrations.ts";
+
+/**
+ * How long SQLite itself waits for another writer per try; it blocks the
+ * event loop, so it is kept short and tries repeat up to `busyTimeout`.
+ */
+const NATIVE_BUSY_WAIT_MS = 1_000;
 
 /** Rows per multi-row INSERT statement (12 parameters each, well under SQLite's limit). */
 const INSERT_CHUNK = 500;
@@ -78,6 +87,7 @@ export class LibsqlStore implements Store<Transaction> {
     await this.#run(async () => {
       // WAL lets readers go on while one process writes; it is a property of the file.
       await this.#client.execute("PRAGMA journal_mode = WAL").catch(() => undefined);
+      await this.#client.execute(`PRAGMA busy_timeout = ${NATIVE_BUSY_WAIT_MS}`);
       const tx = await this.#client.transaction("write");
       try {
         await tx.execute(MIGRATIONS_TABLE_SQL);
@@ -100,7 +110,7 @@ export class LibsqlStore implements Store<Transaction> {
   }
 
   async jobClaim(p: JobClaimParams): Promise<ClaimedJob[]> {
-    const rs = await this.#exec({
+    const rs = await this.#write({
       sql: `UPDATE errand_jobs SET state = 'running', attempt = attempt + 1, fence = fence + 1,
               started_at = ?, lease_until = ?, worker_id = ?
             WHERE id IN (
@@ -126,7 +136,7 @@ export class LibsqlStore implements Store<Transaction> {
       uncount: f.uncountAttempt ? 1 : 0,
       expiredBefore: f.leaseExpiredBefore ?? null,
     }));
-    const rs = await this.#exec({
+    const rs = await this.#write({
       sql: `UPDATE errand_jobs AS j SET
               state = f.value ->> 'state',
               finished_at = CASE WHEN f.value ->> 'state' IN ('completed', 'failed') THEN f.value ->> 'at' END,
@@ -136,7 +146,8 @@ export class LibsqlStore implements Store<Transaction> {
               worker_id = NULL,
               runs = CASE WHEN f.value ->> 'run' IS NULL THEN j.runs ELSE json_insert(j.runs, '$[#]', json(f.value -> 'run')) END
             FROM json_each(?) AS f
-            WHERE j.id = f.value ->> 'id' AND j.namespace = ? AND j.state = 'running'
+            -- "+" keeps the planner on the primary key (one lookup per item), not a scan of the namespace.
+            WHERE j.id = f.value ->> 'id' AND +j.namespace = ? AND j.state = 'running'
               AND j.fence = f.value ->> 'fence'
               AND (f.value ->> 'expiredBefore' IS NULL OR j.lease_until < f.value ->> 'expiredBefore')
             RETURNING id`,
@@ -179,11 +190,9 @@ export class LibsqlStore implements Store<Transaction> {
       });
     }
     if (p.tx) {
-      for (const s of statements) await this.#exec(s, p.tx);
-    } else if (statements.length === 1) {
-      await this.#exec(statements[0]);
+      for (const s of statements) await p.tx.execute(s).catch((err) => Promise.reject(toErrandError(err)));
     } else {
-      await this.#run(() => this.#client.batch(statements, "write"));
+      await this.#run(() => this.#batchWrite(statements));
     }
   }
 
@@ -227,7 +236,7 @@ export class LibsqlStore implements Store<Transaction> {
   }
 
   async jobPromoteDue(p: { now: number; limit: number }): Promise<string[]> {
-    const rs = await this.#exec({
+    const rs = await this.#write({
       sql: `UPDATE errand_jobs SET state = 'available'
             WHERE id IN (SELECT id FROM errand_jobs WHERE namespace = ? AND state = 'scheduled' AND run_at <= ? ORDER BY run_at LIMIT ?)
             RETURNING queue`,
@@ -237,7 +246,7 @@ export class LibsqlStore implements Store<Transaction> {
   }
 
   async jobPrune(p: { state: "completed" | "failed" | "cancelled"; before: number; limit: number }): Promise<number> {
-    const rs = await this.#exec({
+    const rs = await this.#write({
       sql: `DELETE FROM errand_jobs WHERE id IN (
               SELECT id FROM errand_jobs WHERE namespace = ? AND state = ? AND finished_at < ? LIMIT ?)`,
       args: [this.namespace, p.state, p.before, p.limit],
@@ -247,10 +256,10 @@ export class LibsqlStore implements Store<Transaction> {
 
   async jobRenewLeases(p: { leases: readonly LeaseRef[]; leaseUntil: number }): Promise<string[]> {
     if (p.leases.length === 0) return [];
-    const rs = await this.#exec({
+    const rs = await this.#write({
       sql: `UPDATE errand_jobs AS j SET lease_until = ?
             FROM json_each(?) AS l
-            WHERE j.id = l.value ->> 'id' AND j.namespace = ? AND j.state = 'running' AND j.fence = l.value ->> 'fence'
+            WHERE j.id = l.value ->> 'id' AND +j.namespace = ? AND j.state = 'running' AND j.fence = l.value ->> 'fence'
             RETURNING id`,
       args: [p.leaseUntil, JSON.stringify(p.leases), this.namespace],
     });
@@ -264,10 +273,35 @@ export class LibsqlStore implements Store<Transaction> {
     return Number(rs.rows[0].v);
   }
 
-  /** Runs one statement on the client, or on the application's transaction. */
-  #exec(statement: InStatement, tx?: Transaction): Promise<ResultSet> {
-    if (tx) return this.#run(() => tx.execute(statement), false);
+  /** Runs one read-only statement. */
+  #exec(statement: InStatement): Promise<ResultSet> {
     return this.#run(() => this.#client.execute(statement));
+  }
+
+  /**
+   * Runs one writing statement in the application's transaction, or else in
+   * its own `BEGIN IMMEDIATE` transaction. Never as a bare autocommit
+   * statement: when the commit of an autocommit `UPDATE ... RETURNING` meets
+   * SQLITE_BUSY, the driver hands back the returned rows without an error
+   * although nothing was written, which would let two processes claim one job.
+   */
+  async #write(statement: InStatement, tx?: Transaction): Promise<ResultSet> {
+    if (tx) return await this.#run(() => tx.execute(statement), false);
+    const [result] = await this.#run(() => this.#batchWrite([statement]));
+    return result;
+  }
+
+  /**
+   * Runs statements in one `BEGIN IMMEDIATE` transaction, after setting a
+   * native busy timeout on the connection that runs them. The client's pool
+   * hands the connection an `execute` just released straight to the next
+   * call, so the timeout holds on every connection, including ones the pool
+   * opens later. SQLite's own busy wait matters: retrying from JavaScript
+   * alone was seen to stall for seconds between processes sharing a file.
+   */
+  async #batchWrite(statements: InStatement[]): Promise<ResultSet[]> {
+    await this.#client.execute(`PRAGMA busy_timeout = ${NATIVE_BUSY_WAIT_MS}`);
+    return await this.#client.batch(statements, "write");
   }
 
   /**
@@ -282,7 +316,8 @@ export class LibsqlStore implements Store<Transaction> {
         return await fn();
       } catch (err) {
         if (retryBusy && isBusy(err) && Date.now() < deadline) {
-          await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, 2 ** attempt)));
+          // Writes hold the lock for well under a millisecond: retry at once a few times, then back off a little.
+          await new Promise((r) => setTimeout(r, attempt < 20 ? 0 : Math.random() * Math.min(20, attempt - 19)));
           continue;
         }
         throw toErrandError(err);

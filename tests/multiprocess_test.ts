@@ -1,0 +1,127 @@
+/**
+ * Real OS processes sharing one database: 2,000 jobs run exactly once across
+ * two worker processes; then a worker is killed with SIGKILL mid-job and its
+ * jobs complete on another process after their leases lapse.
+ */
+import assert from "node:assert/strict";
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { fileURLToPath } from "node:url";
+import { describe, it } from "node:test";
+import { createErrand } from "../mod.ts";
+import { processJobs } from "./support/process_jobs.ts";
+import { libsqlKind, postgresKind, type StoreKind, type TestDatabase } from "./support/stores.ts";
+import { eventually } from "./support/wait.ts";
+
+const workerScript = fileURLToPath(new URL("./support/worker_process.ts", import.meta.url));
+
+/** The command that runs a TypeScript file on the runtime running this test. */
+function runtimeCommand(script: string): [string, string[]] {
+  if ("Deno" in globalThis) return [Deno.execPath(), ["run", "-A", script]];
+  if (process.versions.bun) return [process.execPath, [script]];
+  return [process.execPath, ["--import", "tsx", script]];
+}
+
+function startWorker(kind: StoreKind<unknown>, db: TestDatabase<unknown>, logFile: string): Promise<ChildProcess> {
+  const [command, args] = runtimeCommand(workerScript);
+  const child = spawn(command, args, {
+    env: {
+      ...process.env,
+      ERRAND_CHILD_STORE: kind.name === "postgres" ? "postgres" : "libsql",
+      ERRAND_CHILD_URL: db.url,
+      ERRAND_CHILD_SCHEMA: db.schema ?? "",
+      ERRAND_CHILD_LOG: logFile,
+    },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  return new Promise((resolve, reject) => {
+    child.stdout!.on("data", (chunk) => String(chunk).includes("ready") && resolve(child));
+    child.on("exit", (code) => reject(new Error(`worker exited early with ${code}`)));
+  });
+}
+
+function stop(child: ChildProcess, signal: "SIGTERM" | "SIGKILL"): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    child.on("exit", () => resolve());
+    child.kill(signal);
+  });
+}
+
+const lines = (file: string, prefix: string) =>
+  existsSync(file)
+    ? readFileSync(file, "utf8").split("\n").filter((l) => l.startsWith(prefix)).map((l) => l.slice(prefix.length))
+    : [];
+
+for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[]) {
+  describe(`multi-process: ${kind.name}`, () => {
+    if (kind.skip) {
+      it(`skipped: ${kind.skip}`, { skip: kind.skip }, () => {});
+      return;
+    }
+
+    it("two processes run 2,000 jobs exactly once each", async () => {
+      const db = await kind.open();
+      const logs = [1, 2].map((i) => `${tmpdir()}/errand-mp-${Date.now()}-${i}.log`);
+      const children: ChildProcess[] = [];
+      try {
+        const errand = createErrand({ jobs: processJobs, store: db.store(), mode: "enqueue" });
+        await errand.enqueueMany(Array.from({ length: 2000 }, (_, n) => ({ kind: "record" as const, payload: { n } })));
+        children.push(...await Promise.all(logs.map((log) => startWorker(kind, db, log))));
+        const done = await eventually(
+          () => {
+            const all = logs.flatMap((l) => lines(l, "done "));
+            return all.length >= 2000 && all;
+          },
+          "2,000 runs",
+          60_000,
+        );
+        await new Promise((r) => setTimeout(r, 200));
+        const all = logs.flatMap((l) => lines(l, "done "));
+        assert.equal(all.length, 2000, "no job ran twice");
+        assert.equal(new Set(done).size, 2000, "every job ran");
+        assert.ok(logs.every((l) => lines(l, "done ").length > 0), "both processes took part");
+        await eventually(
+          async () => (await errand.list({ state: "completed", limit: 1000 })).cursor !== null,
+          "completions",
+        );
+        assert.equal((await errand.list({ state: "available" })).jobs.length, 0);
+        assert.equal((await errand.list({ state: "running" })).jobs.length, 0);
+      } finally {
+        await Promise.all(children.map((c) => stop(c, "SIGTERM")));
+        await db.close();
+      }
+    });
+
+    it("jobs of a process killed with SIGKILL mid-job complete on another process", async () => {
+      const db = await kind.open();
+      const [logA, logB] = ["a", "b"].map((i) => `${tmpdir()}/errand-kill-${Date.now()}-${i}.log`);
+      const children: ChildProcess[] = [];
+      try {
+        const errand = createErrand({ jobs: processJobs, store: db.store(), mode: "enqueue" });
+        const ids = (await errand.enqueueMany(
+          Array.from({ length: 12 }, (_, n) => ({ kind: "slow" as const, payload: { n } })),
+        )).map((r) => r.id);
+        const a = await startWorker(kind, db, logA);
+        children.push(a);
+        await eventually(() => lines(logA, "start ").length > 0, "a job started on A");
+        await stop(a, "SIGKILL");
+        const orphaned = lines(logA, "start ").filter((id) => !lines(logA, "done ").includes(id));
+        assert.ok(orphaned.length > 0, "A was killed mid-job");
+        children.push(await startWorker(kind, db, logB));
+        for (const id of ids) {
+          await eventually(async () => (await errand.get(id))?.state === "completed", `job ${id} completed`, 30_000);
+        }
+        for (const id of orphaned) {
+          const job = (await errand.get(id))!;
+          assert.equal(job.runs[0].error?.name, "LeaseExpired");
+          assert.ok(lines(logB, "done ").includes(id), "the orphaned job ran on B");
+        }
+      } finally {
+        await Promise.all(children.map((c) => stop(c, "SIGTERM")));
+        await db.close();
+      }
+    });
+  });
+}

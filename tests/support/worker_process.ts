@@ -1,0 +1,49 @@
+/**
+ * A worker process for the multi-process tests. Configured by environment:
+ * ERRAND_CHILD_STORE (libsql | postgres), ERRAND_CHILD_URL, ERRAND_CHILD_SCHEMA,
+ * ERRAND_CHILD_LOG (a file it appends "start <id>" and "done <id>" lines to).
+ * Prints "ready" once started; shuts down gracefully on SIGTERM.
+ */
+import { appendFileSync } from "node:fs";
+import process from "node:process";
+import { createClient } from "@libsql/client";
+import postgres from "postgres";
+import { libsqlStore } from "../../adapters/libsql/mod.ts";
+import { postgresStore } from "../../adapters/postgres/mod.ts";
+import { createErrand, type Store } from "../../mod.ts";
+import { processJobs } from "./process_jobs.ts";
+
+const env = (name: string) => process.env[name] ?? "";
+const log = (line: string) => appendFileSync(env("ERRAND_CHILD_LOG"), `${line}\n`);
+const sql = env("ERRAND_CHILD_STORE") === "postgres"
+  ? postgres(env("ERRAND_CHILD_URL"), { max: 4, onnotice: () => {} })
+  : null;
+const client = sql ? null : createClient({ url: env("ERRAND_CHILD_URL") });
+const store = (sql ? postgresStore(sql, { schema: env("ERRAND_CHILD_SCHEMA") }) : libsqlStore(client!)) as Store<
+  unknown
+>;
+
+const errand = createErrand({
+  jobs: processJobs,
+  store,
+  lease: "2s",
+  pollInterval: "50ms",
+  maintenance: { rescue: "250ms" },
+  queues: { default: { concurrency: 8 } },
+  handlers: {
+    record: (_p, job) => log(`done ${job.id}`),
+    slow: async (_p, job) => {
+      log(`start ${job.id}`);
+      await new Promise((r) => setTimeout(r, 300));
+      log(`done ${job.id}`);
+    },
+  },
+});
+await errand.start();
+console.log("ready");
+process.on("SIGTERM", async () => {
+  await errand.shutdown({ drain: "5s" });
+  await sql?.end();
+  client?.close();
+  process.exit(0);
+});
