@@ -9,19 +9,13 @@ import { existsSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
 import { describe, it } from "node:test";
+import { runtimeCommand } from "./support/runtime.ts";
 import { createErrand } from "../mod.ts";
 import { processJobs } from "./support/process_jobs.ts";
 import { libsqlKind, postgresKind, type StoreKind, type TestDatabase } from "./support/stores.ts";
 import { eventually } from "./support/wait.ts";
 
 const workerScript = fileURLToPath(new URL("./support/worker_process.ts", import.meta.url));
-
-/** The command that runs a TypeScript file on the runtime running this test. */
-function runtimeCommand(script: string): [string, string[]] {
-  if ("Deno" in globalThis) return [Deno.execPath(), ["run", "-A", script]];
-  if (process.versions.bun) return [process.execPath, [script]];
-  return [process.execPath, ["--import", "tsx", script]];
-}
 
 function startWorker(kind: StoreKind<unknown>, db: TestDatabase<unknown>, logFile: string): Promise<ChildProcess> {
   const [command, args] = runtimeCommand(workerScript);

@@ -1,0 +1,74 @@
+/**
+ * Payload types flow from defineJobs to enqueue and to handlers. The
+ * `@ts-expect-error` lines fail the type check (`deno check`) if the line
+ * below them stops being an error; the runtime halves check the same calls
+ * throw clear errors.
+ */
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { createClient, type Transaction } from "@libsql/client";
+import { createErrand, defineJobs, job, type JobInfo, type PayloadOf, ValidationError } from "../mod.ts";
+import { libsqlStore } from "../adapters/libsql/mod.ts";
+
+type Order = { orderId: string; cents: number };
+const jobs = defineJobs({
+  charge: job<Order>({ queue: "billing" }),
+  ping: job<{ url: string }>(),
+  tick: job<null>(),
+});
+
+describe("types", () => {
+  it("payload types reach enqueue, enqueueMany and handlers", async () => {
+    const client = createClient({ url: ":memory:" });
+    const seen: Order[] = [];
+    const errand = createErrand({
+      jobs,
+      store: libsqlStore(client),
+      mode: "enqueue",
+      context: { region: "eu" },
+      handlers: {
+        charge: (payload, job) => {
+          const cents: number = payload.cents;
+          const region: string = job.context.region;
+          // @ts-expect-error: Order has no "email"
+          void payload.email;
+          // @ts-expect-error: the context has no "db"
+          void job.context.db;
+          void [cents, region];
+          seen.push(payload);
+        },
+      },
+    });
+    const orderPayload: PayloadOf<typeof jobs.charge> = { orderId: "o1", cents: 100 };
+    await errand.enqueue("charge", orderPayload);
+    await errand.enqueue("tick", null);
+    // @ts-expect-error: "cents" must be a number
+    void (() => errand.enqueue("charge", { orderId: "o2", cents: "100" }));
+    // @ts-expect-error: "orderId" is missing
+    void (() => errand.enqueue("charge", { cents: 1 }));
+    // @ts-expect-error: unknown kind
+    await assert.rejects(errand.enqueue("refund", { orderId: "o3" }), ValidationError);
+    // @ts-expect-error: the ping payload is not an Order
+    void (() => errand.enqueueMany([{ kind: "ping", payload: { orderId: "x", cents: 1 } }]));
+    // @ts-expect-error: a libSQL store takes a libSQL Transaction as tx
+    void (() => errand.enqueue("tick", null, { tx: "not a transaction" }));
+    const tx: Transaction | undefined = undefined;
+    void (() => errand.enqueue("tick", null, { tx }));
+    const info: JobInfo | null = await errand.get("01ARZ3NDEKTSV4RRFFQ69G5FAV");
+    assert.equal(info, null);
+    client.close();
+  });
+
+  it("handlers must match their kind's payload", () => {
+    const client = createClient({ url: ":memory:" });
+    createErrand({
+      jobs,
+      store: libsqlStore(client),
+      handlers: {
+        // @ts-expect-error: the handler expects a payload "ping" does not have
+        ping: (payload: { other: boolean }) => void payload.other,
+      },
+    });
+    client.close();
+  });
+});
