@@ -153,7 +153,8 @@ export interface Store<TTx = unknown> {
   ensureSchema(): Promise<void>;
   /**
    * Claims up to `limit` due jobs (available, or scheduled with `runAt <= now`)
-   * of one queue in priority, run time, id order: sets them running with a new
+   * of one queue, taking them in priority, run time, id order (returned in any
+   * order): sets them running with a new
    * fence, increments the attempt, sets the lease.
    */
   jobClaim(params: JobClaimParams): Promise<ClaimedJob[]>;

@@ -140,6 +140,8 @@ export class QueueWorker<TTx> {
         await this.#wakeup.wait(backoff);
         continue;
       }
+      // Start in claim order; a store may return a batch in any order.
+      claimed.sort((a, b) => a.priority - b.priority || a.runAt - b.runAt || (a.id < b.id ? -1 : 1));
       for (const claim of claimed) this.#start(claim);
       this.#hot = claimed.length === limit;
       if (!this.#hot) await this.#wakeup.wait(env.pollMs - (env.clock.now() - now));

@@ -22,7 +22,7 @@ function startWorker(kind: StoreKind<unknown>, db: TestDatabase<unknown>, logFil
   const child = spawn(command, args, {
     env: {
       ...process.env,
-      ERRAND_CHILD_STORE: kind.name === "postgres" ? "postgres" : "libsql",
+      ERRAND_CHILD_STORE: kind.name.startsWith("postgres") ? "postgres" : "libsql",
       ERRAND_CHILD_URL: db.url,
       ERRAND_CHILD_SCHEMA: db.schema ?? "",
       ERRAND_CHILD_LOG: logFile,

@@ -16,8 +16,8 @@
  *
  * @module
  */
-import type { Client, InStatement, ResultSet, Row, Transaction } from "@libsql/client";
-import { SchemaVersionError, StoreError, StoreUnavailableError } from "../../src/errors.ts";
+import type { Client, InStatement, ResultSet, Transaction } from "@libsql/client";
+import { ErrandError, SchemaVersionError, StoreError, StoreUnavailableError } from "../../src/errors.ts";
 import type {
   ClaimedJob,
   ExpiredJob,
@@ -30,7 +30,7 @@ import type {
   Store,
   StoreCapabilities,
 } from "../../src/store.ts";
-import type { JobState, RunRecord } from "../../src/types.ts";
+import { CLAIMED_COLUMNS, EXPIRED_COLUMNS, JOB_COLUMNS, toClaimedJob, toExpiredJob, toJobRow } from "../../src/rows.ts";
 import { LIBSQL_MIGRATIONS, LIBSQL_SCHEMA_VERSION, MIGRATIONS_TABLE_SQL } from "./migrations.ts";
 
 /**
@@ -41,11 +41,6 @@ const NATIVE_BUSY_WAIT_MS = 1_000;
 
 /** Rows per multi-row INSERT statement (12 parameters each, well under SQLite's limit). */
 const INSERT_CHUNK = 500;
-
-const CLAIMED_COLUMNS =
-  "id, kind, queue, priority, payload, attempt, max_attempts, fence, run_at, created_at, started_at, timeout_ms, retry";
-const ROW_COLUMNS =
-  "id, kind, queue, state, priority, payload, attempt, max_attempts, fence, run_at, created_at, started_at, finished_at, lease_until, runs";
 
 /** Settings of the libSQL store, resolved. */
 export interface LibsqlStoreSettings {
@@ -118,10 +113,10 @@ export class LibsqlStore implements Store<Transaction> {
               WHERE namespace = ? AND queue = ? AND state IN ('available', 'scheduled') AND run_at <= ?
                 AND kind IN (SELECT value FROM json_each(?))
               ORDER BY priority, run_at, id LIMIT ?)
-            RETURNING ${CLAIMED_COLUMNS}`,
+            RETURNING ${CLAIMED_COLUMNS.join(", ")}`,
       args: [p.now, p.leaseUntil, p.workerId, this.namespace, p.queue, p.now, JSON.stringify(p.kinds), p.limit],
     });
-    return rs.rows.map(toClaimed);
+    return rs.rows.map(toClaimedJob);
   }
 
   async jobFinishMany(p: JobFinishParams<Transaction>): Promise<string[]> {
@@ -158,7 +153,7 @@ export class LibsqlStore implements Store<Transaction> {
 
   async jobGet(id: string): Promise<JobRow | null> {
     const rs = await this.#exec({
-      sql: `SELECT ${ROW_COLUMNS} FROM errand_jobs WHERE id = ? AND namespace = ?`,
+      sql: `SELECT ${JOB_COLUMNS.join(", ")} FROM errand_jobs WHERE id = ? AND namespace = ?`,
       args: [id, this.namespace],
     });
     return rs.rows.length ? toJobRow(rs.rows[0]) : null;
@@ -211,7 +206,7 @@ export class LibsqlStore implements Store<Transaction> {
     }
     args.push(p.limit);
     const rs = await this.#exec({
-      sql: `SELECT ${ROW_COLUMNS} FROM errand_jobs WHERE ${where.join(" AND ")} ORDER BY id DESC LIMIT ?`,
+      sql: `SELECT ${JOB_COLUMNS.join(", ")} FROM errand_jobs WHERE ${where.join(" AND ")} ORDER BY id DESC LIMIT ?`,
       args,
     });
     return rs.rows.map(toJobRow);
@@ -219,20 +214,11 @@ export class LibsqlStore implements Store<Transaction> {
 
   async jobListExpired(p: { now: number; limit: number }): Promise<ExpiredJob[]> {
     const rs = await this.#exec({
-      sql: `SELECT id, kind, queue, attempt, max_attempts, fence, started_at, retry FROM errand_jobs
+      sql: `SELECT ${EXPIRED_COLUMNS.join(", ")} FROM errand_jobs
             WHERE namespace = ? AND state = 'running' AND lease_until < ? ORDER BY lease_until LIMIT ?`,
       args: [this.namespace, p.now, p.limit],
     });
-    return rs.rows.map((r) => ({
-      id: String(r.id),
-      kind: String(r.kind),
-      queue: String(r.queue),
-      attempt: Number(r.attempt),
-      maxAttempts: Number(r.max_attempts),
-      fence: Number(r.fence),
-      startedAt: Number(r.started_at),
-      retry: r.retry === null ? null : String(r.retry),
-    }));
+    return rs.rows.map(toExpiredJob);
   }
 
   async jobPromoteDue(p: { now: number; limit: number }): Promise<string[]> {
@@ -332,60 +318,11 @@ function isBusy(err: unknown): boolean {
 }
 
 function toErrandError(err: unknown): Error {
-  if (err instanceof SchemaVersionError || err instanceof StoreError || err instanceof StoreUnavailableError) {
-    return err;
-  }
+  if (err instanceof ErrandError) return err;
   const code = String((err as { code?: unknown })?.code ?? "");
   const message = (err as Error)?.message ?? String(err);
   if (code === "CLIENT_CLOSED" || code === "SQLITE_CANTOPEN" || /ECONNREFUSED|fetch failed/i.test(message)) {
     return new StoreUnavailableError(`The libSQL database cannot be reached: ${message}`, { cause: err });
   }
   return new StoreError(`libSQL error${code ? ` ${code}` : ""}: ${message}`, { cause: err });
-}
-
-function bytes(value: unknown): Uint8Array {
-  if (value instanceof Uint8Array) return value;
-  if (value instanceof ArrayBuffer) return new Uint8Array(value);
-  throw new StoreError(`Expected a BLOB payload, got "${typeof value}"`);
-}
-
-const num = (v: unknown): number => Number(v);
-const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
-
-function toClaimed(r: Row): ClaimedJob {
-  return {
-    id: String(r.id),
-    kind: String(r.kind),
-    queue: String(r.queue),
-    priority: num(r.priority),
-    payload: bytes(r.payload),
-    attempt: num(r.attempt),
-    maxAttempts: num(r.max_attempts),
-    fence: num(r.fence),
-    runAt: num(r.run_at),
-    createdAt: num(r.created_at),
-    startedAt: num(r.started_at),
-    timeoutMs: numOrNull(r.timeout_ms),
-    retry: r.retry === null ? null : String(r.retry),
-  };
-}
-
-function toJobRow(r: Row): JobRow {
-  return {
-    id: String(r.id),
-    kind: String(r.kind),
-    queue: String(r.queue),
-    state: String(r.state) as JobState,
-    priority: num(r.priority),
-    payload: bytes(r.payload),
-    attempt: num(r.attempt),
-    maxAttempts: num(r.max_attempts),
-    fence: num(r.fence),
-    runAt: num(r.run_at),
-    createdAt: num(r.created_at),
-    startedAt: numOrNull(r.started_at),
-    finishedAt: numOrNull(r.finished_at),
-    leaseUntil: numOrNull(r.lease_until),
-    runs: JSON.parse(String(r.runs)) as RunRecord[],
-  };
 }

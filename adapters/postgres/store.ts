@@ -13,7 +13,7 @@
  * @module
  */
 import type { Sql, TransactionSql } from "postgres";
-import { SchemaVersionError, StoreError, StoreUnavailableError } from "../../src/errors.ts";
+import { ErrandError, SchemaVersionError, StoreError, StoreUnavailableError } from "../../src/errors.ts";
 import type {
   ClaimedJob,
   ExpiredJob,
@@ -26,16 +26,11 @@ import type {
   Store,
   StoreCapabilities,
 } from "../../src/store.ts";
-import type { JobState, RunRecord } from "../../src/types.ts";
+import { CLAIMED_COLUMNS, EXPIRED_COLUMNS, JOB_COLUMNS, toClaimedJob, toExpiredJob, toJobRow } from "../../src/rows.ts";
 import { BOOTSTRAP_SQL, POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION, quoteIdentifier } from "./migrations.ts";
 
 /** postgres.js type oid of `bytea[]`. */
 const BYTEA_ARRAY = 1001;
-
-const CLAIMED_COLUMNS =
-  "id, kind, queue, priority, payload, attempt, max_attempts, fence, run_at, created_at, started_at, timeout_ms, retry";
-const ROW_COLUMNS =
-  "id, kind, queue, state, priority, payload, attempt, max_attempts, fence, run_at, created_at, started_at, finished_at, lease_until, runs";
 
 /** Settings of the PostgreSQL store, resolved. */
 export interface PostgresStoreSettings {
@@ -108,10 +103,10 @@ export class PostgresStore implements Store<TransactionSql> {
                AND kind = ANY($7::text[])
              ORDER BY priority, run_at, id LIMIT $8 FOR UPDATE SKIP LOCKED) AS picked
        WHERE j.id = picked.id
-       RETURNING ${prefixed("j", CLAIMED_COLUMNS)}`,
+       RETURNING ${CLAIMED_COLUMNS.map((c) => `j.${c}`).join(", ")}`,
       [p.now, p.leaseUntil, p.workerId, this.namespace, p.queue, p.now, p.kinds, p.limit],
     );
-    return rows.map(toClaimed).sort((a, b) => a.priority - b.priority || a.runAt - b.runAt || (a.id < b.id ? -1 : 1));
+    return rows.map(toClaimedJob);
   }
 
   async jobFinishMany(p: JobFinishParams<TransactionSql>): Promise<string[]> {
@@ -148,10 +143,13 @@ export class PostgresStore implements Store<TransactionSql> {
   }
 
   async jobGet(id: string): Promise<JobRow | null> {
-    const rows = await this.#query(`SELECT ${ROW_COLUMNS} FROM ${this.#jobs} WHERE id = $1 AND namespace = $2`, [
-      id,
-      this.namespace,
-    ]);
+    const rows = await this.#query(
+      `SELECT ${JOB_COLUMNS.join(", ")} FROM ${this.#jobs} WHERE id = $1 AND namespace = $2`,
+      [
+        id,
+        this.namespace,
+      ],
+    );
     return rows.length ? toJobRow(rows[0]) : null;
   }
 
@@ -198,7 +196,9 @@ export class PostgresStore implements Store<TransactionSql> {
     }
     args.push(p.limit);
     const rows = await this.#query(
-      `SELECT ${ROW_COLUMNS} FROM ${this.#jobs} WHERE ${where.join(" AND ")} ORDER BY id DESC LIMIT $${args.length}`,
+      `SELECT ${JOB_COLUMNS.join(", ")} FROM ${this.#jobs} WHERE ${
+        where.join(" AND ")
+      } ORDER BY id DESC LIMIT $${args.length}`,
       args,
     );
     return rows.map(toJobRow);
@@ -206,20 +206,11 @@ export class PostgresStore implements Store<TransactionSql> {
 
   async jobListExpired(p: { now: number; limit: number }): Promise<ExpiredJob[]> {
     const rows = await this.#query(
-      `SELECT id, kind, queue, attempt, max_attempts, fence, started_at, retry FROM ${this.#jobs}
+      `SELECT ${EXPIRED_COLUMNS.join(", ")} FROM ${this.#jobs}
        WHERE namespace = $1 AND state = 'running' AND lease_until < $2 ORDER BY lease_until LIMIT $3`,
       [this.namespace, p.now, p.limit],
     );
-    return rows.map((r) => ({
-      id: String(r.id),
-      kind: String(r.kind),
-      queue: String(r.queue),
-      attempt: Number(r.attempt),
-      maxAttempts: Number(r.max_attempts),
-      fence: Number(r.fence),
-      startedAt: Number(r.started_at),
-      retry: r.retry === null ? null : String(r.retry),
-    }));
+    return rows.map(toExpiredJob);
   }
 
   async jobPromoteDue(p: { now: number; limit: number }): Promise<string[]> {
@@ -305,9 +296,7 @@ const CONNECTION_CODES = new Set([
 ]);
 
 function toErrandError(err: unknown): Error {
-  if (err instanceof SchemaVersionError || err instanceof StoreError || err instanceof StoreUnavailableError) {
-    return err;
-  }
+  if (err instanceof ErrandError) return err;
   const code = String((err as { code?: unknown })?.code ?? "");
   const message = (err as Error)?.message ?? String(err);
   if (CONNECTION_CODES.has(code) || code.startsWith("08")) {
@@ -320,53 +309,4 @@ function newerSchema(version: number): SchemaVersionError {
   return new SchemaVersionError(
     `The database has errand schema version "${version}", newer than "${POSTGRES_SCHEMA_VERSION}" which this errand supports; upgrade errand`,
   );
-}
-
-function prefixed(alias: string, columns: string): string {
-  return columns.split(", ").map((c) => `${alias}.${c}`).join(", ");
-}
-
-function bytes(value: unknown): Uint8Array {
-  if (value instanceof Uint8Array) return value;
-  throw new StoreError(`Expected a bytea payload, got "${typeof value}"`);
-}
-
-const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
-
-function toClaimed(r: Row): ClaimedJob {
-  return {
-    id: String(r.id),
-    kind: String(r.kind),
-    queue: String(r.queue),
-    priority: Number(r.priority),
-    payload: bytes(r.payload),
-    attempt: Number(r.attempt),
-    maxAttempts: Number(r.max_attempts),
-    fence: Number(r.fence),
-    runAt: Number(r.run_at),
-    createdAt: Number(r.created_at),
-    startedAt: Number(r.started_at),
-    timeoutMs: numOrNull(r.timeout_ms),
-    retry: r.retry === null ? null : String(r.retry),
-  };
-}
-
-function toJobRow(r: Row): JobRow {
-  return {
-    id: String(r.id),
-    kind: String(r.kind),
-    queue: String(r.queue),
-    state: String(r.state) as JobState,
-    priority: Number(r.priority),
-    payload: bytes(r.payload),
-    attempt: Number(r.attempt),
-    maxAttempts: Number(r.max_attempts),
-    fence: Number(r.fence),
-    runAt: Number(r.run_at),
-    createdAt: Number(r.created_at),
-    startedAt: numOrNull(r.started_at),
-    finishedAt: numOrNull(r.finished_at),
-    leaseUntil: numOrNull(r.lease_until),
-    runs: (typeof r.runs === "string" ? JSON.parse(r.runs) : r.runs) as RunRecord[],
-  };
 }

@@ -71,20 +71,21 @@ export function libsqlKind(where: "file" | "memory"): StoreKind<Transaction> {
   };
 }
 
-/** PostgreSQL at DATABASE_URL, a fresh schema per test. */
-export function postgresKind(): StoreKind<TransactionSql> {
+/** PostgreSQL at DATABASE_URL, a fresh schema per test; `prepare: false` is how PgBouncer users connect. */
+export function postgresKind(options: { prepare?: boolean } = {}): StoreKind<TransactionSql> {
+  const prepare = options.prepare ?? true;
   const url = process.env.DATABASE_URL;
   const required = process.env.ERRAND_REQUIRE_PG === "1";
   if (!url && required) throw new Error("ERRAND_REQUIRE_PG=1 but DATABASE_URL is not set");
   return {
-    name: "postgres",
+    name: prepare ? "postgres" : "postgres-unprepared",
     shared: true,
     skip: url
       ? undefined
       : "DATABASE_URL is not set; PostgreSQL tests skipped (set it, e.g. postgres://root@127.0.0.1:5432/test)",
     open() {
       const schema = `errand_t_${unique()}`;
-      const sql = postgres(url!, { max: 6, onnotice: () => {} });
+      const sql = postgres(url!, { max: 6, prepare, onnotice: () => {} });
       return Promise.resolve({
         url: url!,
         schema,

@@ -1,0 +1,126 @@
+/**
+ * Turning stored rows into the records of the {@link Store} interface. Every
+ * SQL adapter stores jobs under the same snake_case column names, and its
+ * driver hands back an object keyed by them; these functions do the rest, so
+ * each adapter only has to select the listed columns.
+ *
+ * @module
+ */
+import { StoreError } from "./errors.ts";
+import type { ClaimedJob, ExpiredJob, JobRow } from "./store.ts";
+import type { JobState, RunRecord } from "./types.ts";
+
+/** A row as a driver returns it: values by column name. */
+export type StoredRow = Readonly<Record<string, unknown>>;
+
+/** The columns {@link toClaimedJob} reads. */
+export const CLAIMED_COLUMNS: readonly string[] = [
+  "id",
+  "kind",
+  "queue",
+  "priority",
+  "payload",
+  "attempt",
+  "max_attempts",
+  "fence",
+  "run_at",
+  "created_at",
+  "started_at",
+  "timeout_ms",
+  "retry",
+];
+
+/** The columns {@link toJobRow} reads. */
+export const JOB_COLUMNS: readonly string[] = [
+  "id",
+  "kind",
+  "queue",
+  "state",
+  "priority",
+  "payload",
+  "attempt",
+  "max_attempts",
+  "fence",
+  "run_at",
+  "created_at",
+  "started_at",
+  "finished_at",
+  "lease_until",
+  "runs",
+];
+
+/** The columns {@link toExpiredJob} reads. */
+export const EXPIRED_COLUMNS: readonly string[] = [
+  "id",
+  "kind",
+  "queue",
+  "attempt",
+  "max_attempts",
+  "fence",
+  "started_at",
+  "retry",
+];
+
+/** A claimed job from a row with {@link CLAIMED_COLUMNS}. */
+export function toClaimedJob(r: StoredRow): ClaimedJob {
+  return {
+    id: String(r.id),
+    kind: String(r.kind),
+    queue: String(r.queue),
+    priority: Number(r.priority),
+    payload: toBytes(r.payload),
+    attempt: Number(r.attempt),
+    maxAttempts: Number(r.max_attempts),
+    fence: Number(r.fence),
+    runAt: Number(r.run_at),
+    createdAt: Number(r.created_at),
+    startedAt: Number(r.started_at),
+    timeoutMs: numberOrNull(r.timeout_ms),
+    retry: r.retry === null ? null : String(r.retry),
+  };
+}
+
+/** A job from a row with {@link JOB_COLUMNS}; `runs` may be JSON text or already parsed. */
+export function toJobRow(r: StoredRow): JobRow {
+  return {
+    id: String(r.id),
+    kind: String(r.kind),
+    queue: String(r.queue),
+    state: String(r.state) as JobState,
+    priority: Number(r.priority),
+    payload: toBytes(r.payload),
+    attempt: Number(r.attempt),
+    maxAttempts: Number(r.max_attempts),
+    fence: Number(r.fence),
+    runAt: Number(r.run_at),
+    createdAt: Number(r.created_at),
+    startedAt: numberOrNull(r.started_at),
+    finishedAt: numberOrNull(r.finished_at),
+    leaseUntil: numberOrNull(r.lease_until),
+    runs: (typeof r.runs === "string" ? JSON.parse(r.runs) : r.runs) as RunRecord[],
+  };
+}
+
+/** An expired job from a row with {@link EXPIRED_COLUMNS}. */
+export function toExpiredJob(r: StoredRow): ExpiredJob {
+  return {
+    id: String(r.id),
+    kind: String(r.kind),
+    queue: String(r.queue),
+    attempt: Number(r.attempt),
+    maxAttempts: Number(r.max_attempts),
+    fence: Number(r.fence),
+    startedAt: Number(r.started_at),
+    retry: r.retry === null ? null : String(r.retry),
+  };
+}
+
+function toBytes(value: unknown): Uint8Array {
+  if (value instanceof Uint8Array) return value;
+  if (value instanceof ArrayBuffer) return new Uint8Array(value);
+  throw new StoreError(`Expected the payload as bytes, got "${typeof value}"`);
+}
+
+function numberOrNull(v: unknown): number | null {
+  return v === null || v === undefined ? null : Number(v);
+}
