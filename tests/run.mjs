@@ -32,7 +32,7 @@ const failures = [];
 if (!args.includes("--skip-checks")) {
   for (
     const [label, a] of [
-      ["type check", ["check", "mod.ts", "src/", "adapters/", "tests/", "examples/"]],
+      ["type check", ["check", "mod.ts", "src/", "adapters/", "tests/", "examples/", "bench/"]],
       ["lint", ["lint"]],
       ["format", ["fmt", "--check"]],
     ]

@@ -220,9 +220,10 @@ export class PostgresStore implements Store<TransactionSql> {
          WHERE id IN (SELECT id FROM ${this.#jobs} WHERE namespace = $1 AND state = 'scheduled' AND run_at <= $2
                       ORDER BY run_at LIMIT $3 FOR UPDATE SKIP LOCKED)
          RETURNING queue)
-       SELECT DISTINCT queue${this.#settings.notify ? ", pg_notify($4, '')" : ""} FROM promoted`,
-      [this.namespace, p.now, p.limit, ...(this.#settings.notify ? [this.#channel] : [])],
+       SELECT DISTINCT queue FROM promoted`,
+      [this.namespace, p.now, p.limit],
     );
+    if (rows.length && this.#settings.notify) await this.#query("SELECT pg_notify($1, '')", [this.#channel]);
     return rows.map((r) => String(r.queue));
   }
 

@@ -117,6 +117,18 @@ export function lifecycleCases(kind: StoreKind<unknown>): void {
         releases[3]();
       }));
 
+    it("maintenance promotes a due scheduled job to available", () =>
+      withDatabase(kind, async (db, track) => {
+        // A "work" instance without handlers runs maintenance but no worker.
+        const { errand, clock } = errandOn(db, { jobs });
+        track(errand);
+        await errand.start();
+        const { id } = await errand.enqueue("hold", { n: 1 }, { delay: "30s" });
+        assert.equal((await errand.get(id))!.state, "scheduled");
+        clock.advance(30_000);
+        await eventually(async () => (await errand.get(id))?.state === "available", "promotion");
+      }));
+
     it("createErrand() rejects handlers for unknown kinds", () =>
       withDatabase(kind, (db) => {
         assert.throws(

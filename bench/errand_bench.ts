@@ -1,0 +1,238 @@
+/**
+ * errand on the workload of ../shared/bench/WORKLOAD.md, on both stores.
+ * `npm run bench` runs every workload on libSQL (file) and PostgreSQL;
+ * `npm run bench -- libsql drain` runs one store and one workload.
+ * Each line says exactly which options were set, in `settings`.
+ */
+import { mkdirSync, readFileSync, rmSync } from "node:fs";
+import process from "node:process";
+import { fileURLToPath } from "node:url";
+import { createClient } from "@libsql/client";
+import postgres from "postgres";
+import { createErrand, defineJobs, type Errand, job, type Store } from "../mod.ts";
+import { libsqlStore } from "../adapters/libsql/mod.ts";
+import { postgresStore } from "../adapters/postgres/mod.ts";
+import {
+  CFG,
+  drainTracker,
+  latencyProbe,
+  measureLatency,
+  now,
+  payload,
+  rate,
+  runChild,
+  runOrchestrator,
+  type Subject,
+  timeSequential,
+  waitUntil,
+  type Workload,
+  WORKLOADS,
+} from "./harness.ts";
+
+type StoreName = "libsql" | "postgres";
+const jobs = defineJobs({ bench: job<{ i: number; s: string }>() });
+const version = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")).version as string;
+const silent = {
+  debug() {},
+  info() {},
+  warn: (m: string, f?: Record<string, unknown>) => console.error(m, f ?? ""),
+  error: (m: string, f?: Record<string, unknown>) => console.error(m, f ?? ""),
+};
+
+/** A fresh database for one workload, with a count query for verification. */
+interface Bench {
+  store: Store<unknown>;
+  count(state: string): Promise<number>;
+  settings: Record<string, unknown>;
+  close(): Promise<void>;
+}
+
+const PG_DB = "bench_errand";
+const SQLITE_FILE = `${CFG.sqliteDir}/errand.db`;
+
+async function pgAdmin(statement: string): Promise<void> {
+  const admin = postgres(CFG.pgBaseUrl, { max: 1, onnotice: () => {} });
+  try {
+    await admin.unsafe(statement);
+  } finally {
+    await admin.end();
+  }
+}
+
+function removeSqlite(): void {
+  for (const suffix of ["", "-wal", "-shm", "-journal"]) rmSync(SQLITE_FILE + suffix, { force: true });
+}
+
+async function openBench(name: StoreName): Promise<Bench> {
+  if (name === "postgres") {
+    await pgAdmin(`DROP DATABASE IF EXISTS ${PG_DB} WITH (FORCE)`);
+    await pgAdmin(`CREATE DATABASE ${PG_DB}`);
+    const url = new URL(CFG.pgBaseUrl);
+    url.pathname = `/${PG_DB}`;
+    const sql = postgres(url.toString(), { max: 10, onnotice: () => {} });
+    return {
+      store: postgresStore(sql) as Store<unknown>,
+      count: async (state) => Number((await sql`SELECT count(*) AS n FROM errand.jobs WHERE state = ${state}`)[0].n),
+      settings: { storage: "PostgreSQL (postgres.js, pool max 10)", notify: true },
+      close: () => sql.end({ timeout: 5 }),
+    };
+  }
+  mkdirSync(CFG.sqliteDir, { recursive: true });
+  removeSqlite();
+  const client = createClient({ url: `file:${SQLITE_FILE}` });
+  return {
+    store: libsqlStore(client) as Store<unknown>,
+    count: async (state) =>
+      Number(
+        (await client.execute({ sql: "SELECT count(*) AS n FROM errand_jobs WHERE state = ?", args: [state] })).rows[0]
+          .n,
+      ),
+    settings: { storage: `libSQL file ${SQLITE_FILE}`, journal_mode: "wal", synchronous: "FULL (SQLite default)" },
+    close: () => Promise.resolve(client.close()),
+  };
+}
+
+function subject(name: StoreName): Subject {
+  let bench: Bench | undefined;
+  let errand: Errand<typeof jobs, unknown> | undefined;
+  const make = async (mode: "work" | "enqueue", handler?: (id: string) => void) => {
+    bench = await openBench(name);
+    errand = createErrand({
+      jobs,
+      store: bench.store,
+      mode,
+      logger: silent,
+      queues: { default: { concurrency: CFG.concurrency } },
+      claimBatch: CFG.concurrency,
+      handlers: handler ? { bench: (_p, j) => handler(j.id) } : undefined,
+    });
+    return { bench, errand };
+  };
+  const workSettings = () => ({
+    concurrency: CFG.concurrency,
+    claimBatch: CFG.concurrency,
+    pollInterval: "1s (default)",
+  });
+  const workloads: Subject["workloads"] = {
+    async enqueue_single({ signal }) {
+      const { bench, errand } = await make("enqueue");
+      await errand.start();
+      const ms = await timeSequential(CFG.nSingle, (i) => errand.enqueue("bench", payload(i)), signal);
+      const inDb = await bench.count("available");
+      if (inDb !== CFG.nSingle) throw new Error(`verification failed: ${inDb} available`);
+      return {
+        n: CFG.nSingle,
+        jobs_per_s: rate(CFG.nSingle, ms),
+        elapsed_ms: Math.round(ms),
+        verified: { available_in_db: inDb },
+        settings: { api: "errand.enqueue(kind, payload)", mode: "enqueue", ...bench.settings },
+      };
+    },
+    async enqueue_batch({ signal }) {
+      const { bench, errand } = await make("enqueue");
+      await errand.start();
+      const batches: { kind: "bench"; payload: { i: number; s: string } }[][] = [];
+      for (let b = 0; b < CFG.nBatch; b += CFG.batchSize) {
+        batches.push(
+          Array.from(
+            { length: Math.min(CFG.batchSize, CFG.nBatch - b) },
+            (_, k) => ({ kind: "bench" as const, payload: payload(b + k) }),
+          ),
+        );
+      }
+      const ms = await timeSequential(batches.length, (k) => errand.enqueueMany(batches[k]), signal);
+      const inDb = await bench.count("available");
+      if (inDb !== CFG.nBatch) throw new Error(`verification failed: ${inDb} available`);
+      return {
+        n: CFG.nBatch,
+        batch_size: CFG.batchSize,
+        jobs_per_s: rate(CFG.nBatch, ms),
+        elapsed_ms: Math.round(ms),
+        verified: { available_in_db: inDb },
+        settings: { api: "errand.enqueueMany([...]) (one statement per call)", mode: "enqueue", ...bench.settings },
+      };
+    },
+    async drain({ signal }) {
+      const tracker = drainTracker(CFG.nDrain);
+      const { bench, errand } = await make("work", (id) => tracker.hit(id));
+      const loader = createErrand({ jobs, store: bench.store, mode: "enqueue", logger: silent });
+      for (let b = 0; b < CFG.nDrain; b += 1000) {
+        await loader.enqueueMany(
+          Array.from(
+            { length: Math.min(1000, CFG.nDrain - b) },
+            (_, k) => ({ kind: "bench" as const, payload: payload(b + k) }),
+          ),
+        );
+      }
+      if ((await bench.count("available")) !== CFG.nDrain) throw new Error("pre-enqueue failed");
+      const t0 = now();
+      await errand.start();
+      await tracker.done;
+      const t1 = await waitUntil(async () => (await bench.count("completed")) === CFG.nDrain, signal, 10);
+      const ms = t1 - t0;
+      return {
+        n: CFG.nDrain,
+        c: CFG.concurrency,
+        jobs_per_s: rate(CFG.nDrain, ms),
+        elapsed_ms: Math.round(ms),
+        verified: {
+          completed_in_db: await bench.count("completed"),
+          handler_calls: tracker.calls,
+          distinct_jobs: tracker.distinct,
+        },
+        settings: { ...workSettings(), ...bench.settings },
+      };
+    },
+    async latency({ signal }) {
+      const probe = latencyProbe();
+      const { bench, errand } = await make("work", () => probe.hit());
+      await errand.start();
+      await new Promise((r) => setTimeout(r, 1000));
+      const result = await measureLatency((i) => errand.enqueue("bench", payload(i)), probe, signal);
+      return {
+        ...result,
+        settings: {
+          ...workSettings(),
+          wakeup: name === "postgres"
+            ? "in-process wake-up on enqueue; LISTEN/NOTIFY for other processes"
+            : "in-process wake-up on enqueue; polling for other processes",
+          ...bench.settings,
+        },
+      };
+    },
+  };
+  return {
+    peer: `errand-${name}`,
+    version,
+    workloads,
+    async cleanup() {
+      await errand?.shutdown({ drain: "5s" });
+      await bench?.close();
+      if (name === "postgres") await pgAdmin(`DROP DATABASE IF EXISTS ${PG_DB} WITH (FORCE)`);
+      else removeSqlite();
+    },
+  };
+}
+
+const args = process.argv.slice(2);
+const childAt = args.indexOf("--child");
+if (childAt >= 0) {
+  const workload = args[childAt + 1] as Workload;
+  const store = args[childAt + 2] as StoreName;
+  process.exit(await runChild(subject(store), workload));
+} else {
+  const stores = (["libsql", "postgres"] as const).filter((s) =>
+    !args.some((a) => a === "libsql" || a === "postgres") || args.includes(s)
+  );
+  const only = args.filter((a) => (WORKLOADS as readonly string[]).includes(a)) as Workload[];
+  let failures = 0;
+  for (const store of stores) {
+    failures += await runOrchestrator(
+      fileURLToPath(import.meta.url),
+      [store],
+      `errand-${store}`,
+      only.length ? only : WORKLOADS,
+    );
+  }
+  process.exit(failures ? 1 : 0);
+}

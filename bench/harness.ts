@@ -1,0 +1,232 @@
+/**
+ * The benchmark driver of ../shared/bench/WORKLOAD.md, ported from the peer
+ * harness (peers/common.mjs) so errand's figures come out in the same JSON
+ * shape: one child process per workload, a 120 s abort, RSS sampled every
+ * 100 ms, nearest-rank percentiles, a fixed-seed idle gap for latency.
+ */
+import { spawn } from "node:child_process";
+import process from "node:process";
+
+function envInt(name: string, fallback: number): number {
+  const v = process.env[name];
+  if (v === undefined || v === "") return fallback;
+  const n = Number(v);
+  if (!Number.isFinite(n)) throw new Error(`${name} must be a number, got ${v}`);
+  return n;
+}
+
+/** The workload sizes and knobs (environment variables of WORKLOAD.md section 8). */
+export const CFG = {
+  nSingle: envInt("N_SINGLE", 5000),
+  nBatch: envInt("N_BATCH", 20000),
+  batchSize: envInt("BATCH_SIZE", 1000),
+  nDrain: envInt("N_DRAIN", 20000),
+  concurrency: envInt("C", 32),
+  nLatency: envInt("LAT_N", 200),
+  latencyGapMinMs: envInt("LAT_GAP_MIN_MS", 20),
+  latencyGapMaxMs: envInt("LAT_GAP_MAX_MS", 70),
+  timeoutS: envInt("WORKLOAD_TIMEOUT_S", 120),
+  pgBaseUrl: process.env.PG_URL || "postgres://root@127.0.0.1:5432/test",
+  sqliteDir: process.env.SQLITE_DIR || "/tmp/queue-bench",
+};
+
+/** The workloads, in the order they run. */
+export const WORKLOADS = ["enqueue_single", "enqueue_batch", "drain", "latency"] as const;
+/** One of {@link WORKLOADS}. */
+export type Workload = typeof WORKLOADS[number];
+
+/** The payload of job number `i`. */
+export const payload = (i: number): { i: number; s: string } => ({ i, s: "x".repeat(100) });
+/** Monotonic milliseconds. */
+export const now = (): number => performance.now();
+/** Waits `ms` of real time. */
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+/** Rounds to `d` decimals. */
+export const round = (x: number, d = 1): number => Math.round(x * 10 ** d) / 10 ** d;
+/** Jobs per second. */
+export const rate = (n: number, ms: number): number => round(n / (ms / 1000), 1);
+
+/** Nearest-rank percentile of an ascending array. */
+export function percentile(sorted: number[], p: number): number {
+  const rank = Math.ceil((p / 100) * sorted.length);
+  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1];
+}
+
+/** Times `count` sequential awaited calls of `fn(i)`; returns elapsed ms. */
+export async function timeSequential(count: number, fn: (i: number) => Promise<unknown>, signal: AbortSignal) {
+  const t0 = now();
+  for (let i = 0; i < count; i++) {
+    if (signal.aborted) throw new Error("aborted");
+    await fn(i);
+  }
+  return now() - t0;
+}
+
+/** Polls `check` every `everyMs` until it is true; returns the time of the first true check's end. */
+export async function waitUntil(check: () => Promise<boolean>, signal: AbortSignal, everyMs = 10): Promise<number> {
+  for (;;) {
+    if (signal.aborted) throw new Error("aborted");
+    if (await check()) return now();
+    await sleep(everyMs);
+  }
+}
+
+/** Counts handler calls and distinct ids; `done` resolves once `n` distinct ids were seen. */
+export function drainTracker(n: number) {
+  const seen = new Set<string>();
+  let calls = 0;
+  let resolve!: (t: number) => void;
+  const done = new Promise<number>((r) => (resolve = r));
+  return {
+    hit(id: string) {
+      calls++;
+      seen.add(id);
+      if (seen.size === n) resolve(now());
+    },
+    done,
+    get calls() {
+      return calls;
+    },
+    get distinct() {
+      return seen.size;
+    },
+  };
+}
+
+/** The handler calls `hit()` first; `arm()` returns a promise of the next hit's time. */
+export function latencyProbe() {
+  let pending: ((t: number) => void) | null = null;
+  return {
+    hit() {
+      const t = now();
+      const p = pending;
+      pending = null;
+      p?.(t);
+    },
+    arm(): Promise<number> {
+      return new Promise((r) => (pending = r));
+    },
+  };
+}
+
+/** Runs the latency workload: sequential enqueues after fixed-seed idle gaps. */
+export async function measureLatency(
+  enqueueOne: (i: number) => Promise<unknown>,
+  probe: ReturnType<typeof latencyProbe>,
+  signal: AbortSignal,
+) {
+  const samples: number[] = [];
+  let seed = 0x9e3779b9;
+  const rnd = () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const { latencyGapMinMs: gmin, latencyGapMaxMs: gmax } = CFG;
+  for (let i = 0; i < CFG.nLatency; i++) {
+    if (signal.aborted) throw new Error("aborted");
+    const gap = gmin + (gmax - gmin) * rnd();
+    if (gap > 0) await sleep(gap);
+    const handled = probe.arm();
+    const t0 = now();
+    await enqueueOne(i);
+    samples.push((await handled) - t0);
+  }
+  const s = [...samples].sort((a, b) => a - b);
+  return {
+    n: s.length,
+    p50_ms: round(percentile(s, 50), 2),
+    p95_ms: round(percentile(s, 95), 2),
+    p99_ms: round(percentile(s, 99), 2),
+    min_ms: round(s[0], 2),
+    max_ms: round(s[s.length - 1], 2),
+    mean_ms: round(s.reduce((a, b) => a + b, 0) / s.length, 2),
+    idle_gap_ms: [gmin, gmax],
+  };
+}
+
+/** A benchmark subject: named workloads and a cleanup hook. */
+export interface Subject {
+  readonly peer: string;
+  readonly version: string;
+  readonly workloads: Record<Workload, (ctx: { signal: AbortSignal }) => Promise<Record<string, unknown>>>;
+  cleanup(): Promise<void>;
+}
+
+let peakRss = 0;
+const sampleRss = () => {
+  peakRss = Math.max(peakRss, process.memoryUsage().rss);
+};
+
+/** Runs one workload in this process and prints its JSON line. */
+export async function runChild(subject: Subject, workload: Workload): Promise<number> {
+  const base = { peer: subject.peer, version: subject.version, workload, ts: new Date().toISOString() };
+  sampleRss();
+  const rssTimer = setInterval(sampleRss, 100);
+  const ac = new AbortController();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let code = 0;
+  let result: Record<string, unknown>;
+  const work = subject.workloads[workload]({ signal: ac.signal });
+  work.catch(() => {});
+  try {
+    result = await Promise.race([
+      work,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          ac.abort();
+          reject(new Error(`timeout: workload exceeded ${CFG.timeoutS}s`));
+        }, CFG.timeoutS * 1000);
+      }),
+    ]);
+  } catch (err) {
+    result = { error: String((err as Error)?.stack?.split("\n").slice(0, 3).join(" | ") ?? err) };
+    code = 1;
+    if (ac.signal.aborted) await Promise.race([work.catch(() => {}), sleep(15_000)]);
+  } finally {
+    clearTimeout(timer);
+  }
+  sampleRss();
+  clearInterval(rssTimer);
+  console.log(JSON.stringify({ ...base, ...result, peak_rss_mb: round(peakRss / 1048576, 1) }));
+  await Promise.race([subject.cleanup().catch(() => {}), sleep(15_000)]);
+  return code;
+}
+
+/** Runs each workload in a child process (`<script> --child <workload> <args>`) and forwards its line. */
+export async function runOrchestrator(
+  script: string,
+  childArgs: string[],
+  peer: string,
+  workloads: readonly Workload[],
+) {
+  let failures = 0;
+  for (const w of workloads) {
+    const child = spawn(process.execPath, [...process.execArgv, script, "--child", w, ...childArgs], {
+      stdio: ["ignore", "pipe", "inherit"],
+      env: process.env,
+    });
+    let out = "";
+    child.stdout.on("data", (d) => (out += d));
+    const killer = setTimeout(() => child.kill("SIGKILL"), (CFG.timeoutS + 30) * 1000);
+    const code = await new Promise((r) => child.on("exit", (c, sig) => r(sig ? 128 : c)));
+    clearTimeout(killer);
+    const line = out.split("\n").find((l) => l.startsWith("{") && l.includes(`"workload":"${w}"`));
+    if (line && !JSON.parse(line).error) {
+      console.log(line);
+    } else {
+      failures++;
+      console.log(
+        line ??
+          JSON.stringify({
+            peer,
+            workload: w,
+            ts: new Date().toISOString(),
+            error: `child exited with ${code} without a result line`,
+          }),
+      );
+    }
+  }
+  return failures;
+}
