@@ -63,4 +63,21 @@ export {
   ValidationError,
 } from "./src/errors.ts";
 export type { ErrandErrorCode } from "./src/errors.ts";
-export type { Store } from "./src/store.ts";
+// The store seam, for writing an adapter of your own (see adapters/ for two).
+export type {
+  ClaimedJob,
+  ExpiredJob,
+  JobClaimParams,
+  JobFields,
+  JobFinish,
+  JobFinishParams,
+  JobInsertParams,
+  JobInsertRow,
+  JobListParams,
+  JobRow,
+  JobRunSettings,
+  LeaseRef,
+  Store,
+  StoreCapabilities,
+} from "./src/store.ts";
+export type { RunRecord } from "./src/types.ts";

@@ -80,6 +80,7 @@ export function buildInsertRow(
   return {
     id: ctx.newId(ctx.now),
     kind: definition.name ?? key,
+    version: definition.version,
     queue: options.queue === undefined ? definition.queue : checkName("queue", options.queue),
     state: runAt > ctx.now ? "scheduled" : "available",
     priority: checkPriority(options.priority ?? definition.priority),

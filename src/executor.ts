@@ -20,6 +20,8 @@ export interface JobContext<Ctx = unknown, TTx = unknown> {
   readonly id: string;
   /** The kind's name. */
   readonly kind: string;
+  /** The version of the kind's payload shape the job was enqueued with. */
+  readonly version: number;
   /** The queue it runs on. */
   readonly queue: string;
   /** This run's attempt number, from 1. */
@@ -123,6 +125,7 @@ async function run<TTx>(
   const jobContext: JobContext<unknown, TTx> = {
     id: claim.id,
     kind: claim.kind,
+    version: claim.version,
     queue: claim.queue,
     attempt: claim.attempt,
     maxAttempts: claim.maxAttempts,

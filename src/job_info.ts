@@ -28,6 +28,7 @@ export function toJobInfo(row: JobRow): JobInfo {
   return {
     id: row.id,
     kind: row.kind,
+    version: row.version,
     queue: row.queue,
     state: row.state,
     priority: row.priority,

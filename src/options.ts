@@ -41,7 +41,10 @@ export interface ErrandOptions<J extends JobDefinitions, Ctx, TTx> {
   jobs: J;
   /** Where jobs live: `libsqlStore(...)` or `postgresStore(...)`. */
   store: Store<TTx>;
-  /** @default "work" */
+  /**
+   * `"work"` to run workers and maintenance, `"enqueue"` to only enqueue and read.
+   * @default "work"
+   */
   mode?: ErrandMode;
   /** Handed to every handler as `job.context`. */
   context?: Ctx;
@@ -49,9 +52,15 @@ export interface ErrandOptions<J extends JobDefinitions, Ctx, TTx> {
   queues?: Record<string, QueueOptions>;
   /** The handler of each kind this instance runs. */
   handlers?: Handlers<J, Ctx, TTx>;
-  /** @default systemClock */
+  /**
+   * The source of every time errand writes or compares; a `FakeClock` in tests.
+   * @default systemClock
+   */
   clock?: Clock;
-  /** @default consoleLogger (warnings and errors only) */
+  /**
+   * Where errand reports what it does.
+   * @default consoleLogger (warnings and errors only)
+   */
   logger?: Logger;
   /**
    * How long a claim holds without a heartbeat; renewed every third of it while the handler runs.
@@ -73,11 +82,20 @@ export interface ErrandOptions<J extends JobDefinitions, Ctx, TTx> {
    * @default 262144 (256 KiB)
    */
   maxPayloadBytes?: number;
-  /** The retry policy of kinds that do not name one. @default backoff.exponential() */
+  /**
+   * The retry policy of kinds that do not name one.
+   * @default backoff.exponential()
+   */
   retry?: RetryPolicy;
-  /** How long finished jobs are kept. @default { completed: "24h", failed: "30d", cancelled: "7d" } */
+  /**
+   * How long finished jobs are kept before pruning.
+   * @default { completed: "24h", failed: "30d", cancelled: "7d" }
+   */
   retention?: { completed?: Duration; failed?: Duration; cancelled?: Duration };
-  /** How often maintenance runs. @default { promote: "1s", rescue: "5s", prune: "1m" } */
+  /**
+   * How often maintenance promotes due jobs, rescues expired leases and prunes.
+   * @default { promote: "1s", rescue: "5s", prune: "1m" }
+   */
   maintenance?: { promote?: Duration; rescue?: Duration; prune?: Duration };
 }
 

@@ -17,6 +17,7 @@ export type StoredRow = Readonly<Record<string, unknown>>;
 export const CLAIMED_COLUMNS: readonly string[] = [
   "id",
   "kind",
+  "version",
   "queue",
   "priority",
   "payload",
@@ -34,6 +35,7 @@ export const CLAIMED_COLUMNS: readonly string[] = [
 export const JOB_COLUMNS: readonly string[] = [
   "id",
   "kind",
+  "version",
   "queue",
   "state",
   "priority",
@@ -66,6 +68,7 @@ export function toClaimedJob(r: StoredRow): ClaimedJob {
   return {
     id: String(r.id),
     kind: String(r.kind),
+    version: Number(r.version),
     queue: String(r.queue),
     priority: Number(r.priority),
     payload: toBytes(r.payload),
@@ -85,6 +88,7 @@ export function toJobRow(r: StoredRow): JobRow {
   return {
     id: String(r.id),
     kind: String(r.kind),
+    version: Number(r.version),
     queue: String(r.queue),
     state: String(r.state) as JobState,
     priority: Number(r.priority),

@@ -17,24 +17,45 @@ export interface StoreCapabilities {
   readonly listen: boolean;
 }
 
-/** A job row to insert, fully prepared by the core. */
-export interface JobInsertRow {
+/** Fields every stored job has (times in ms since the epoch). */
+export interface JobFields {
+  /** The job's id, a ULID. */
   readonly id: string;
+  /** The kind's stored name. */
   readonly kind: string;
+  /** The version of the kind's payload shape the job was enqueued with. */
+  readonly version: number;
+  /** The queue it runs on. */
   readonly queue: string;
-  readonly state: "available" | "scheduled";
+  /** Lower runs first within a queue. */
   readonly priority: number;
+  /** The msgpack-encoded payload. */
   readonly payload: Uint8Array;
+  /** How many attempts it may use. */
   readonly maxAttempts: number;
+  /** When it becomes (or became) runnable. */
   readonly runAt: number;
+  /** When it was enqueued. */
   readonly createdAt: number;
+}
+
+/** Fields that say how a job runs, stored with it so any worker process applies them. */
+export interface JobRunSettings {
+  /** Its timeout in ms, or null for the kind's. */
   readonly timeoutMs: number | null;
-  /** A per-job retry policy as JSON, or null for the kind's policy. */
+  /** Its own retry policy as JSON, or null for the kind's. */
   readonly retry: string | null;
+}
+
+/** A job row to insert, fully prepared by the core. */
+export interface JobInsertRow extends JobFields, JobRunSettings {
+  /** `scheduled` when `runAt` is in the future, else `available`. */
+  readonly state: "available" | "scheduled";
 }
 
 /** Parameters of {@link Store.jobInsertMany}. */
 export interface JobInsertParams<TTx> {
+  /** The jobs, inserted all or none. */
   readonly rows: readonly JobInsertRow[];
   /** Tell listening processes that jobs became available. */
   readonly notify: boolean;
@@ -44,38 +65,37 @@ export interface JobInsertParams<TTx> {
 
 /** Parameters of {@link Store.jobClaim}. */
 export interface JobClaimParams {
+  /** The queue to claim from. */
   readonly queue: string;
   /** Only jobs of these kinds (those the worker has handlers for). */
   readonly kinds: readonly string[];
+  /** Most jobs to claim. */
   readonly limit: number;
+  /** The current time: jobs with `runAt <= now` are due. */
   readonly now: number;
+  /** The claimed jobs' lease ends then unless renewed. */
   readonly leaseUntil: number;
+  /** Recorded as the claimer. */
   readonly workerId: string;
 }
 
 /** A job handed to a worker by a claim. */
-export interface ClaimedJob {
-  readonly id: string;
-  readonly kind: string;
-  readonly queue: string;
-  readonly priority: number;
-  readonly payload: Uint8Array;
+export interface ClaimedJob extends JobFields, JobRunSettings {
   /** The attempt number of this run (already incremented). */
   readonly attempt: number;
-  readonly maxAttempts: number;
   /** The claim's fence: every later write about this run must present it. */
   readonly fence: number;
-  readonly runAt: number;
-  readonly createdAt: number;
+  /** When this run was claimed. */
   readonly startedAt: number;
-  readonly timeoutMs: number | null;
-  readonly retry: string | null;
 }
 
 /** A state change after a claim, applied only while the claim still holds. */
 export interface JobFinish {
+  /** The job. */
   readonly id: string;
+  /** The fence of the claim this outcome belongs to. */
   readonly fence: number;
+  /** The job's next state. */
   readonly state: "completed" | "failed" | "scheduled" | "available";
   /** When the run ended. */
   readonly at: number;
@@ -91,55 +111,55 @@ export interface JobFinish {
 
 /** Parameters of {@link Store.jobFinishMany}. */
 export interface JobFinishParams<TTx> {
+  /** The outcomes to apply, each on its own condition. */
   readonly finishes: readonly JobFinish[];
   /** Finish inside the application's transaction. */
   readonly tx?: TTx;
 }
 
 /** A running job whose lease has expired, as found by {@link Store.jobListExpired}. */
-export interface ExpiredJob {
-  readonly id: string;
-  readonly kind: string;
-  readonly queue: string;
-  readonly attempt: number;
-  readonly maxAttempts: number;
-  readonly fence: number;
-  readonly startedAt: number;
-  readonly retry: string | null;
-}
+export type ExpiredJob = Pick<
+  ClaimedJob,
+  "id" | "kind" | "queue" | "attempt" | "maxAttempts" | "fence" | "startedAt" | "retry"
+>;
 
-/** A stored job row, as read by {@link Store.jobGet} and {@link Store.jobList}. */
-export interface JobRow {
-  readonly id: string;
-  readonly kind: string;
-  readonly queue: string;
+/** A stored job, as read by {@link Store.jobGet} and {@link Store.jobList}. */
+export interface JobRow extends JobFields {
+  /** Its current state. */
   readonly state: JobState;
-  readonly priority: number;
-  readonly payload: Uint8Array;
+  /** Counted attempts so far. */
   readonly attempt: number;
-  readonly maxAttempts: number;
+  /** The fence of its latest claim. */
   readonly fence: number;
-  readonly runAt: number;
-  readonly createdAt: number;
+  /** When its latest run was claimed. */
   readonly startedAt: number | null;
+  /** When it reached a final state. */
   readonly finishedAt: number | null;
+  /** When its current claim's lease ends. */
   readonly leaseUntil: number | null;
+  /** Its runs that did not complete, oldest first. */
   readonly runs: readonly RunRecord[];
 }
 
 /** Parameters of {@link Store.jobList}: newest first, paged by id. */
 export interface JobListParams {
+  /** Only jobs in this state. */
   readonly state?: JobState;
+  /** Only jobs on this queue. */
   readonly queue?: string;
+  /** Only jobs of this kind. */
   readonly kind?: string;
   /** Only ids lower than this (the last id of the previous page). */
   readonly before?: string;
+  /** Most jobs to return. */
   readonly limit: number;
 }
 
 /** A running claim whose lease is renewed by {@link Store.jobRenewLeases}. */
 export interface LeaseRef {
+  /** The job. */
   readonly id: string;
+  /** The fence of the claim. */
   readonly fence: number;
 }
 

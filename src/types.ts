@@ -85,6 +85,8 @@ export interface JobInfo {
   readonly id: string;
   /** The kind's name. */
   readonly kind: string;
+  /** The version of the kind's payload shape it was enqueued with. */
+  readonly version: number;
   /** The queue it runs on. */
   readonly queue: string;
   /** Its current state. */

@@ -9,6 +9,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
 import { describe, it } from "node:test";
+import postgres from "postgres";
 import { runtimeCommand } from "./support/runtime.ts";
 
 /** Runs an example to its end; fails if it is still running after `limitMs` (it would then never end). */
@@ -53,9 +54,20 @@ describe("examples", () => {
     "an enqueue-mode script exits on its own after enqueuing (PostgreSQL)",
     { skip: !process.env.DATABASE_URL },
     async () => {
-      const { code, output } = await runExample("edge_enqueue.ts", {}, 20_000);
-      assert.equal(code, 0, output);
-      assert.match(output, /enqueued [0-9A-Z]{26}/);
+      // A database of its own, so the example's default schema starts empty.
+      const admin = postgres(process.env.DATABASE_URL!, { max: 1, onnotice: () => {} });
+      const name = `errand_example_${Date.now().toString(36)}`;
+      await admin.unsafe(`CREATE DATABASE ${name}`);
+      try {
+        const url = new URL(process.env.DATABASE_URL!);
+        url.pathname = `/${name}`;
+        const { code, output } = await runExample("edge_enqueue.ts", { DATABASE_URL: url.toString() }, 20_000);
+        assert.equal(code, 0, output);
+        assert.match(output, /enqueued [0-9A-Z]{26}/);
+      } finally {
+        await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+        await admin.end();
+      }
     },
   );
 });

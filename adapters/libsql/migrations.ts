@@ -30,6 +30,7 @@ export const LIBSQL_MIGRATIONS: readonly LibsqlMigration[] = [
         id TEXT PRIMARY KEY,
         namespace TEXT NOT NULL,
         kind TEXT NOT NULL,
+        version INTEGER NOT NULL,
         queue TEXT NOT NULL,
         state TEXT NOT NULL,
         priority INTEGER NOT NULL,

@@ -11,12 +11,12 @@
  *
  * @module
  */
-import type { Client } from "@libsql/client";
+import type { Client, Transaction } from "@libsql/client";
+import type { Store } from "../../src/store.ts";
 import { type Duration, parseDuration } from "../../src/duration.ts";
 import { checkName, NAMESPACE_PATTERN } from "../../src/names.ts";
 import { LibsqlStore } from "./store.ts";
 
-export { LibsqlStore } from "./store.ts";
 export { LIBSQL_SCHEMA_VERSION, libsqlMigrationSql } from "./migrations.ts";
 
 /** Options of {@link libsqlStore}. */
@@ -53,7 +53,7 @@ export interface LibsqlStoreOptions {
  * const store = libsqlStore(createClient({ url: ":memory:" }));
  * ```
  */
-export function libsqlStore(client: Client, options: LibsqlStoreOptions = {}): LibsqlStore {
+export function libsqlStore(client: Client, options: LibsqlStoreOptions = {}): Store<Transaction> {
   return new LibsqlStore(client, {
     namespace: checkName("namespace", options.namespace ?? "default", NAMESPACE_PATTERN),
     migrate: options.migrate ?? true,

@@ -39,7 +39,7 @@ import { LIBSQL_MIGRATIONS, LIBSQL_SCHEMA_VERSION, MIGRATIONS_TABLE_SQL } from "
  */
 const NATIVE_BUSY_WAIT_MS = 1_000;
 
-/** Rows per multi-row INSERT statement (12 parameters each, well under SQLite's limit). */
+/** Rows per multi-row INSERT statement (13 parameters each, well under SQLite's limit). */
 const INSERT_CHUNK = 500;
 
 /** Settings of the libSQL store, resolved. */
@@ -167,6 +167,7 @@ export class LibsqlStore implements Store<Transaction> {
         r.id,
         this.namespace,
         r.kind,
+        r.version,
         r.queue,
         r.state,
         r.priority,
@@ -179,8 +180,8 @@ export class LibsqlStore implements Store<Transaction> {
       ]);
       statements.push({
         sql:
-          `INSERT INTO errand_jobs (id, namespace, kind, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms, retry)
-              VALUES ${chunk.map(() => "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)").join(", ")}`,
+          `INSERT INTO errand_jobs (id, namespace, kind, version, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms, retry)
+              VALUES ${chunk.map(() => "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)").join(", ")}`,
         args,
       });
     }

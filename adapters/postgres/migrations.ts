@@ -34,6 +34,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   id text PRIMARY KEY,
   namespace text NOT NULL,
   kind text NOT NULL,
+  version integer NOT NULL,
   queue text NOT NULL,
   state text NOT NULL,
   priority integer NOT NULL,

@@ -11,11 +11,11 @@
  *
  * @module
  */
-import type { Sql } from "postgres";
+import type { Sql, TransactionSql } from "postgres";
+import type { Store } from "../../src/store.ts";
 import { checkName, NAMESPACE_PATTERN } from "../../src/names.ts";
 import { PostgresStore } from "./store.ts";
 
-export { PostgresStore } from "./store.ts";
 export { POSTGRES_SCHEMA_VERSION, postgresMigrationSql } from "./migrations.ts";
 
 /** Schema names: lower-case letters, digits and `_`, starting with a letter or `_`, at most 63 characters. */
@@ -61,7 +61,7 @@ export interface PostgresStoreOptions {
  * const store = postgresStore(postgres({ prepare: false }), { notify: false });
  * ```
  */
-export function postgresStore(sql: Sql, options: PostgresStoreOptions = {}): PostgresStore {
+export function postgresStore(sql: Sql, options: PostgresStoreOptions = {}): Store<TransactionSql> {
   return new PostgresStore(sql, {
     namespace: checkName("namespace", options.namespace ?? "default", NAMESPACE_PATTERN),
     schema: checkName("schema", options.schema ?? "errand", SCHEMA_PATTERN),

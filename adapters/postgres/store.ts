@@ -158,17 +158,19 @@ export class PostgresStore implements Store<TransactionSql> {
     const notify = p.notify && this.#settings.notify;
     await this.#query(
       `WITH inserted AS (
-         INSERT INTO ${this.#jobs} (id, namespace, kind, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms, retry)
-         SELECT id, $1, kind, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms, retry
-         FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::bytea[], $8::int[], $9::bigint[],
-                     $10::bigint[], $11::int[], $12::text[])
-           AS r(id, kind, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms, retry)
+         INSERT INTO ${this.#jobs}
+           (id, namespace, kind, version, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms, retry)
+         SELECT id, $1, kind, version, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms, retry
+         FROM unnest($2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::int[], $8::bytea[], $9::int[],
+                     $10::bigint[], $11::bigint[], $12::int[], $13::text[])
+           AS r(id, kind, version, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms, retry)
          RETURNING 1)
-       SELECT count(*) AS n${notify ? ", pg_notify($13, '')" : ""} FROM inserted`,
+       SELECT count(*) AS n${notify ? ", pg_notify($14, '')" : ""} FROM inserted`,
       [
         this.namespace,
         r.map((x) => x.id),
         r.map((x) => x.kind),
+        r.map((x) => x.version),
         r.map((x) => x.queue),
         r.map((x) => x.state),
         r.map((x) => x.priority),

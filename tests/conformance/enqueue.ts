@@ -17,6 +17,7 @@ export function enqueueCases(kind: StoreKind<unknown>): void {
         assert.ok(job);
         assert.equal(job.state, "available");
         assert.equal(job.kind, "mail");
+        assert.equal(job.version, 1);
         assert.equal(job.queue, "mail");
         assert.equal(job.maxAttempts, 3);
         assert.equal(job.attempt, 0);
