@@ -1,11 +1,14 @@
 /**
- * Payload encoding: msgpack via msgpackr, with no extension types, so
- * decoding untrusted bytes never builds class instances or prototypes.
+ * Payload encoding: msgpack written by msgpackr with no extension types but
+ * `Date` and `undefined`, and read back by errand's strict decoder, so
+ * decoding bytes from the database never builds class instances, never
+ * touches a prototype and never recurses without bound.
  *
  * @module
  */
 import { Packr } from "msgpackr";
 import { ValidationError } from "./errors.ts";
+import { decodeMsgpack } from "./msgpack_decode.ts";
 
 const packr = new Packr({ useRecords: false, moreTypes: false, mapsAsObjects: true, bundleStrings: false });
 
@@ -34,9 +37,9 @@ export function encodePayload(kind: string, payload: unknown, maxBytes: number):
   return bytes;
 }
 
-/** Decodes a stored payload; throws on corrupt bytes. */
+/** Decodes a stored payload; throws a `MsgpackDecodeError` on bytes it does not accept. */
 export function decodePayload(bytes: Uint8Array): unknown {
-  return packr.unpack(bytes);
+  return decodeMsgpack(bytes, MAX_PAYLOAD_DEPTH + 1);
 }
 
 function checkEncodable(kind: string, value: unknown, path: string, depth: number): void {

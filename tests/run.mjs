@@ -10,7 +10,10 @@ const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const bin = (name) => path.join(root, "node_modules", ".bin", name);
 const args = process.argv.slice(2);
 const runtimes = (args.includes("--runtimes") ? args[args.indexOf("--runtimes") + 1] : "node,deno,bun").split(",");
-const testFiles = readdirSync(path.join(root, "tests")).filter((f) => f.endsWith("_test.ts")).sort().map((f) =>
+const testFiles = readdirSync(path.join(root, "tests"), { recursive: true })
+  .filter((f) => f.endsWith("_test.ts"))
+  .sort()
+  .map((f) => `tests/${f}`);
   `tests/${f}`
 );
 

@@ -111,6 +111,44 @@ export function executionCases(kind: StoreKind<unknown>): void {
         await eventually(async () => (await errand.get(id))?.state === "failed", "failure");
       }));
 
+    it("a job whose stored payload cannot be decoded fails with a clear error and the worker goes on", () =>
+      withDatabase(kind, async (db, track) => {
+        const ran: string[] = [];
+        const { errand, clock } = errandOn(db, { jobs: testJobs, handlers: { greet: (p) => void ran.push(p.name) } });
+        track(errand);
+        const now = clock.now();
+        const corrupt = "01ARZ3NDEKTSV4RRFFQ69G5FAV";
+        const store = db.store();
+        await store.ensureSchema();
+        await store.jobInsertMany({
+          notify: false,
+          rows: [{
+            id: corrupt,
+            kind: "greet",
+            version: 1,
+            queue: "default",
+            state: "available",
+            priority: 0,
+            payload: new Uint8Array([0xd4, 0x65, 0x00]),
+            maxAttempts: 5,
+            runAt: now,
+            createdAt: now,
+            timeoutMs: null,
+            retry: null,
+          }],
+        });
+        await errand.start();
+        const { id } = await errand.enqueue("greet", { name: "after" });
+        await eventually(async () => (await errand.get(id))?.state === "completed", "the next job");
+        const failed = await eventually(async () => {
+          const j = await errand.get(corrupt);
+          return j?.state === "failed" && j;
+        }, "the corrupt job to fail");
+        assert.equal(failed.attempt, 1);
+        assert.match(failed.runs[0].error!.message, /stored payload cannot be decoded: Unsupported extension type 101/);
+        assert.deepEqual(ran, ["after"]);
+      }));
+
     it("a timeout aborts job.signal and counts a failed attempt", () =>
       withDatabase(kind, async (db, track) => {
         const jobs = defineJobs({ slow: job<null>({ timeout: "5s", attempts: 2, retry: backoff.fixed("1s") }) });
