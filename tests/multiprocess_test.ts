@@ -17,6 +17,9 @@ import { eventually } from "./support/wait.ts";
 
 const workerScript = fileURLToPath(new URL("./support/worker_process.ts", import.meta.url));
 
+/** Everything each worker process wrote to stderr, by process. */
+const stderrOf = new Map<ChildProcess, string>();
+
 function startWorker(kind: StoreKind<unknown>, db: TestDatabase<unknown>, logFile: string): Promise<ChildProcess> {
   const [command, args] = runtimeCommand(workerScript);
   const child = spawn(command, args, {
@@ -27,11 +30,13 @@ function startWorker(kind: StoreKind<unknown>, db: TestDatabase<unknown>, logFil
       ERRAND_CHILD_SCHEMA: db.schema ?? "",
       ERRAND_CHILD_LOG: logFile,
     },
-    stdio: ["ignore", "pipe", "inherit"],
+    stdio: ["ignore", "pipe", "pipe"],
   });
+  stderrOf.set(child, "");
+  child.stderr!.on("data", (chunk) => stderrOf.set(child, stderrOf.get(child) + String(chunk)));
   return new Promise((resolve, reject) => {
     child.stdout!.on("data", (chunk) => String(chunk).includes("ready") && resolve(child));
-    child.on("exit", (code) => reject(new Error(`worker exited early with ${code}`)));
+    child.on("exit", (code) => reject(new Error(`worker exited early with ${code}: ${stderrOf.get(child)}`)));
   });
 }
 
@@ -82,6 +87,37 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
         );
         assert.equal((await errand.list({ state: "available" })).jobs.length, 0);
         assert.equal((await errand.list({ state: "running" })).jobs.length, 0);
+      } finally {
+        await Promise.all(children.map((c) => stop(c, "SIGTERM")));
+        await db.close();
+      }
+    });
+
+    it("eight processes sharing the database never surface a busy error", async () => {
+      const db = await kind.open();
+      const logs = Array.from({ length: 8 }, (_, i) => `${tmpdir()}/errand-eight-${Date.now()}-${i}.log`);
+      const children: ChildProcess[] = [];
+      try {
+        const errand = createErrand({ jobs: processJobs, store: db.store(), mode: "enqueue" });
+        await errand.start();
+        children.push(...await Promise.all(logs.map((log) => startWorker(kind, db, log))));
+        // Enqueue while all eight work: 40 batches of 100, four at a time.
+        for (let b = 0; b < 40; b += 4) {
+          await Promise.all(
+            [0, 1, 2, 3].map((k) =>
+              errand.enqueueMany(
+                Array.from({ length: 100 }, (_, n) => ({ kind: "record" as const, payload: { n: (b + k) * 100 + n } })),
+              )
+            ),
+          );
+        }
+        await eventually(() => logs.flatMap((l) => lines(l, "done ")).length >= 4000, "4,000 runs", 60_000);
+        await new Promise((r) => setTimeout(r, 200));
+        const done = logs.flatMap((l) => lines(l, "done "));
+        assert.equal(done.length, 4000, "no job ran twice");
+        assert.equal(new Set(done).size, 4000);
+        const stderr = children.map((c) => stderrOf.get(c)).join("");
+        assert.doesNotMatch(stderr, /SQLITE_BUSY|database is locked/);
       } finally {
         await Promise.all(children.map((c) => stop(c, "SIGTERM")));
         await db.close();
