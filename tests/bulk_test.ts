@@ -36,11 +36,12 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
         assert.equal(new Set(results.map((r) => r.id)).size, N);
         assert.deepEqual((await errand.get(results[N - 1].id))?.payload, { i: N - 1 });
         let counted = 0;
-        for (let cursor: string | null | undefined; cursor !== null;) {
-          const page = await errand.list({ state: "available", limit: 1000, cursor: cursor ?? undefined });
+        let cursor: string | undefined;
+        do {
+          const page = await errand.list({ state: "available", limit: 1000, cursor });
           counted += page.jobs.length;
-          cursor = page.cursor;
-        }
+          cursor = page.cursor ?? undefined;
+        } while (cursor);
         assert.equal(counted, N);
         if (listener) {
           await new Promise((r) => setTimeout(r, 300));

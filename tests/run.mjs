@@ -14,8 +14,6 @@ const testFiles = readdirSync(path.join(root, "tests"), { recursive: true })
   .filter((f) => f.endsWith("_test.ts"))
   .sort()
   .map((f) => `tests/${f}`);
-  `tests/${f}`
-);
 
 function run(label, command, commandArgs) {
   console.log(`\n=== ${label}: ${[path.basename(command), ...commandArgs].join(" ")}`);
