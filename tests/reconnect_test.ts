@@ -19,7 +19,14 @@ describe("reconnect: postgres", () => {
   }, async () => {
     const schema = `errand_reconnect_${Date.now().toString(36)}`;
     const app = `errand-reconnect-${Date.now().toString(36)}`;
-    const workerSql = postgres(url!, { max: 4, onnotice: () => {}, connection: { application_name: app } });
+    // On Bun a postgres.js reconnect after a terminated connection sometimes hangs until
+    // connect_timeout (30 s by default); a short one bounds the stall (see README, "Stores").
+    const workerSql = postgres(url!, {
+      max: 4,
+      connect_timeout: 3,
+      onnotice: () => {},
+      connection: { application_name: app },
+    });
     const clientSql = postgres(url!, { max: 2, onnotice: () => {} });
     const ran = new Set<number>();
     const logger = quietLogger();
