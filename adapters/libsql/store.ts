@@ -11,6 +11,8 @@
  *   short native busy timeout on its connection first, and a write that still
  *   meets `SQLITE_BUSY` is retried for up to `busyTimeout`. A native wait
  *   blocks the event loop for at most a second per try.
+ * - errand's operations on the client run one at a time, so the client's pool
+ *   keeps reusing one connection.
  * - Every write runs in its own `BEGIN IMMEDIATE` transaction, never as a bare
  *   autocommit statement (see `#write`).
  *
@@ -57,6 +59,7 @@ export class LibsqlStore implements Store<Transaction> {
   readonly namespace: string;
   readonly #client: Client;
   readonly #settings: LibsqlStoreSettings;
+  #queue: Promise<void> = Promise.resolve();
 
   /** Wraps `client`; nothing is read or written until the first operation. */
   constructor(client: Client, settings: LibsqlStoreSettings) {
@@ -280,11 +283,12 @@ export class LibsqlStore implements Store<Transaction> {
 
   /**
    * Runs statements in one `BEGIN IMMEDIATE` transaction, after setting a
-   * native busy timeout on the connection that runs them. The client's pool
-   * hands the connection an `execute` just released straight to the next
-   * call, so the timeout holds on every connection, including ones the pool
-   * opens later. SQLite's own busy wait matters: retrying from JavaScript
-   * alone was seen to stall for seconds between processes sharing a file.
+   * native busy timeout on the connection that runs them (operations run one
+   * at a time, and the client's pool hands the connection an `execute` just
+   * released straight to the next call). SQLite's own busy wait matters:
+   * retrying from JavaScript alone was seen to stall for seconds between
+   * processes sharing a file, and setting the timeout only after a busy error
+   * slowed eight processes sharing a file a hundredfold.
    */
   async #batchWrite(statements: InStatement[]): Promise<ResultSet[]> {
     await this.#client.execute(`PRAGMA busy_timeout = ${NATIVE_BUSY_WAIT_MS}`);
@@ -292,11 +296,21 @@ export class LibsqlStore implements Store<Transaction> {
   }
 
   /**
-   * Runs `fn`, retrying it while SQLite reports the database busy (only when
-   * `retryBusy`: never inside the application's transaction), and converts
-   * driver errors to errand's.
+   * Runs `fn` (on the client unless `onClient` is false: the application's
+   * transaction), retrying it on the client while SQLite reports the database
+   * busy, and converts driver errors to errand's.
    */
-  async #run<T>(fn: () => Promise<T>, retryBusy = true): Promise<T> {
+  #run<T>(fn: () => Promise<T>, onClient = true): Promise<T> {
+    if (!onClient) return this.#attempt(fn, false);
+    // One operation at a time: SQLite writes one at a time anyway, and the
+    // client's pool then keeps reusing one connection instead of opening up
+    // to its limit (each one with its own page cache and statements).
+    const result = this.#queue.then(() => this.#attempt(fn, true));
+    this.#queue = result.then(() => undefined, () => undefined);
+    return result;
+  }
+
+  async #attempt<T>(fn: () => Promise<T>, retryBusy: boolean): Promise<T> {
     const deadline = Date.now() + this.#settings.busyTimeoutMs;
     for (let attempt = 0;; attempt++) {
       try {
