@@ -47,7 +47,7 @@ export const LIBSQL_MIGRATIONS: readonly LibsqlMigration[] = [
         timeout_ms INTEGER,
         retry TEXT,
         runs TEXT NOT NULL DEFAULT '[]'
-      )`,
+      ) WITHOUT ROWID`,
       "CREATE INDEX errand_jobs_claim ON errand_jobs (namespace, queue, priority, run_at, id) WHERE state IN ('available', 'scheduled')",
       "CREATE INDEX errand_jobs_scheduled ON errand_jobs (namespace, run_at) WHERE state = 'scheduled'",
       "CREATE INDEX errand_jobs_lease ON errand_jobs (namespace, lease_until) WHERE state = 'running'",

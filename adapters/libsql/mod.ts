@@ -14,6 +14,7 @@
 import type { Client, Transaction } from "@libsql/client";
 import type { Store } from "../../src/store.ts";
 import { type Duration, parseDuration } from "../../src/duration.ts";
+import { ValidationError } from "../../src/errors.ts";
 import { checkName, NAMESPACE_PATTERN } from "../../src/names.ts";
 import { LibsqlStore } from "./store.ts";
 
@@ -37,6 +38,14 @@ export interface LibsqlStoreOptions {
    * @default "30s"
    */
   busyTimeout?: Duration;
+  /**
+   * SQLite's `synchronous` level for errand's writes. `"full"` syncs the WAL
+   * on every commit, so a committed job survives power loss; `"normal"` skips
+   * that sync (still safe against process crashes and corruption; the last
+   * commits may be lost on power loss) and is several times faster.
+   * @default "full"
+   */
+  synchronous?: "full" | "normal";
 }
 
 /**
@@ -58,5 +67,13 @@ export function libsqlStore(client: Client, options: LibsqlStoreOptions = {}): S
     namespace: checkName("namespace", options.namespace ?? "default", NAMESPACE_PATTERN),
     migrate: options.migrate ?? true,
     busyTimeoutMs: parseDuration(options.busyTimeout ?? "30s", "busyTimeout"),
+    synchronous: checkSynchronous(options.synchronous ?? "full"),
   });
+}
+
+function checkSynchronous(value: string): "full" | "normal" {
+  if (value !== "full" && value !== "normal") {
+    throw new ValidationError(`Option "synchronous" must be "full" or "normal", got "${value}"`);
+  }
+  return value;
 }

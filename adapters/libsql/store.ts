@@ -41,14 +41,23 @@ import { LIBSQL_MIGRATIONS, LIBSQL_SCHEMA_VERSION, MIGRATIONS_TABLE_SQL } from "
  */
 const NATIVE_BUSY_WAIT_MS = 1_000;
 
-/** Rows per multi-row INSERT statement (13 parameters each, well under SQLite's limit). */
-const INSERT_CHUNK = 500;
+/** Rows per INSERT statement; a bulk enqueue is several statements in one transaction. */
+const INSERT_CHUNK = 5_000;
+
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
+
+function toHex(bytes: Uint8Array): string {
+  let out = "";
+  for (let i = 0; i < bytes.length; i++) out += HEX[bytes[i]];
+  return out;
+}
 
 /** Settings of the libSQL store, resolved. */
 export interface LibsqlStoreSettings {
   readonly namespace: string;
   readonly migrate: boolean;
   readonly busyTimeoutMs: number;
+  readonly synchronous: "full" | "normal";
 }
 
 /** A {@link Store} on a libSQL client. Create it with `libsqlStore()`. */
@@ -60,12 +69,15 @@ export class LibsqlStore implements Store<Transaction> {
   readonly #client: Client;
   readonly #settings: LibsqlStoreSettings;
   #queue: Promise<void> = Promise.resolve();
+  readonly #pragmas: string;
 
   /** Wraps `client`; nothing is read or written until the first operation. */
   constructor(client: Client, settings: LibsqlStoreSettings) {
     this.#client = client;
     this.#settings = settings;
     this.namespace = settings.namespace;
+    this.#pragmas =
+      `PRAGMA busy_timeout = ${NATIVE_BUSY_WAIT_MS}; PRAGMA synchronous = ${settings.synchronous.toUpperCase()};`;
   }
 
   /** Creates or checks the schema (see `libsqlMigrationSql`). */
@@ -85,7 +97,7 @@ export class LibsqlStore implements Store<Transaction> {
     await this.#run(async () => {
       // WAL lets readers go on while one process writes; it is a property of the file.
       await this.#client.execute("PRAGMA journal_mode = WAL").catch(() => undefined);
-      await this.#client.execute(`PRAGMA busy_timeout = ${NATIVE_BUSY_WAIT_MS}`);
+      await this.#client.executeMultiple(this.#pragmas);
       const tx = await this.#client.transaction("write");
       try {
         await tx.execute(MIGRATIONS_TABLE_SQL);
@@ -163,18 +175,18 @@ export class LibsqlStore implements Store<Transaction> {
   }
 
   async jobInsertMany(p: JobInsertParams<Transaction>): Promise<void> {
+    // One short statement per chunk: the rows travel as one JSON argument
+    // (payloads in hex), so SQLite prepares little and binds one value.
     const statements: InStatement[] = [];
     for (let i = 0; i < p.rows.length; i += INSERT_CHUNK) {
-      const chunk = p.rows.slice(i, i + INSERT_CHUNK);
-      const args = chunk.flatMap((r) => [
+      const rows = p.rows.slice(i, i + INSERT_CHUNK).map((r) => [
         r.id,
-        this.namespace,
         r.kind,
         r.version,
         r.queue,
         r.state,
         r.priority,
-        r.payload,
+        toHex(r.payload),
         r.maxAttempts,
         r.runAt,
         r.createdAt,
@@ -182,10 +194,12 @@ export class LibsqlStore implements Store<Transaction> {
         r.retry,
       ]);
       statements.push({
-        sql:
-          `INSERT INTO errand_jobs (id, namespace, kind, version, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms, retry)
-              VALUES ${chunk.map(() => "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)").join(", ")}`,
-        args,
+        sql: `INSERT INTO errand_jobs
+                (id, namespace, kind, version, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms, retry)
+              SELECT value ->> 0, ?, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, unhex(value ->> 6),
+                     value ->> 7, value ->> 8, value ->> 9, value ->> 10, value ->> 11
+              FROM json_each(?)`,
+        args: [this.namespace, JSON.stringify(rows)],
       });
     }
     if (p.tx) {
@@ -283,7 +297,8 @@ export class LibsqlStore implements Store<Transaction> {
 
   /**
    * Runs statements in one `BEGIN IMMEDIATE` transaction, after setting a
-   * native busy timeout on the connection that runs them (operations run one
+   * native busy timeout (and the `synchronous` level) on the connection that
+   * runs them, as a script that prepares no statement object (operations run one
    * at a time, and the client's pool hands the connection an `execute` just
    * released straight to the next call). SQLite's own busy wait matters:
    * retrying from JavaScript alone was seen to stall for seconds between
@@ -291,7 +306,7 @@ export class LibsqlStore implements Store<Transaction> {
    * slowed eight processes sharing a file a hundredfold.
    */
   async #batchWrite(statements: InStatement[]): Promise<ResultSet[]> {
-    await this.#client.execute(`PRAGMA busy_timeout = ${NATIVE_BUSY_WAIT_MS}`);
+    await this.#client.executeMultiple(this.#pragmas);
     return await this.#client.batch(statements, "write");
   }
 

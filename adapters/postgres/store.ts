@@ -3,6 +3,11 @@
  *
  * - Claims take a batch in one `UPDATE ... FROM (SELECT ... FOR UPDATE SKIP
  *   LOCKED LIMIT n)` statement, served by a partial index in claim order.
+ * - Claims and lease renewals commit without waiting for the WAL flush
+ *   (`synchronous_commit = off` for that statement alone): if the server
+ *   crashes before the flush, the claim is undone and the job is simply
+ *   available again, which at-least-once allows. Enqueues and outcomes
+ *   commit durably.
  * - Batched writes pass one array per column through `unnest`, so a batch of
  *   any size is one statement with a fixed number of parameters.
  * - Wake-ups: inserts of available jobs run `pg_notify` (no payload) on the
@@ -101,7 +106,8 @@ export class PostgresStore implements Store<TransactionSql> {
        FROM (SELECT id FROM ${this.#jobs}
              WHERE namespace = $4 AND queue = $5 AND state IN ('available', 'scheduled') AND run_at <= $6
                AND kind = ANY($7::text[])
-             ORDER BY priority, run_at, id LIMIT $8 FOR UPDATE SKIP LOCKED) AS picked
+             ORDER BY priority, run_at, id LIMIT $8 FOR UPDATE SKIP LOCKED) AS picked,
+            (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit
        WHERE j.id = picked.id
        RETURNING ${CLAIMED_COLUMNS.map((c) => `j.${c}`).join(", ")}`,
       [p.now, p.leaseUntil, p.workerId, this.namespace, p.queue, p.now, p.kinds, p.limit],
@@ -246,7 +252,8 @@ export class PostgresStore implements Store<TransactionSql> {
     if (p.leases.length === 0) return [];
     const rows = await this.#query(
       `UPDATE ${this.#jobs} AS j SET lease_until = $1
-       FROM unnest($2::text[], $3::int[]) AS l(id, fence)
+       FROM unnest($2::text[], $3::int[]) AS l(id, fence),
+            (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit
        WHERE j.id = l.id AND j.namespace = $4 AND j.state = 'running' AND j.fence = l.fence
        RETURNING j.id`,
       [p.leaseUntil, p.leases.map((l) => l.id), p.leases.map((l) => l.fence), this.namespace],
