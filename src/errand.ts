@@ -10,7 +10,7 @@ import { Completer } from "./completer.ts";
 import { type Duration, parseDuration } from "./duration.ts";
 import { buildInsertRow, type EnqueueOptions, type JobEnqueueOptions } from "./enqueue.ts";
 import { StateError, ValidationError } from "./errors.ts";
-import type { ExecutorEnv, Handler } from "./executor.ts";
+import type { Handler } from "./executor.ts";
 import type { JobDefinition, JobDefinitions, PayloadOf } from "./job.ts";
 import { toJobInfo } from "./job_info.ts";
 import { LeaseKeeper } from "./leases.ts";
@@ -20,7 +20,7 @@ import { checkCount, type ErrandMode, type ErrandOptions, type ResolvedOptions, 
 import type { RetryPolicy } from "./retry.ts";
 import type { JobInsertRow, Store } from "./store.ts";
 import type { JobInfo, JobState } from "./types.ts";
-import { QueueWorker } from "./worker.ts";
+import { QueueWorker, type WorkerEnv } from "./worker.ts";
 
 /** The keys of a set of job kinds. */
 export type KindKey<J extends JobDefinitions> = keyof J & string;
@@ -309,7 +309,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     // Any kind with a handler may run here: enqueue can move a job to another queue.
     const kinds = [...this.#byName].filter(([, k]) => k.handler).map(([name]) => name);
     const { clock, logger, leaseMs, pollMs, claimBatch } = this.#options;
-    const env: ExecutorEnv<TTx> & ConstructorParameters<typeof QueueWorker<TTx>>[2] = {
+    const env: WorkerEnv<TTx> = {
       store: this.#store,
       clock,
       logger,

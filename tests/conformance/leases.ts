@@ -112,8 +112,9 @@ export function leaseCases(kind: StoreKind<unknown>): void {
         await errand.start();
         const { id } = await errand.enqueue("work", { n: 1 });
         await eventually(() => started, "start");
-        for (let i = 0; i < 9; i++) {
-          clock.advance(10_000);
+        // 90 s in steps of 5 s: renewals (every 10 s) keep the 30 s lease alive throughout.
+        for (let i = 0; i < 18; i++) {
+          clock.advance(5_000);
           await new Promise((r) => setTimeout(r, 20));
         }
         const j = (await errand.get(id))!;
