@@ -3,7 +3,8 @@
  * `npm run bench` bundles this file with esbuild (so the figures, peak RSS
  * included, are those of plain Node running JavaScript, as for the peers)
  * and runs every workload on libSQL (file) and PostgreSQL;
- * `npm run bench -- libsql drain` runs one store and one workload.
+ * `npm run bench -- libsql drain` runs one store and one workload;
+ * `ERRAND_SQLITE_SYNCHRONOUS=normal` runs libSQL with `synchronous: "normal"`.
  * Each line says exactly which options were set, in `settings`.
  */
 import { mkdirSync, rmSync } from "node:fs";
@@ -51,6 +52,8 @@ interface Bench {
 
 const PG_DB = "bench_errand";
 const SQLITE_FILE = `${CFG.sqliteDir}/errand.db`;
+/** `libsqlStore({ synchronous })`: "full" (errand's default) or "normal" (what the SQLite peers use). */
+const SQLITE_SYNCHRONOUS = process.env.ERRAND_SQLITE_SYNCHRONOUS === "normal" ? "normal" : "full";
 
 async function pgAdmin(statement: string): Promise<void> {
   const admin = postgres(CFG.pgBaseUrl, { max: 1, onnotice: () => {} });
@@ -83,13 +86,13 @@ async function openBench(name: StoreName): Promise<Bench> {
   removeSqlite();
   const client = createClient({ url: `file:${SQLITE_FILE}` });
   return {
-    store: libsqlStore(client) as Store<unknown>,
+    store: libsqlStore(client, { synchronous: SQLITE_SYNCHRONOUS }) as Store<unknown>,
     count: async (state) =>
       Number(
         (await client.execute({ sql: "SELECT count(*) AS n FROM errand_jobs WHERE state = ?", args: [state] })).rows[0]
           .n,
       ),
-    settings: { storage: `libSQL file ${SQLITE_FILE}`, journal_mode: "wal", synchronous: "FULL (SQLite default)" },
+    settings: { storage: `libSQL file ${SQLITE_FILE}`, journal_mode: "wal", synchronous: SQLITE_SYNCHRONOUS },
     close: () => Promise.resolve(client.close()),
   };
 }

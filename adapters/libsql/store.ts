@@ -10,7 +10,9 @@
  *   and applies only to connections the client opens): every write sets a
  *   short native busy timeout on its connection first, and a write that still
  *   meets `SQLITE_BUSY` is retried for up to `busyTimeout`. A native wait
- *   blocks the event loop for at most a second per try.
+ *   blocks the event loop for at most a second per try: a write transaction
+ *   the application holds open in the same process therefore stalls this
+ *   process's event loop for up to a second before errand's write retries.
  * - errand's operations on the client run one at a time, so the client's pool
  *   keeps reusing one connection.
  * - Every write runs in its own `BEGIN IMMEDIATE` transaction, never as a bare
@@ -36,8 +38,10 @@ import { CLAIMED_COLUMNS, EXPIRED_COLUMNS, JOB_COLUMNS, toClaimedJob, toExpiredJ
 import { LIBSQL_MIGRATIONS, LIBSQL_SCHEMA_VERSION, MIGRATIONS_TABLE_SQL } from "./migrations.ts";
 
 /**
- * How long SQLite itself waits for another writer per try; it blocks the
- * event loop, so it is kept short and tries repeat up to `busyTimeout`.
+ * How long SQLite itself waits for another writer per try; tries repeat up
+ * to `busyTimeout`. The wait blocks the event loop, yet it must not be short:
+ * with 100 ms, eight processes sharing a file stalled for minutes in
+ * JavaScript-side retries, while 1 s lets SQLite's own wait do the work.
  */
 const NATIVE_BUSY_WAIT_MS = 1_000;
 
