@@ -7,25 +7,20 @@
  * @module
  */
 import { StoreError } from "./errors.ts";
-import type { ClaimedJob, ExpiredJob, JobRow } from "./store.ts";
+import type { ClaimedJob, ExpiredJob, JobFields, JobRow } from "./store.ts";
 import type { JobState, RunRecord } from "./types.ts";
 
 /** A row as a driver returns it: values by column name. */
 export type StoredRow = Readonly<Record<string, unknown>>;
 
+/** Columns every job record reads (the {@link JobFields} of the store). */
+const FIELD_COLUMNS = ["id", "kind", "version", "queue", "priority", "payload", "max_attempts", "run_at", "created_at"];
+
 /** The columns {@link toClaimedJob} reads. */
 export const CLAIMED_COLUMNS: readonly string[] = [
-  "id",
-  "kind",
-  "version",
-  "queue",
-  "priority",
-  "payload",
+  ...FIELD_COLUMNS,
   "attempt",
-  "max_attempts",
   "fence",
-  "run_at",
-  "created_at",
   "started_at",
   "timeout_ms",
   "retry",
@@ -33,18 +28,10 @@ export const CLAIMED_COLUMNS: readonly string[] = [
 
 /** The columns {@link toJobRow} reads. */
 export const JOB_COLUMNS: readonly string[] = [
-  "id",
-  "kind",
-  "version",
-  "queue",
+  ...FIELD_COLUMNS,
   "state",
-  "priority",
-  "payload",
   "attempt",
-  "max_attempts",
   "fence",
-  "run_at",
-  "created_at",
   "started_at",
   "finished_at",
   "lease_until",
