@@ -22,7 +22,12 @@ export const MAX_PAYLOAD_DEPTH = 64;
  * @throws {ValidationError} Naming the offending path or the size.
  */
 export function encodePayload(kind: string, payload: unknown, maxBytes: number): Uint8Array {
-  checkEncodable(kind, payload, "payload", 0);
+  const bad = unencodable(payload, 0);
+  if (bad) {
+    throw new ValidationError(
+      `The payload of "${kind}" cannot be encoded: payload${bad.path} ${bad.why}; payloads must be plain data`,
+    );
+  }
   let bytes: Uint8Array;
   try {
     bytes = packr.pack(payload);
@@ -42,37 +47,43 @@ export function decodePayload(bytes: Uint8Array): unknown {
   return decodeMsgpack(bytes, MAX_PAYLOAD_DEPTH + 1);
 }
 
-function checkEncodable(kind: string, value: unknown, path: string, depth: number): void {
-  const fail = (why: string) => {
-    throw new ValidationError(
-      `The payload of "${kind}" cannot be encoded: ${path} ${why}; payloads must be plain data`,
-    );
-  };
+/**
+ * Why `value` cannot be encoded, with the path to the offending part, or
+ * undefined when it can. Paths are built only on the way out of a failure,
+ * so checking a valid payload allocates nothing.
+ */
+function unencodable(value: unknown, depth: number): { path: string; why: string } | undefined {
   switch (typeof value) {
     case "function":
-      return fail("is a function");
+      return { path: "", why: "is a function" };
     case "symbol":
-      return fail("is a symbol");
+      return { path: "", why: "is a symbol" };
     case "bigint":
-      if (value > 0xffff_ffff_ffff_ffffn || value < -0x8000_0000_0000_0000n) fail("is a bigint outside 64 bits");
-      return;
+      return value > 0xffff_ffff_ffff_ffffn || value < -0x8000_0000_0000_0000n
+        ? { path: "", why: "is a bigint outside 64 bits" }
+        : undefined;
     case "object": {
-      if (value === null || value instanceof Date || value instanceof Uint8Array) return;
-      if (depth >= MAX_PAYLOAD_DEPTH) return fail(`nests deeper than ${MAX_PAYLOAD_DEPTH} levels`);
+      if (value === null || value instanceof Date || value instanceof Uint8Array) return undefined;
+      if (depth >= MAX_PAYLOAD_DEPTH) return { path: "", why: `nests deeper than ${MAX_PAYLOAD_DEPTH} levels` };
       if (Array.isArray(value)) {
-        for (let i = 0; i < value.length; i++) checkEncodable(kind, value[i], `${path}[${i}]`, depth + 1);
-        return;
+        for (let i = 0; i < value.length; i++) {
+          const bad = unencodable(value[i], depth + 1);
+          if (bad) return { path: `[${i}]${bad.path}`, why: bad.why };
+        }
+        return undefined;
       }
       const proto = Object.getPrototypeOf(value);
       if (proto !== Object.prototype && proto !== null) {
-        return fail(`is a ${proto?.constructor?.name ?? "class instance"}`);
+        return { path: "", why: `is a ${proto?.constructor?.name ?? "class instance"}` };
       }
-      for (const key of Object.keys(value)) {
-        checkEncodable(kind, (value as Record<string, unknown>)[key], `${path}.${key}`, depth + 1);
+      for (const key in value) {
+        if (!Object.hasOwn(value, key)) continue;
+        const bad = unencodable((value as Record<string, unknown>)[key], depth + 1);
+        if (bad) return { path: `.${key}${bad.path}`, why: bad.why };
       }
-      return;
+      return undefined;
     }
     default:
-      return;
+      return undefined;
   }
 }
