@@ -7,13 +7,13 @@
  * @module
  */
 import { StoreError } from "./errors.ts";
-import type { ClaimedJob, ExpiredJob, JobFields, JobRow } from "./store.ts";
+import type { ClaimedJob, ExpiredJob, JobRow } from "./store.ts";
 import type { JobState, RunRecord } from "./types.ts";
 
 /** A row as a driver returns it: values by column name. */
 export type StoredRow = Readonly<Record<string, unknown>>;
 
-/** Columns every job record reads (the {@link JobFields} of the store). */
+/** Columns every job record reads (the store's `JobFields`). */
 const FIELD_COLUMNS = ["id", "kind", "version", "queue", "priority", "payload", "max_attempts", "run_at", "created_at"];
 
 /** The columns {@link toClaimedJob} reads. */
