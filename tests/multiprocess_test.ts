@@ -40,12 +40,24 @@ function startWorker(kind: StoreKind<unknown>, db: TestDatabase<unknown>, logFil
   });
 }
 
-function stop(child: ChildProcess, signal: "SIGTERM" | "SIGKILL"): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve();
-    child.on("exit", () => resolve());
-    child.kill(signal);
-  });
+/**
+ * Stops a worker process and waits for it to exit. A SIGTERM gets 15 s for the
+ * graceful shutdown (drain 5 s); a process still alive then is killed, and
+ * the test fails, so a hanging shutdown shows up instead of stalling the run.
+ */
+async function stop(child: ChildProcess, signal: "SIGTERM" | "SIGKILL"): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
+  child.kill(signal);
+  const inTime = await Promise.race([
+    exited.then(() => true),
+    new Promise<boolean>((r) => setTimeout(() => r(false), 15_000)),
+  ]);
+  if (!inTime) {
+    child.kill("SIGKILL");
+    await exited;
+    throw new Error(`A worker process did not exit within 15 s of ${signal}: ${stderrOf.get(child)}`);
+  }
 }
 
 const lines = (file: string, prefix: string) =>
@@ -100,7 +112,11 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
       try {
         const errand = createErrand({ jobs: processJobs, store: db.store(), mode: "enqueue" });
         await errand.start();
+        const t0 = Date.now();
+        const phase = (what: string) =>
+          process.env.ERRAND_TEST_TIMING && console.error(`[eight] ${what} at ${Date.now() - t0} ms`);
         children.push(...await Promise.all(logs.map((log) => startWorker(kind, db, log))));
+        phase("started");
         // Enqueue while all eight work: 40 batches of 100, four at a time.
         for (let b = 0; b < 40; b += 4) {
           await Promise.all(
@@ -111,7 +127,9 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
             ),
           );
         }
+        phase("enqueued");
         await eventually(() => logs.flatMap((l) => lines(l, "done ")).length >= 4000, "4,000 runs", 60_000);
+        phase("ran");
         await new Promise((r) => setTimeout(r, 200));
         const done = logs.flatMap((l) => lines(l, "done "));
         assert.equal(done.length, 4000, "no job ran twice");
