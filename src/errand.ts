@@ -260,14 +260,19 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     const drainMs = parseDuration(options.drain ?? "10s", "drain");
     if (this.#phase === "stopping" || this.#phase === "stopped") return;
     this.#phase = "stopping";
-    await this.#unlisten?.().catch((err) =>
-      this.#options.logger.warn("Stopping the listener failed", { error: String(err) })
-    );
+    const { logger } = this.#options;
+    logger.debug("Shutdown: stopping the listener");
+    await this.#unlisten?.().catch((err) => logger.warn("Stopping the listener failed", { error: String(err) }));
+    logger.debug("Shutdown: stopping maintenance");
     await this.#maintenance.stop();
+    logger.debug("Shutdown: draining workers", { drainMs });
     await Promise.all([...this.#workers.values()].map((w) => w.stop(drainMs)));
+    logger.debug("Shutdown: stopping lease renewal");
     await this.#leases.stop();
+    logger.debug("Shutdown: saving outcomes");
     await this.#completer.flush();
     this.#phase = "stopped";
+    logger.info("Shut down");
   }
 
   #row(kind: string, payload: unknown, options: EnqueueOptions<TTx>): JobInsertRow {

@@ -34,6 +34,15 @@ if (!args.includes("--skip-checks")) {
   for (
     const [label, a] of [
       ["type check", ["check", "mod.ts", "src/", "adapters/", "tests/", "examples/", "bench/"]],
+      ["doc examples", [
+        "test",
+        "--doc",
+        "--no-run",
+        "mod.ts",
+        "src/",
+        "adapters/libsql/mod.ts",
+        "adapters/postgres/mod.ts",
+      ]],
       ["lint", ["lint"]],
       ["format", ["fmt", "--check"]],
     ]

@@ -56,7 +56,11 @@ export function executionCases(kind: StoreKind<unknown>): void {
         assert.equal(first.runs[0].outcome, "retried");
         assert.equal(first.runs[0].error?.message, "failure 1");
         clock.advance(60_000);
-        await eventually(async () => (await errand.get(id))?.runs.length === 2, "second attempt");
+        // Wait for the second failure to be saved (a running attempt shows in runs too).
+        await eventually(async () => {
+          const j = await errand.get(id);
+          return j?.state === "scheduled" && j.runs.length === 2;
+        }, "second attempt");
         clock.advance(60_000);
         const failed = await eventually(async () => {
           const j = await errand.get(id);

@@ -12,6 +12,9 @@ export const testJobs = defineJobs({
 
 type Stoppable = { shutdown(options?: { drain?: number }): Promise<void> };
 
+/** The loggers of the errands of the running test. */
+const logs: { lines: string[] }[] = [];
+
 /** Opens a database, runs `body`, and always closes what it opened. */
 export async function withDatabase<TTx>(
   kind: StoreKind<TTx>,
@@ -19,11 +22,16 @@ export async function withDatabase<TTx>(
 ): Promise<void> {
   const db = await kind.open();
   const errands: Stoppable[] = [];
+  logs.length = 0;
   try {
     await body(db, (e) => {
       errands.push(e);
       return e;
     });
+  } catch (err) {
+    // What errand logged (warnings and errors) explains most failures.
+    for (const line of logs.flatMap((l) => l.lines)) console.error(`errand logged: ${line}`);
+    throw err;
   } finally {
     for (const e of errands) await e.shutdown({ drain: 0 });
     await db.close();
@@ -39,6 +47,7 @@ export function errandOn<J extends JobDefinitions, TTx>(
   const logger = process.env.ERRAND_TEST_LOG
     ? { debug: console.log, info: console.log, warn: console.log, error: console.log, lines: [] }
     : quietLogger();
+  logs.push(logger);
   const errand = createErrand<J, undefined, TTx>({
     logger,
     ...options,

@@ -23,10 +23,11 @@ export function quietLogger(): {
   lines: string[];
   debug(m: string): void;
   info(m: string): void;
-  warn(m: string): void;
-  error(m: string): void;
+  warn(m: string, fields?: Record<string, unknown>): void;
+  error(m: string, fields?: Record<string, unknown>): void;
 } {
   const lines: string[] = [];
-  const keep = (m: string) => void lines.push(m);
+  const keep = (m: string, fields?: Record<string, unknown>) =>
+    void lines.push(fields ? `${m} ${JSON.stringify(fields)}` : m);
   return { lines, debug: () => {}, info: () => {}, warn: keep, error: keep };
 }

@@ -23,9 +23,17 @@ const store = (sql ? postgresStore(sql, { schema: env("ERRAND_CHILD_SCHEMA") }) 
   unknown
 >;
 
+// With ERRAND_TEST_TIMING, everything errand logs goes to stderr with a time, to find stalls.
+const verbose = (message: string, fields?: Record<string, unknown>) =>
+  console.error(`[worker ${process.pid} +${Math.round(performance.now())} ms] ${message}`, fields ?? "");
+const logger = process.env.ERRAND_TEST_TIMING
+  ? { debug: verbose, info: verbose, warn: verbose, error: verbose }
+  : undefined;
+
 const errand = createErrand({
   jobs: processJobs,
   store,
+  logger,
   lease: "2s",
   pollInterval: "50ms",
   maintenance: { rescue: "250ms" },
@@ -42,6 +50,7 @@ const errand = createErrand({
 await errand.start();
 console.log("ready");
 process.on("SIGTERM", async () => {
+  logger?.info("SIGTERM");
   await errand.shutdown({ drain: "5s" });
   await sql?.end();
   client?.close();
