@@ -7,7 +7,7 @@
  * @module
  */
 import { StoreError } from "./errors.ts";
-import type { ClaimedJob, ExpiredJob, JobRow } from "./store.ts";
+import type { ClaimedJob, ExpiredJob, JobFields, JobRow } from "./store.ts";
 import type { JobState, RunRecord } from "./types.ts";
 
 /** A row as a driver returns it: values by column name. */
@@ -53,17 +53,9 @@ export const EXPIRED_COLUMNS: readonly string[] = [
 /** A claimed job from a row with {@link CLAIMED_COLUMNS}. */
 export function toClaimedJob(r: StoredRow): ClaimedJob {
   return {
-    id: String(r.id),
-    kind: String(r.kind),
-    version: Number(r.version),
-    queue: String(r.queue),
-    priority: Number(r.priority),
-    payload: toBytes(r.payload),
+    ...toFields(r),
     attempt: Number(r.attempt),
-    maxAttempts: Number(r.max_attempts),
     fence: Number(r.fence),
-    runAt: Number(r.run_at),
-    createdAt: Number(r.created_at),
     startedAt: Number(r.started_at),
     timeoutMs: numberOrNull(r.timeout_ms),
     retry: r.retry === null ? null : String(r.retry),
@@ -73,18 +65,10 @@ export function toClaimedJob(r: StoredRow): ClaimedJob {
 /** A job from a row with {@link JOB_COLUMNS}; `runs` may be JSON text or already parsed. */
 export function toJobRow(r: StoredRow): JobRow {
   return {
-    id: String(r.id),
-    kind: String(r.kind),
-    version: Number(r.version),
-    queue: String(r.queue),
+    ...toFields(r),
     state: String(r.state) as JobState,
-    priority: Number(r.priority),
-    payload: toBytes(r.payload),
     attempt: Number(r.attempt),
-    maxAttempts: Number(r.max_attempts),
     fence: Number(r.fence),
-    runAt: Number(r.run_at),
-    createdAt: Number(r.created_at),
     startedAt: numberOrNull(r.started_at),
     finishedAt: numberOrNull(r.finished_at),
     leaseUntil: numberOrNull(r.lease_until),
@@ -103,6 +87,21 @@ export function toExpiredJob(r: StoredRow): ExpiredJob {
     fence: Number(r.fence),
     startedAt: Number(r.started_at),
     retry: r.retry === null ? null : String(r.retry),
+  };
+}
+
+/** The fields every job record has, from the {@link FIELD_COLUMNS}. */
+function toFields(r: StoredRow): JobFields {
+  return {
+    id: String(r.id),
+    kind: String(r.kind),
+    version: Number(r.version),
+    queue: String(r.queue),
+    priority: Number(r.priority),
+    payload: toBytes(r.payload),
+    maxAttempts: Number(r.max_attempts),
+    runAt: Number(r.run_at),
+    createdAt: Number(r.created_at),
   };
 }
 
