@@ -15,9 +15,14 @@ import type { JobFinish, Store } from "./store.ts";
 const MAX_BATCH = 1000;
 const SAVE_TRIES = 8;
 
+interface Pending {
+  readonly finish: JobFinish;
+  readonly settle: (saved: boolean) => void;
+}
+
 /** Batches {@link JobFinish} writes. */
 export class Completer {
-  #pending: { finish: JobFinish; onSaved?: () => void }[] = [];
+  #pending: Pending[] = [];
   #flushing: Promise<void> | undefined;
   readonly #store: Store<unknown>;
   readonly #clock: Clock;
@@ -30,10 +35,12 @@ export class Completer {
     this.#logger = logger;
   }
 
-  /** Queues an outcome to be saved; `onSaved` runs once it is. */
-  push(finish: JobFinish, onSaved?: () => void): void {
-    this.#pending.push({ finish, onSaved });
-    this.#flushing ??= this.#drain();
+  /** Queues an outcome to be saved; resolves `true` once it is, `false` if it was given up on. */
+  push(finish: JobFinish): Promise<boolean> {
+    return new Promise((settle) => {
+      this.#pending.push({ finish, settle });
+      this.#flushing ??= this.#drain();
+    });
   }
 
   /** Resolves once every outcome queued so far has been saved (or given up on). */
@@ -48,11 +55,11 @@ export class Completer {
     this.#flushing = undefined;
   }
 
-  async #save(batch: { finish: JobFinish; onSaved?: () => void }[]): Promise<void> {
+  async #save(batch: Pending[]): Promise<void> {
     for (let attempt = 1;; attempt++) {
       try {
         await this.#store.jobFinishMany({ finishes: batch.map((b) => b.finish) });
-        for (const b of batch) b.onSaved?.();
+        for (const b of batch) b.settle(true);
         return;
       } catch (err) {
         if (attempt >= SAVE_TRIES) {
@@ -60,6 +67,7 @@ export class Completer {
             ids: batch.map((b) => b.finish.id),
             error: String(err),
           });
+          for (const b of batch) b.settle(false);
           return;
         }
         await sleep(this.#clock, Math.min(5_000, 50 * 2 ** attempt));

@@ -267,10 +267,10 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     await this.#maintenance.stop();
     logger.debug("Shutdown: draining workers", { drainMs });
     await Promise.all([...this.#workers.values()].map((w) => w.stop(drainMs)));
-    logger.debug("Shutdown: stopping lease renewal");
-    await this.#leases.stop();
     logger.debug("Shutdown: saving outcomes");
     await this.#completer.flush();
+    logger.debug("Shutdown: stopping lease renewal");
+    await this.#leases.stop();
     this.#phase = "stopped";
     logger.info("Shut down");
   }
@@ -334,8 +334,10 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
           timeoutMs: k.definition.timeoutMs,
         };
       },
-      finish: (f, queue) =>
-        this.#completer.push(f, f.state === "available" ? () => this.#workers.get(queue)?.wake() : undefined),
+      finish: async (f, queue) => {
+        const saved = await this.#completer.push(f);
+        if (saved && f.state === "available") this.#workers.get(queue)?.wake();
+      },
     };
     const worker = new QueueWorker(queue, slots, env);
     this.#workers.set(queue, worker);

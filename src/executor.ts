@@ -58,8 +58,8 @@ export interface ExecutorEnv<TTx> {
   kind(
     name: string,
   ): { handler: Handler<unknown, unknown, TTx>; retry: RetryPolicy; timeoutMs: number | undefined } | undefined;
-  /** Hands the outcome of a job of `queue` to the completer. */
-  finish(finish: JobFinish, queue: string): void;
+  /** Hands the outcome of a job of `queue` to the completer; settles once it is saved or given up on. */
+  finish(finish: JobFinish, queue: string): Promise<void>;
 }
 
 /** How an execution can be stopped from outside. */
@@ -70,8 +70,15 @@ export interface Execution {
   readonly claim: ClaimedJob;
   /** Stops the run: its signal aborts and the outcome is decided by `reason`. */
   stop(reason: StopReason): void;
-  /** Settles once the outcome has been handed to the completer. */
+  /** Settles once the outcome has been handed to the completer (the slot is free again). */
   readonly done: Promise<void>;
+  /** Settles once the outcome is saved, given up on, or (lease lost) not to be written. */
+  readonly saved: Promise<void>;
+}
+
+/** What a run hands on when it ends: the outcome's pending write. */
+interface HandedOff {
+  readonly saved: Promise<void>;
 }
 
 type Ending = { type: "ok" } | { type: "error"; error: unknown } | { type: StopReason };
@@ -92,8 +99,8 @@ export function execute<TTx>(claim: ClaimedJob, env: ExecutorEnv<TTx>): Executio
     settle({ type: reason });
     controller.abort(namedError(reason === "lost" ? "LeaseLost" : "Interrupted", `The run was stopped: ${reason}`));
   };
-  const done = run(claim, env, controller, ending, settle);
-  return { claim, stop, done };
+  const handedOff = run(claim, env, controller, ending, settle);
+  return { claim, stop, done: handedOff.then(() => undefined), saved: handedOff.then((h) => h.saved) };
 }
 
 async function run<TTx>(
@@ -102,19 +109,15 @@ async function run<TTx>(
   controller: AbortController,
   ending: Promise<Ending>,
   settle: (e: Ending) => void,
-): Promise<void> {
+): Promise<HandedOff> {
   const kind = env.kind(claim.kind);
-  if (!kind) {
-    env.finish(interruptedFinish(claim, env.clock.now()), claim.queue);
-    return;
-  }
+  if (!kind) return { saved: env.finish(interruptedFinish(claim, env.clock.now()), claim.queue) };
   let payload: unknown;
   try {
     payload = decodePayload(claim.payload);
   } catch (err) {
     const error = new PermanentError(`The stored payload cannot be decoded: ${(err as Error).message}`, { cause: err });
-    env.finish(failedFinish(claim, error, env.clock.now(), kind.retry), claim.queue);
-    return;
+    return { saved: env.finish(failedFinish(claim, error, env.clock.now(), kind.retry), claim.queue) };
   }
   const timeoutMs = claim.timeoutMs ?? kind.timeoutMs;
   const timer = timeoutMs === undefined ? undefined : env.clock.setTimer(() => {
@@ -144,13 +147,13 @@ async function run<TTx>(
   const now = env.clock.now();
   switch (end.type) {
     case "ok":
-      return env.finish(completedFinish(claim, now), claim.queue);
+      return { saved: env.finish(completedFinish(claim, now), claim.queue) };
     case "error":
-      return env.finish(failedFinish(claim, end.error, now, kind.retry), claim.queue);
+      return { saved: env.finish(failedFinish(claim, end.error, now, kind.retry), claim.queue) };
     case "interrupted":
-      return env.finish(interruptedFinish(claim, now), claim.queue);
+      return { saved: env.finish(interruptedFinish(claim, now), claim.queue) };
     case "lost":
       env.logger.warn("A job's lease was lost; its outcome is left to the run that replaced it", { id: claim.id });
-      return;
+      return { saved: Promise.resolve() };
   }
 }

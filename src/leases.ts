@@ -55,9 +55,9 @@ export class LeaseKeeper {
     this.#held.set(id, { fence, onLost });
   }
 
-  /** Stops tracking a claim whose run has ended. */
-  release(id: string): void {
-    this.#held.delete(id);
+  /** Stops tracking a claim whose outcome is written (a later claim of the same job stays tracked). */
+  release(id: string, fence: number): void {
+    if (this.#held.get(id)?.fence === fence) this.#held.delete(id);
   }
 
   /** Renews every held lease now. */

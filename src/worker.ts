@@ -153,9 +153,10 @@ export class QueueWorker<TTx> {
     const execution = execute(claim, this.#env);
     this.#running.set(claim.id, execution);
     this.#env.leases.hold(claim.id, claim.fence, () => execution.stop("lost"));
+    // The lease stays renewed until the outcome is written, so a slow write does not let the job be rescued.
+    execution.saved.finally(() => this.#env.leases.release(claim.id, claim.fence));
     execution.done.finally(() => {
       this.#running.delete(claim.id);
-      this.#env.leases.release(claim.id);
       this.#slotFreed.notify();
       if (this.#hot) this.#wakeup.notify();
       if (this.#running.size <= this.#slots) {

@@ -15,8 +15,8 @@
  *   process's event loop for up to a second before errand's write retries.
  * - errand's operations on the client run one at a time, so the client's pool
  *   keeps reusing one connection.
- * - Every write runs in its own `BEGIN IMMEDIATE` transaction, never as a bare
- *   autocommit statement (see `#write`).
+ * - Every write runs in its own transaction that takes the write lock first,
+ *   never as a bare autocommit statement (see `#write` and `#batchWrite`).
  *
  * @module
  */
@@ -44,6 +44,9 @@ import { LIBSQL_MIGRATIONS, LIBSQL_SCHEMA_VERSION, MIGRATIONS_TABLE_SQL } from "
  * JavaScript-side retries, while 1 s lets SQLite's own wait do the work.
  */
 const NATIVE_BUSY_WAIT_MS = 1_000;
+
+/** A statement that writes nothing but takes SQLite's write lock (waiting up to the busy timeout). */
+const TAKE_WRITE_LOCK = "DELETE FROM errand_jobs WHERE 0";
 
 /** Rows per INSERT statement; a bulk enqueue is several statements in one transaction. */
 const INSERT_CHUNK = 5_000;
@@ -288,7 +291,7 @@ export class LibsqlStore implements Store<Transaction> {
 
   /**
    * Runs one writing statement in the application's transaction, or else in
-   * its own `BEGIN IMMEDIATE` transaction. Never as a bare autocommit
+   * its own write transaction. Never as a bare autocommit
    * statement: when the commit of an autocommit `UPDATE ... RETURNING` meets
    * SQLITE_BUSY, the driver hands back the returned rows without an error
    * although nothing was written, which would let two processes claim one job.
@@ -300,18 +303,33 @@ export class LibsqlStore implements Store<Transaction> {
   }
 
   /**
-   * Runs statements in one `BEGIN IMMEDIATE` transaction, after setting a
-   * native busy timeout (and the `synchronous` level) on the connection that
-   * runs them, as a script that prepares no statement object (operations run one
-   * at a time, and the client's pool hands the connection an `execute` just
-   * released straight to the next call). SQLite's own busy wait matters:
-   * retrying from JavaScript alone was seen to stall for seconds between
-   * processes sharing a file, and setting the timeout only after a busy error
-   * slowed eight processes sharing a file a hundredfold.
+   * Runs statements in one write transaction, after setting a native busy
+   * timeout (and the `synchronous` level) on the connection that runs them, as
+   * a script that prepares no statement object (operations run one at a time,
+   * and the client's pool hands the connection an `execute` just released
+   * straight to the next call). SQLite's own busy wait matters: retrying from
+   * JavaScript alone was seen to stall for seconds between processes sharing a
+   * file, and setting the timeout only after a busy error slowed eight
+   * processes sharing a file a hundredfold.
+   *
+   * The write lock is taken by a script statement inside a deferred
+   * transaction, not by `BEGIN IMMEDIATE`: when `BEGIN IMMEDIATE` fails with
+   * SQLITE_BUSY, @libsql/client leaves that statement active on the connection
+   * until it is garbage-collected, and every later commit on the connection
+   * fails ("SQL statements in progress", then SQLITE_BUSY_SNAPSHOT). A script
+   * statement is finalized even when it fails.
    */
   async #batchWrite(statements: InStatement[]): Promise<ResultSet[]> {
     await this.#client.executeMultiple(this.#pragmas);
-    return await this.#client.batch(statements, "write");
+    const tx = await this.#client.transaction("deferred");
+    try {
+      await tx.executeMultiple(TAKE_WRITE_LOCK);
+      const results = await tx.batch(statements);
+      await tx.commit();
+      return results;
+    } finally {
+      tx.close();
+    }
   }
 
   /**
@@ -346,9 +364,15 @@ export class LibsqlStore implements Store<Transaction> {
   }
 }
 
+/**
+ * Whether another writer holds the database: SQLite's busy error, or (on a
+ * single-connection client such as `:memory:`) an open transaction holding the
+ * client's only connection.
+ */
 function isBusy(err: unknown): boolean {
   const code = String((err as { code?: unknown })?.code ?? "");
-  return code.startsWith("SQLITE_BUSY") || /database is locked/i.test(String((err as Error)?.message));
+  return code.startsWith("SQLITE_BUSY") || code === "TRANSACTION_ACTIVE" ||
+    /database is locked/i.test(String((err as Error)?.message));
 }
 
 function toErrandError(err: unknown): Error {
