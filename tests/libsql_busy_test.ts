@@ -9,11 +9,34 @@ import { describe, it } from "node:test";
 import { createClient } from "@libsql/client";
 import { mkdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { type ChildProcess, spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { runtimeCommand } from "./support/runtime.ts";
 import { createErrand, defineJobs, job } from "../mod.ts";
 import { libsqlStore } from "../adapters/libsql/mod.ts";
 import { eventually, quietLogger } from "./support/wait.ts";
 
 const jobs = defineJobs({ note: job<{ n: number }>() });
+
+const lockHolder = fileURLToPath(new URL("./support/lock_holder.ts", import.meta.url));
+
+/** Starts another process that holds the database's write lock until {@link releaseWriteLock}. */
+function holdWriteLock(path: string): Promise<ChildProcess> {
+  const [command, args] = runtimeCommand(lockHolder);
+  const child = spawn(command, [...args, path], { stdio: ["pipe", "pipe", "inherit"] });
+  return new Promise((resolve, reject) => {
+    child.stdout!.on("data", (chunk) => String(chunk).includes("locked") && resolve(child));
+    child.on("exit", (code) => reject(new Error(`the lock holder exited early with ${code}`)));
+  });
+}
+
+/** Lets the lock holder commit, and waits until it has. */
+function releaseWriteLock(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    child.stdout!.on("data", (chunk) => String(chunk).includes("released") && resolve());
+    child.stdin!.end("commit\n");
+  });
+}
 
 function tempDatabase(): { path: string; remove: () => void } {
   const dir = `${tmpdir()}/errand-tests`;
@@ -23,29 +46,38 @@ function tempDatabase(): { path: string; remove: () => void } {
 }
 
 describe("libSQL busy handling", () => {
-  it("a write that timed out waiting for another process's lock does not break later writes", async () => {
+  it("writes that timed out waiting for another process's lock do not break later writes", async () => {
     const db = tempDatabase();
-    // Two clients stand for two processes: `other` holds the write lock past errand's busy timeout.
-    const other = createClient({ url: `file:${db.path}` });
     const client = createClient({ url: `file:${db.path}` });
-    const errand = createErrand({ jobs, mode: "enqueue", store: libsqlStore(client, { busyTimeout: "100ms" }) });
+    const ran: number[] = [];
+    const errand = createErrand({
+      jobs,
+      store: libsqlStore(client, { busyTimeout: "100ms" }),
+      logger: quietLogger(),
+      pollInterval: "50ms",
+      handlers: { note: (p) => void ran.push(p.n) },
+    });
+    let holder: ChildProcess | undefined;
     try {
       await errand.start();
-      const held = await other.transaction("write");
-      await held.execute("DELETE FROM errand_jobs");
+      holder = await holdWriteLock(db.path);
       await assert.rejects(errand.enqueue("note", { n: 1 }), /database is locked|SQLITE_BUSY/);
-      await held.commit();
-      held.close();
-      // Before the fix, the failed BEGIN IMMEDIATE stayed active on the connection and every
-      // later write failed with "cannot commit transaction - SQL statements in progress".
-      for (let n = 2; n <= 4; n++) {
-        const { id } = await errand.enqueue("note", { n });
-        assert.equal((await errand.get(id))?.state, "available");
-      }
+      // Meanwhile the worker's claims time out against the lock too.
+      await new Promise((r) => setTimeout(r, 1_500));
+      await releaseWriteLock(holder);
+      // With BEGIN IMMEDIATE, a failed one stayed active on the connection and every later
+      // write failed with "cannot commit transaction - SQL statements in progress".
+      const ids: string[] = [];
+      for (let n = 2; n <= 4; n++) ids.push((await errand.enqueue("note", { n })).id);
+      await eventually(
+        async () => (await Promise.all(ids.map((id) => errand.get(id)))).every((j) => j?.state === "completed"),
+        "the jobs enqueued after the lock was released to complete",
+      );
+      assert.deepEqual(ran.sort(), [2, 3, 4]);
     } finally {
-      await errand.shutdown();
+      holder?.kill();
+      await errand.shutdown({ drain: 0 });
       client.close();
-      other.close();
       db.remove();
     }
   });

@@ -53,6 +53,11 @@ const INSERT_CHUNK = 5_000;
 
 const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
 
+/** A SQL string literal of `text` (the namespace is validated; JSON text holds no NUL). */
+function sqlString(text: string): string {
+  return `'${text.replaceAll("'", "''")}'`;
+}
+
 function toHex(bytes: Uint8Array): string {
   let out = "";
   for (let i = 0; i < bytes.length; i++) out += HEX[bytes[i]];
@@ -182,9 +187,10 @@ export class LibsqlStore implements Store<Transaction> {
   }
 
   async jobInsertMany(p: JobInsertParams<Transaction>): Promise<void> {
-    // One short statement per chunk: the rows travel as one JSON argument
-    // (payloads in hex), so SQLite prepares little and binds one value.
-    const statements: InStatement[] = [];
+    // A script of one short INSERT per chunk, the rows inlined as one JSON string
+    // literal (payloads in hex): a script prepares no statement object that would
+    // hold native memory until garbage collection, and SQLite parses one value per chunk.
+    let script = "";
     for (let i = 0; i < p.rows.length; i += INSERT_CHUNK) {
       const rows = p.rows.slice(i, i + INSERT_CHUNK).map((r) => [
         r.id,
@@ -200,19 +206,19 @@ export class LibsqlStore implements Store<Transaction> {
         r.timeoutMs,
         r.retry,
       ]);
-      statements.push({
-        sql: `INSERT INTO errand_jobs
-                (id, namespace, kind, version, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms, retry)
-              SELECT value ->> 0, ?, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, unhex(value ->> 6),
-                     value ->> 7, value ->> 8, value ->> 9, value ->> 10, value ->> 11
-              FROM json_each(?)`,
-        args: [this.namespace, JSON.stringify(rows)],
-      });
+      script += `INSERT INTO errand_jobs
+          (id, namespace, kind, version, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms, retry)
+        SELECT value ->> 0, '${this.namespace}', value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5,
+               unhex(value ->> 6), value ->> 7, value ->> 8, value ->> 9, value ->> 10, value ->> 11
+        FROM json_each(${sqlString(JSON.stringify(rows))});\n`;
     }
     if (p.tx) {
-      for (const s of statements) await p.tx.execute(s).catch((err) => Promise.reject(toErrandError(err)));
+      const tx = p.tx;
+      await this.#run(() => tx.executeMultiple(script), false);
     } else {
-      await this.#run(() => this.#batchWrite(statements));
+      await this.#run(() =>
+        this.#client.executeMultiple(`${this.#pragmas} BEGIN; ${TAKE_WRITE_LOCK}; ${script} COMMIT;`)
+      );
     }
   }
 
@@ -298,13 +304,12 @@ export class LibsqlStore implements Store<Transaction> {
    */
   async #write(statement: InStatement, tx?: Transaction): Promise<ResultSet> {
     if (tx) return await this.#run(() => tx.execute(statement), false);
-    const [result] = await this.#run(() => this.#batchWrite([statement]));
-    return result;
+    return await this.#run(() => this.#writeLocked(statement));
   }
 
   /**
-   * Runs statements in one write transaction, after setting a native busy
-   * timeout (and the `synchronous` level) on the connection that runs them, as
+   * Runs one statement in a write transaction, after setting a native busy
+   * timeout (and the `synchronous` level) on the connection that runs it, as
    * a script that prepares no statement object (operations run one at a time,
    * and the client's pool hands the connection an `execute` just released
    * straight to the next call). SQLite's own busy wait matters: retrying from
@@ -319,14 +324,14 @@ export class LibsqlStore implements Store<Transaction> {
    * fails ("SQL statements in progress", then SQLITE_BUSY_SNAPSHOT). A script
    * statement is finalized even when it fails.
    */
-  async #batchWrite(statements: InStatement[]): Promise<ResultSet[]> {
+  async #writeLocked(statement: InStatement): Promise<ResultSet> {
     await this.#client.executeMultiple(this.#pragmas);
     const tx = await this.#client.transaction("deferred");
     try {
       await tx.executeMultiple(TAKE_WRITE_LOCK);
-      const results = await tx.batch(statements);
+      const result = await tx.execute(statement);
       await tx.commit();
-      return results;
+      return result;
     } finally {
       tx.close();
     }
@@ -353,11 +358,14 @@ export class LibsqlStore implements Store<Transaction> {
       try {
         return await fn();
       } catch (err) {
-        if (retryBusy && isBusy(err) && Date.now() < deadline) {
+        const busy = isBusy(err);
+        if (retryBusy && busy && Date.now() < deadline) {
           // Writes hold the lock for well under a millisecond: retry at once a few times, then back off a little.
           await new Promise((r) => setTimeout(r, attempt < 20 ? 0 : Math.random() * Math.min(20, attempt - 19)));
           continue;
         }
+        // A busy wait blocked the event loop: let timers and I/O run before the next queued operation starts.
+        if (busy) await new Promise((r) => setTimeout(r, 0));
         throw toErrandError(err);
       }
     }

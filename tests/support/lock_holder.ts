@@ -1,0 +1,19 @@
+/**
+ * Another process holding a libSQL database's write lock: opens the file given
+ * as the first argument, takes the write lock, prints "locked", and commits
+ * when a line arrives on stdin (or stdin closes), then prints "released" and exits.
+ */
+import process from "node:process";
+import { createClient } from "@libsql/client";
+
+const client = createClient({ url: `file:${process.argv[2]}` });
+const tx = await client.transaction("write");
+await tx.execute("DELETE FROM errand_jobs WHERE 0");
+console.log("locked");
+await new Promise<void>((resolve) => {
+  process.stdin.once("data", () => resolve());
+  process.stdin.once("end", () => resolve());
+});
+await tx.commit();
+client.close();
+console.log("released");
