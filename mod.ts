@@ -33,15 +33,18 @@ export type {
   EnqueueItem,
   EnqueueResult,
   Errand,
+  JobCounts,
   JobPage,
   KindKey,
   ListOptions,
   ShutdownOptions,
 } from "./src/errand.ts";
 export type { EnqueueOptions, JobEnqueueOptions } from "./src/enqueue.ts";
+export type { UniqueOptions } from "./src/unique.ts";
 export type { ErrandMode, ErrandOptions, Handlers, QueueOptions } from "./src/options.ts";
 export { defineJobs, job } from "./src/job.ts";
 export type { JobDefinition, JobDefinitions, JobOptions, PayloadOf } from "./src/job.ts";
+export type { AnyPayloadValidator, PayloadValidator, StandardSchemaResult, StandardSchemaV1 } from "./src/validate.ts";
 export type { Handler, JobContext } from "./src/executor.ts";
 export { backoff } from "./src/retry.ts";
 export type { RetryPolicy } from "./src/retry.ts";
@@ -55,6 +58,7 @@ export { JOB_STATES } from "./src/types.ts";
 export type { JobInfo, JobState, RunError, RunInfo, RunOutcome } from "./src/types.ts";
 export {
   ErrandError,
+  NotFoundError,
   PermanentError,
   SchemaVersionError,
   StateError,
@@ -68,6 +72,7 @@ export type {
   ClaimedJob,
   ExpiredJob,
   JobClaimParams,
+  JobCount,
   JobFields,
   JobFinish,
   JobFinishParams,
@@ -76,6 +81,7 @@ export type {
   JobListParams,
   JobRow,
   JobRunSettings,
+  JobTransition,
   LeaseRef,
   Store,
   StoreCapabilities,

@@ -12,6 +12,7 @@ import { checkPriority, type JobDefinition } from "./job.ts";
 import { checkName } from "./names.ts";
 import { checkRetryPolicy, type RetryPolicy } from "./retry.ts";
 import type { JobInsertRow } from "./store.ts";
+import { checkUnique, uniqueKeyOf, type UniqueOptions } from "./unique.ts";
 
 /** Options of one enqueued job; each overrides the kind's default. */
 export interface JobEnqueueOptions {
@@ -29,6 +30,12 @@ export interface JobEnqueueOptions {
   retry?: RetryPolicy;
   /** Abort and count a failed attempt after this long. */
   timeout?: Duration;
+  /**
+   * Make the job unique: while a job of the same kind holds the same key,
+   * `enqueue` returns that job's id with `inserted: false`. `true` keys on
+   * the payload.
+   */
+  unique?: UniqueOptions | true;
 }
 
 /** Options of `enqueue`: the job's options plus the application's transaction. */
@@ -48,14 +55,14 @@ export interface RowContext {
 }
 
 /** Builds the row for one job; throws {@link ValidationError} on bad input. */
-export function buildInsertRow(
+export async function buildInsertRow(
   key: string,
   definition: JobDefinition<unknown> | undefined,
   payload: unknown,
   options: JobEnqueueOptions,
   ctx: RowContext,
   knownKinds: () => string,
-): JobInsertRow {
+): Promise<JobInsertRow> {
   if (!definition) throw new ValidationError(`Unknown job kind "${key}"; known kinds are ${knownKinds()}`);
   if (typeof options !== "object" || options === null) {
     throw new ValidationError(`Enqueue options of "${key}" must be an object`);
@@ -77,6 +84,8 @@ export function buildInsertRow(
   }
   const timeoutMs = options.timeout === undefined ? definition.timeoutMs : parseDuration(options.timeout, "timeout");
   if (timeoutMs === 0) throw new ValidationError(`Option "timeout" must be greater than 0`);
+  const unique = options.unique === undefined ? undefined : checkUnique(key, options.unique);
+  const encoded = encodePayload(key, payload, ctx.maxPayloadBytes);
   return {
     id: ctx.newId(ctx.now),
     kind: definition.name ?? key,
@@ -84,11 +93,13 @@ export function buildInsertRow(
     queue: options.queue === undefined ? definition.queue : checkName("queue", options.queue),
     state: runAt > ctx.now ? "scheduled" : "available",
     priority: checkPriority(options.priority ?? definition.priority),
-    payload: encodePayload(key, payload, ctx.maxPayloadBytes),
+    payload: encoded,
     maxAttempts: attempts,
     runAt,
     createdAt: ctx.now,
     timeoutMs: timeoutMs ?? null,
     retry: options.retry === undefined ? null : JSON.stringify(checkRetryPolicy(options.retry)),
+    uniqueKey: unique ? await uniqueKeyOf(unique, payload, ctx.now) : null,
+    uniqueScope: unique?.scope ?? null,
   };
 }

@@ -9,7 +9,7 @@ import { monotonicFactory } from "ulid";
 import { Completer } from "./completer.ts";
 import { type Duration, parseDuration } from "./duration.ts";
 import { buildInsertRow, type EnqueueOptions, type JobEnqueueOptions } from "./enqueue.ts";
-import { StateError, ValidationError } from "./errors.ts";
+import { NotFoundError, StateError, ValidationError } from "./errors.ts";
 import type { Handler } from "./executor.ts";
 import type { JobDefinition, JobDefinitions, PayloadOf } from "./job.ts";
 import { toJobInfo } from "./job_info.ts";
@@ -18,8 +18,9 @@ import { Maintenance } from "./maintenance.ts";
 import { checkName } from "./names.ts";
 import { checkCount, type ErrandMode, type ErrandOptions, type ResolvedOptions, resolveOptions } from "./options.ts";
 import type { RetryPolicy } from "./retry.ts";
-import type { JobInsertRow, Store } from "./store.ts";
-import type { JobInfo, JobState } from "./types.ts";
+import type { JobInsertRow, JobTransition, Store } from "./store.ts";
+import { JOB_STATES, type JobInfo, type JobState } from "./types.ts";
+import { checkPayload } from "./validate.ts";
 import { QueueWorker, type WorkerEnv } from "./worker.ts";
 
 /** The keys of a set of job kinds. */
@@ -63,6 +64,14 @@ export interface JobPage {
   readonly cursor: string | null;
 }
 
+/** Job counts, as returned by `counts()`; every state is present (0 when none). */
+export interface JobCounts {
+  /** Jobs per state. */
+  readonly byState: Readonly<Record<JobState, number>>;
+  /** Jobs per state, per queue that has any. */
+  readonly byQueue: Readonly<Record<string, Readonly<Record<JobState, number>>>>;
+}
+
 /** Options of `shutdown()`. */
 export interface ShutdownOptions {
   /**
@@ -91,6 +100,35 @@ export interface Errand<J extends JobDefinitions, TTx> {
   get(id: string): Promise<JobInfo | null>;
   /** Lists jobs, newest first, a page at a time. */
   list(options?: ListOptions): Promise<JobPage>;
+  /**
+   * Runs a job again now: a failed, cancelled or completed job (granted one
+   * more attempt if its attempts are used up), or a scheduled one at once.
+   * @throws {NotFoundError} When there is no job with that id.
+   * @throws {StateError} When the job is available, running or waiting.
+   */
+  retry(id: string): Promise<JobInfo>;
+  /**
+   * Cancels a job that has not finished. A running job's `job.signal` aborts
+   * (at once in this process, at its next lease renewal in another) and its
+   * worker's later writes are rejected.
+   * @throws {NotFoundError} When there is no job with that id.
+   * @throws {StateError} When the job already completed or failed.
+   */
+  cancel(id: string): Promise<JobInfo>;
+  /**
+   * Deletes a job that is not running (cancel it first).
+   * @throws {NotFoundError} When there is no job with that id.
+   * @throws {StateError} When the job is running.
+   */
+  delete(id: string): Promise<void>;
+  /** Counts jobs by state and by queue. */
+  counts(): Promise<JobCounts>;
+  /** Pauses a queue in every process: its jobs wait (still accepted) until {@link Errand.resumeQueue}. */
+  pauseQueue(queue: string): Promise<void>;
+  /** Resumes a paused queue. */
+  resumeQueue(queue: string): Promise<void>;
+  /** The queues paused now. */
+  pausedQueues(): Promise<string[]>;
   /** Adds `n` slots to the worker of `queue` (starting one if needed). */
   addWorkers(queue: string, n: number): void;
   /** Removes `n` slots from the worker of `queue`; resolves once the running jobs fit. */
@@ -128,6 +166,9 @@ export function createErrand<J extends JobDefinitions, Ctx = undefined, TTx = un
 }
 
 type Phase = "new" | "started" | "stopping" | "stopped";
+
+/** How often an enqueue tries a unique row whose key holder vanished while it was read. */
+const UNIQUE_TRIES = 3;
 
 class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx> {
   readonly mode: ErrandMode;
@@ -199,25 +240,27 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     payload: PayloadOf<J[K]>,
     options: EnqueueOptions<TTx> = {},
   ): Promise<EnqueueResult> {
-    const [result] = await this.#insert([this.#row(kind, payload, options)], options?.tx);
+    const row = await this.#row(kind, payload, options);
+    await this.#validate([{ kind, payload }]);
+    const [result] = await this.#insert([row], options?.tx);
     return result;
   }
 
   async enqueueMany(items: readonly EnqueueItem<J>[], options: { tx?: TTx } = {}): Promise<EnqueueResult[]> {
     if (!Array.isArray(items)) throw new ValidationError("enqueueMany() takes an array of { kind, payload, options }");
-    const rows = items.map((item, i) => {
+    const rows: JobInsertRow[] = [];
+    for (const [i, item] of items.entries()) {
       if (typeof item !== "object" || item === null) {
         throw new ValidationError(`enqueueMany() item ${i} must be { kind, payload, options }`);
       }
-      return this.#row(item.kind, item.payload, item.options ?? {});
-    });
+      rows.push(await this.#row(item.kind, item.payload, item.options ?? {}));
+    }
+    await this.#validate(items);
     return await this.#insert(rows, options.tx);
   }
 
   async get(id: string): Promise<JobInfo | null> {
-    if (typeof id !== "string" || id.length === 0) {
-      throw new ValidationError(`get() needs a job id, got "${String(id)}"`);
-    }
+    checkId("get", id);
     await this.#ensureReady();
     const row = await this.#store.jobGet(id);
     return row ? toJobInfo(row) : null;
@@ -235,6 +278,65 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
       limit,
     });
     return { jobs: rows.map(toJobInfo), cursor: rows.length === limit ? rows[rows.length - 1].id : null };
+  }
+
+  async retry(id: string): Promise<JobInfo> {
+    return await this.#transition(id, "retry", (now) => ({
+      from: ["failed", "cancelled", "completed", "scheduled"],
+      state: "available",
+      runAt: now,
+      finishedAt: null,
+      grantAttempt: true,
+    }));
+  }
+
+  async cancel(id: string): Promise<JobInfo> {
+    const job = await this.#transition(id, "cancel", (now) => ({
+      from: ["scheduled", "available", "running", "waiting"],
+      state: "cancelled",
+      finishedAt: now,
+    }));
+    for (const worker of this.#workers.values()) worker.cancel(id);
+    return job;
+  }
+
+  async delete(id: string): Promise<void> {
+    checkId("delete", id);
+    await this.#ensureReady();
+    if (await this.#store.jobDelete({ id })) return;
+    const job = await this.#store.jobGet(id);
+    if (!job) throw new NotFoundError(`There is no job with id "${id}"`);
+    throw new StateError(`Job "${id}" is running; cancel it before deleting it`);
+  }
+
+  async counts(): Promise<JobCounts> {
+    await this.#ensureReady();
+    const zero = () => Object.fromEntries(JOB_STATES.map((s) => [s, 0])) as Record<JobState, number>;
+    const byState = zero();
+    const byQueue: Record<string, Record<JobState, number>> = {};
+    for (const { queue, state, count } of await this.#store.jobCounts()) {
+      byState[state] += count;
+      (byQueue[queue] ??= zero())[state] += count;
+    }
+    return { byState, byQueue };
+  }
+
+  async pauseQueue(queue: string): Promise<void> {
+    checkName("queue", queue);
+    await this.#ensureReady();
+    await this.#store.queuePause({ queue, paused: true });
+  }
+
+  async resumeQueue(queue: string): Promise<void> {
+    checkName("queue", queue);
+    await this.#ensureReady();
+    await this.#store.queuePause({ queue, paused: false });
+    this.#workers.get(queue)?.wake();
+  }
+
+  async pausedQueues(): Promise<string[]> {
+    await this.#ensureReady();
+    return await this.#store.queuesPaused();
   }
 
   addWorkers(queue: string, n: number): void {
@@ -275,7 +377,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     logger.info("Shut down");
   }
 
-  #row(kind: string, payload: unknown, options: EnqueueOptions<TTx>): JobInsertRow {
+  #row(kind: string, payload: unknown, options: EnqueueOptions<TTx>): Promise<JobInsertRow> {
     return buildInsertRow(
       kind,
       Object.hasOwn(this.#jobs, kind) ? this.#jobs[kind] : undefined,
@@ -286,6 +388,42 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     );
   }
 
+  /** Applies an operator's state change, or says precisely why it does not apply. */
+  async #transition(
+    id: string,
+    call: string,
+    change: (now: number) => Omit<JobTransition, "id">,
+  ): Promise<JobInfo> {
+    checkId(call, id);
+    await this.#ensureReady();
+    const transition = { id, ...change(this.#options.clock.now()) };
+    const applied = await this.#store.jobTransition(transition);
+    const row = await this.#store.jobGet(id);
+    if (!row) throw new NotFoundError(`There is no job with id "${id}"`);
+    if (!applied) {
+      throw new StateError(
+        `${call}() cannot change job "${id}" in state "${row.state}"; it applies to ${
+          transition.from.map((s) => `"${s}"`).join(", ")
+        } jobs`,
+      );
+    }
+    if (transition.state === "available") this.#workers.get(row.queue)?.wake();
+    return toJobInfo(row);
+  }
+
+  /** Runs the kinds' payload validators; throws {@link ValidationError} naming the first invalid payload. */
+  async #validate(items: readonly { kind: string; payload: unknown }[]): Promise<void> {
+    for (const [i, { kind, payload }] of items.entries()) {
+      const validator = this.#jobs[kind].validate;
+      if (!validator) continue;
+      const problem = await checkPayload(validator, payload);
+      if (problem !== null) {
+        const which = items.length > 1 ? ` (item ${i})` : "";
+        throw new ValidationError(`The payload of "${kind}"${which} is invalid: ${problem}`);
+      }
+    }
+  }
+
   async #insert(rows: JobInsertRow[], tx: TTx | undefined): Promise<EnqueueResult[]> {
     if (this.#phase === "stopping" || this.#phase === "stopped") {
       throw new StateError("enqueue() was called after shutdown()");
@@ -293,9 +431,18 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     if (rows.length === 0) return [];
     await this.#ensureReady();
     const available = rows.filter((r) => r.state === "available");
-    await this.#store.jobInsertMany({ rows, notify: available.length > 0, tx });
+    const holders = await this.#store.jobInsertMany({ rows, notify: available.length > 0, tx });
+    // A unique row can lose to a holder that finished before it could be read: insert it again.
+    for (let tries = 1; holders.includes(null); tries++) {
+      const again = rows.filter((_, i) => holders[i] === null);
+      if (tries === UNIQUE_TRIES) {
+        throw new StateError(`The unique keys of ${again.length} job(s) kept changing hands; enqueue them again`);
+      }
+      const retried = await this.#store.jobInsertMany({ rows: again, notify: available.length > 0, tx });
+      for (const [k, row] of again.entries()) holders[rows.indexOf(row)] = retried[k];
+    }
     for (const queue of new Set(available.map((r) => r.queue))) this.#workers.get(queue)?.wake();
-    return rows.map((r) => ({ id: r.id, inserted: true }));
+    return rows.map((r, i) => ({ id: holders[i]!, inserted: holders[i] === r.id }));
   }
 
   #ensureReady(): Promise<void> {
@@ -332,6 +479,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
           handler: k.handler as Handler<unknown, unknown, TTx>,
           retry: this.#retryPolicy(name),
           timeoutMs: k.definition.timeoutMs,
+          validate: k.definition.validate,
         };
       },
       finish: async (f, queue) => {
@@ -343,5 +491,11 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     this.#workers.set(queue, worker);
     worker.start();
     return worker;
+  }
+}
+
+function checkId(call: string, id: string): void {
+  if (typeof id !== "string" || id.length === 0) {
+    throw new ValidationError(`${call}() needs a job id, got "${String(id)}"`);
   }
 }

@@ -12,7 +12,8 @@ export type ErrandErrorCode =
   | "store"
   | "schema_version"
   | "permanent"
-  | "state";
+  | "state"
+  | "not_found";
 
 /**
  * Base class of every error errand throws.
@@ -99,5 +100,13 @@ export class StateError extends ErrandError {
   /** Creates the error; the message says which call and why. */
   constructor(message: string, options?: { cause?: unknown }) {
     super("state", message, options);
+  }
+}
+
+/** An operator call named a job that does not exist (or no longer does). */
+export class NotFoundError extends ErrandError {
+  /** Creates the error; the message names the id. */
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("not_found", message, options);
   }
 }

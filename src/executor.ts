@@ -8,11 +8,20 @@
  */
 import type { Clock } from "./clock.ts";
 import { decodePayload } from "./codec.ts";
-import { PermanentError } from "./errors.ts";
+import { type Duration, parseDuration } from "./duration.ts";
+import { PermanentError, StateError, ValidationError } from "./errors.ts";
 import type { Logger } from "./logger.ts";
-import { completedFinish, failedFinish, interruptedFinish, namedError } from "./outcome.ts";
+import {
+  completedFinish,
+  discardedFinish,
+  failedFinish,
+  interruptedFinish,
+  namedError,
+  snoozedFinish,
+} from "./outcome.ts";
 import type { RetryPolicy } from "./retry.ts";
 import type { ClaimedJob, JobFinish, Store } from "./store.ts";
+import { type AnyPayloadValidator, checkPayload } from "./validate.ts";
 
 /** What a handler learns about the job it runs, as its second argument. */
 export interface JobContext<Ctx = unknown, TTx = unknown> {
@@ -40,6 +49,20 @@ export interface JobContext<Ctx = unknown, TTx = unknown> {
    * back, the job's outcome is decided as if this was never called.
    */
   complete(tx: TTx): Promise<void>;
+  /**
+   * Run the job again after `delay`; this attempt is not counted. Call it and
+   * return: the decision applies when the handler returns (or throws).
+   */
+  snooze(delay: Duration): void;
+  /** Fail the job now, without retries, with `reason`. Call it and return. */
+  discard(reason: string): void;
+  /**
+   * Count this attempt as failed and retry after `delay`, whatever the retry
+   * policy says (when no attempts remain, the job fails). Call it and return.
+   */
+  retryIn(delay: Duration): void;
+  /** Store `message` with this attempt's outcome in the job's history. */
+  explain(message: string): void;
 }
 
 /** A function that runs jobs of one kind. Throw to fail the attempt. */
@@ -55,15 +78,27 @@ export interface ExecutorEnv<TTx> {
   readonly logger: Logger;
   readonly context: unknown;
   /** The handler, retry policy and timeout of a kind this worker runs. */
-  kind(
-    name: string,
-  ): { handler: Handler<unknown, unknown, TTx>; retry: RetryPolicy; timeoutMs: number | undefined } | undefined;
+  kind(name: string): RunnableKind<TTx> | undefined;
   /** Hands the outcome of a job of `queue` to the completer; settles once it is saved or given up on. */
   finish(finish: JobFinish, queue: string): Promise<void>;
 }
 
-/** How an execution can be stopped from outside. */
-export type StopReason = "interrupted" | "lost";
+/** What the executor needs to run a kind. */
+export interface RunnableKind<TTx> {
+  readonly handler: Handler<unknown, unknown, TTx>;
+  readonly retry: RetryPolicy;
+  readonly timeoutMs: number | undefined;
+  readonly validate: AnyPayloadValidator | undefined;
+}
+
+/** What the handler decided through `job.snooze()`, `job.discard()` or `job.retryIn()`. */
+type Decision =
+  | { readonly type: "snooze"; readonly delayMs: number }
+  | { readonly type: "discard"; readonly reason: string }
+  | { readonly type: "retryIn"; readonly delayMs: number };
+
+/** How an execution can be stopped from outside: shutdown, a lost lease, or an operator's cancel. */
+export type StopReason = "interrupted" | "lost" | "cancelled";
 
 /** A job being run. */
 export interface Execution {
@@ -81,7 +116,18 @@ interface HandedOff {
   readonly saved: Promise<void>;
 }
 
-type Ending = { type: "ok" } | { type: "error"; error: unknown } | { type: StopReason };
+type Ending =
+  | { type: "ok" }
+  | { type: "error"; error: unknown }
+  | { type: "interrupted" }
+  | { type: "lost" }
+  | { type: "cancelled" };
+
+const STOP_ERRORS: Record<StopReason, [name: string, message: string]> = {
+  interrupted: ["Interrupted", "The worker is shutting down"],
+  lost: ["LeaseLost", "The job's lease was lost; another run replaces this one"],
+  cancelled: ["Cancelled", "The job was cancelled"],
+};
 
 /** Starts running `claim`. */
 export function execute<TTx>(claim: ClaimedJob, env: ExecutorEnv<TTx>): Execution {
@@ -97,7 +143,7 @@ export function execute<TTx>(claim: ClaimedJob, env: ExecutorEnv<TTx>): Executio
   });
   const stop = (reason: StopReason) => {
     settle({ type: reason });
-    controller.abort(namedError(reason === "lost" ? "LeaseLost" : "Interrupted", `The run was stopped: ${reason}`));
+    controller.abort(namedError(...STOP_ERRORS[reason]));
   };
   const handedOff = run(claim, env, controller, ending, settle);
   return { claim, stop, done: handedOff.then(() => undefined), saved: handedOff.then((h) => h.saved) };
@@ -119,12 +165,27 @@ async function run<TTx>(
     const error = new PermanentError(`The stored payload cannot be decoded: ${(err as Error).message}`, { cause: err });
     return { saved: env.finish(failedFinish(claim, error, env.clock.now(), kind.retry), claim.queue) };
   }
+  if (kind.validate) {
+    const problem = await checkPayload(kind.validate, payload);
+    if (problem !== null) {
+      const reason = `The stored payload fails the validation of "${claim.kind}": ${problem}`;
+      return { saved: env.finish(discardedFinish(claim, reason, env.clock.now()), claim.queue) };
+    }
+  }
   const timeoutMs = claim.timeoutMs ?? kind.timeoutMs;
   const timer = timeoutMs === undefined ? undefined : env.clock.setTimer(() => {
     const error = namedError("Timeout", `The job did not finish within its timeout of ${timeoutMs} ms`);
     settle({ type: "error", error });
     controller.abort(error);
   }, timeoutMs);
+  let decision: Decision | undefined;
+  let note: string | undefined;
+  const decide = (next: Decision) => {
+    if (decision) {
+      throw new StateError(`job.${next.type}() was called after job.${decision.type}(); decide once per run`);
+    }
+    decision = next;
+  };
   const jobContext: JobContext<unknown, TTx> = {
     id: claim.id,
     kind: claim.kind,
@@ -136,8 +197,12 @@ async function run<TTx>(
     signal: controller.signal,
     context: env.context,
     complete: async (tx) => {
-      await env.store.jobFinishMany({ finishes: [completedFinish(claim, env.clock.now())], tx });
+      await env.store.jobFinishMany({ finishes: [completedFinish(claim, env.clock.now(), note)], tx });
     },
+    snooze: (delay) => decide({ type: "snooze", delayMs: parseDuration(delay, "snooze") }),
+    discard: (reason) => decide({ type: "discard", reason: checkText("discard", reason) }),
+    retryIn: (delay) => decide({ type: "retryIn", delayMs: parseDuration(delay, "retryIn") }),
+    explain: (message) => void (note = checkText("explain", message)),
   };
   Promise.resolve()
     .then(() => kind.handler(payload, jobContext))
@@ -145,15 +210,41 @@ async function run<TTx>(
   const end = await ending;
   timer?.cancel();
   const now = env.clock.now();
-  switch (end.type) {
-    case "ok":
-      return { saved: env.finish(completedFinish(claim, now), claim.queue) };
-    case "error":
-      return { saved: env.finish(failedFinish(claim, end.error, now, kind.retry), claim.queue) };
-    case "interrupted":
-      return { saved: env.finish(interruptedFinish(claim, now), claim.queue) };
-    case "lost":
-      env.logger.warn("A job's lease was lost; its outcome is left to the run that replaced it", { id: claim.id });
-      return { saved: Promise.resolve() };
+  if (end.type === "lost") {
+    env.logger.warn("A job's lease was lost; its outcome is left to the run that replaced it", { id: claim.id });
+    return { saved: Promise.resolve() };
   }
+  if (end.type === "cancelled") return { saved: Promise.resolve() };
+  return { saved: env.finish(finishOf(claim, end, decision, note, kind.retry, now), claim.queue) };
+}
+
+/** The finish of a run that ended by `end` (not a lost lease or a cancel), after the handler's decision if it made one. */
+function finishOf(
+  claim: ClaimedJob,
+  end: Exclude<Ending, { type: "lost" | "cancelled" }>,
+  decision: Decision | undefined,
+  note: string | undefined,
+  retry: RetryPolicy,
+  now: number,
+): JobFinish {
+  if (end.type === "interrupted") return interruptedFinish(claim, now);
+  switch (decision?.type) {
+    case "snooze":
+      return snoozedFinish(claim, now, decision.delayMs, note);
+    case "discard":
+      return discardedFinish(claim, decision.reason, now, note);
+    case "retryIn": {
+      const error = end.type === "error" ? end.error : namedError("RetryRequested", "The handler asked for a retry");
+      return failedFinish(claim, error, now, retry, { retryInMs: decision.delayMs, note });
+    }
+  }
+  return end.type === "ok" ? completedFinish(claim, now, note) : failedFinish(claim, end.error, now, retry, { note });
+}
+
+/** Messages the handler stores are kept short: they are history, not logs. */
+const MAX_NOTE_LENGTH = 2_000;
+
+function checkText(method: string, text: string): string {
+  if (typeof text !== "string") throw new ValidationError(`job.${method}() needs a string, got ${typeof text}`);
+  return text.length > MAX_NOTE_LENGTH ? `${text.slice(0, MAX_NOTE_LENGTH)}…` : text;
 }

@@ -9,9 +9,10 @@ import { type Duration, parseDuration } from "./duration.ts";
 import { ValidationError } from "./errors.ts";
 import { checkName } from "./names.ts";
 import { checkRetryPolicy, type RetryPolicy } from "./retry.ts";
+import { type AnyPayloadValidator, isPayloadValidator, type PayloadValidator } from "./validate.ts";
 
 /** Options of one job kind; all are optional. */
-export interface JobOptions {
+export interface JobOptions<T = unknown> {
   /**
    * The kind's stored name. Renaming a key in `defineJobs` while keeping
    * `name` keeps old jobs runnable.
@@ -47,6 +48,13 @@ export interface JobOptions {
    * @default 1
    */
   version?: number;
+  /**
+   * Checks every payload: a Standard Schema validator (Zod, Valibot, ArkType,
+   * ...) or a function that throws, or returns `false` or a message, when the
+   * payload is invalid. `enqueue` rejects an invalid payload with nothing
+   * written; a stored payload that fails it at run time is discarded.
+   */
+  validate?: PayloadValidator<T>;
 }
 
 /** A declared job kind, carrying its payload type `T`. */
@@ -65,6 +73,8 @@ export interface JobDefinition<T> {
   readonly timeoutMs: number | undefined;
   /** The payload shape's version. */
   readonly version: number;
+  /** Its payload validator, if it has one. */
+  readonly validate: AnyPayloadValidator | undefined;
   /** Type-only marker of the payload type; never set at run time. */
   readonly payloadType?: T;
 }
@@ -86,7 +96,7 @@ export type JobDefinitions = Readonly<Record<string, JobDefinition<unknown>>>;
  * const sendWelcome = job<{ userId: number }>({ queue: "mail", attempts: 8, timeout: "30s" });
  * ```
  */
-export function job<T>(options: JobOptions = {}): JobDefinition<T> {
+export function job<T>(options: JobOptions<T> = {}): JobDefinition<T> {
   const name = options.name === undefined ? undefined : checkName("job name", options.name);
   const attempts = options.attempts ?? 10;
   if (!Number.isInteger(attempts) || attempts < 1) {
@@ -98,6 +108,9 @@ export function job<T>(options: JobOptions = {}): JobDefinition<T> {
   if (!Number.isInteger(version) || version < 1) {
     throw new ValidationError(`Option "version" must be a whole number of at least 1, got "${version}"`);
   }
+  if (options.validate !== undefined && !isPayloadValidator(options.validate)) {
+    throw new ValidationError(`Option "validate" must be a function or a Standard Schema validator`);
+  }
   return {
     name,
     queue: checkName("queue", options.queue ?? "default"),
@@ -108,6 +121,7 @@ export function job<T>(options: JobOptions = {}): JobDefinition<T> {
       ? undefined
       : positive(parseDuration(options.timeout, "timeout"), "timeout"),
     version,
+    validate: options.validate as AnyPayloadValidator | undefined,
   };
 }
 

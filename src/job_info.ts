@@ -4,14 +4,15 @@ import type { JobInfo, RunInfo, RunRecord } from "./types.ts";
 
 /**
  * Builds what `get()` returns from a stored row. Runs that did not complete
- * are stored in the row's history; the latest run (running or completed) is
- * added from the row's own timestamps.
+ * (and completed runs with a note) are stored in the row's history; the
+ * latest run, running or completed, is otherwise added from the row's own
+ * timestamps.
  */
 export function toJobInfo(row: JobRow): JobInfo {
   const runs: RunRecord[] = [...row.runs];
   if (row.state === "running" && row.startedAt !== null) {
     runs.push({ attempt: row.attempt, startedAt: row.startedAt, outcome: "running" });
-  } else if (row.state === "completed" && row.startedAt !== null) {
+  } else if (row.state === "completed" && row.startedAt !== null && runs.at(-1)?.outcome !== "completed") {
     runs.push({
       attempt: row.attempt,
       startedAt: row.startedAt,
@@ -52,5 +53,6 @@ function toRunInfo(run: RunRecord): RunInfo {
     durationMs: finishedAt === null ? null : finishedAt - run.startedAt,
     outcome: run.outcome,
     error: run.error ?? null,
+    note: run.note ?? null,
   };
 }

@@ -1,6 +1,7 @@
 /**
  * The rules that turn how a run ended into the job's next state: completed,
- * retried after the policy's delay, failed, or handed back uncounted.
+ * retried after the policy's delay, failed, discarded, snoozed, or handed
+ * back uncounted.
  * Workers and the lease rescuer both use them.
  *
  * @module
@@ -21,9 +22,16 @@ export interface RunRef {
   readonly retry: string | null;
 }
 
-/** The finish for a run whose handler succeeded. */
-export function completedFinish(run: RunRef, now: number): JobFinish {
-  return { id: run.id, fence: run.fence, state: "completed", at: now };
+/** The finish for a run whose handler succeeded; a `note` is kept in the history. */
+export function completedFinish(run: RunRef, now: number, note?: string): JobFinish {
+  if (note === undefined) return { id: run.id, fence: run.fence, state: "completed", at: now };
+  return {
+    id: run.id,
+    fence: run.fence,
+    state: "completed",
+    at: now,
+    run: { ...record(run, now), outcome: "completed", note },
+  };
 }
 
 /** The finish for a run stopped by shutdown: back to available, attempt not counted. */
@@ -36,28 +44,73 @@ export function interruptedFinish(run: RunRef, now: number): JobFinish {
     runAt: now,
     uncountAttempt: true,
     run: {
-      attempt: run.attempt,
-      startedAt: run.startedAt,
-      finishedAt: now,
+      ...record(run, now),
       outcome: "interrupted",
       error: { name: "Interrupted", message: "The worker shut down before the run finished" },
     },
   };
 }
 
+/** The finish for a run whose handler called `job.snooze(delay)`: runs again after `delayMs`, attempt not counted. */
+export function snoozedFinish(run: RunRef, now: number, delayMs: number, note?: string): JobFinish {
+  return {
+    id: run.id,
+    fence: run.fence,
+    state: delayMs === 0 ? "available" : "scheduled",
+    at: now,
+    runAt: now + delayMs,
+    uncountAttempt: true,
+    run: { ...record(run, now), outcome: "snoozed", ...(note === undefined ? {} : { note }) },
+  };
+}
+
+/** The finish for a run whose handler called `job.discard(reason)`: failed at once, no retries. */
+export function discardedFinish(run: RunRef, reason: string, now: number, note?: string): JobFinish {
+  return {
+    id: run.id,
+    fence: run.fence,
+    state: "failed",
+    at: now,
+    run: {
+      ...record(run, now),
+      outcome: "discarded",
+      error: { name: "Discarded", message: reason },
+      ...(note === undefined ? {} : { note }),
+    },
+  };
+}
+
+/** How a failed run is retried, when the handler said so. */
+export interface FailureOptions {
+  /** Retry after this long instead of the policy's delay (`job.retryIn()`); attempts still count. */
+  readonly retryInMs?: number;
+  /** The handler's note (`job.explain()`). */
+  readonly note?: string;
+}
+
 /**
- * The finish for a failed run: retried after the policy's delay while
- * attempts remain, failed when they are used up, the policy never retries,
- * or the error is a {@link PermanentError}.
+ * The finish for a failed run: retried after the policy's delay (or
+ * `retryInMs`) while attempts remain, failed when they are used up, the
+ * policy never retries, or the error is a {@link PermanentError}.
  */
-export function failedFinish(run: RunRef, error: unknown, now: number, fallbackPolicy: RetryPolicy): JobFinish {
+export function failedFinish(
+  run: RunRef,
+  error: unknown,
+  now: number,
+  fallbackPolicy: RetryPolicy,
+  options: FailureOptions = {},
+): JobFinish {
   const policy = run.retry ? parseStoredPolicy(run.retry) ?? fallbackPolicy : fallbackPolicy;
   const delay = error instanceof PermanentError || run.attempt >= run.maxAttempts
     ? null
-    : retryDelay(policy, run.attempt);
-  const record = { attempt: run.attempt, startedAt: run.startedAt, finishedAt: now, error: toRunError(error) };
+    : options.retryInMs ?? retryDelay(policy, run.attempt);
+  const failure = {
+    ...record(run, now),
+    error: toRunError(error),
+    ...(options.note === undefined ? {} : { note: options.note }),
+  };
   if (delay === null) {
-    return { id: run.id, fence: run.fence, state: "failed", at: now, run: { ...record, outcome: "failed" } };
+    return { id: run.id, fence: run.fence, state: "failed", at: now, run: { ...failure, outcome: "failed" } };
   }
   return {
     id: run.id,
@@ -65,8 +118,12 @@ export function failedFinish(run: RunRef, error: unknown, now: number, fallbackP
     state: delay === 0 ? "available" : "scheduled",
     at: now,
     runAt: now + delay,
-    run: { ...record, outcome: "retried" },
+    run: { ...failure, outcome: "retried" },
   };
+}
+
+function record(run: RunRef, now: number): { attempt: number; startedAt: number; finishedAt: number } {
+  return { attempt: run.attempt, startedAt: run.startedAt, finishedAt: now };
 }
 
 /** Converts anything thrown into the error stored in run history. */

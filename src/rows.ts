@@ -7,7 +7,7 @@
  * @module
  */
 import { StoreError } from "./errors.ts";
-import type { ClaimedJob, ExpiredJob, JobFields, JobRow } from "./store.ts";
+import type { ClaimedJob, ExpiredJob, JobCount, JobFields, JobInsertRow, JobRow } from "./store.ts";
 import type { JobState, RunRecord } from "./types.ts";
 
 /** A row as a driver returns it: values by column name. */
@@ -113,4 +113,24 @@ function toBytes(value: unknown): Uint8Array {
 
 function numberOrNull(v: unknown): number | null {
   return v === null || v === undefined ? null : Number(v);
+}
+
+/** A count from a row with `queue`, `state` and `count`. */
+export function toJobCount(r: StoredRow): JobCount {
+  return { queue: String(r.queue), state: String(r.state) as JobState, count: Number(r.count) };
+}
+
+/**
+ * The result of `jobInsertMany`: per row, its own id when it was inserted,
+ * else the id of the job holding its unique key (from rows with `id`, `kind`,
+ * `unique_key` and `unique_scope`), or null when none was found.
+ */
+export function holdersByRow(
+  rows: readonly JobInsertRow[],
+  inserted: ReadonlySet<string>,
+  holders: readonly StoredRow[],
+): (string | null)[] {
+  const key = (kind: unknown, uniqueKey: unknown, scope: unknown) => `${kind}\u0000${uniqueKey}\u0000${scope}`;
+  const byKey = new Map(holders.map((h) => [key(h.kind, h.unique_key, h.unique_scope), String(h.id)]));
+  return rows.map((r) => inserted.has(r.id) ? r.id : byKey.get(key(r.kind, r.uniqueKey, r.uniqueScope)) ?? null);
 }

@@ -51,6 +51,14 @@ export interface JobRunSettings {
 export interface JobInsertRow extends JobFields, JobRunSettings {
   /** `scheduled` when `runAt` is in the future, else `available`. */
   readonly state: "available" | "scheduled";
+  /**
+   * A unique job's key (a hash computed by the core), or null. No two jobs of
+   * one kind hold the same key at once: with scope `active` while either is
+   * scheduled, available, running or waiting; with scope `any` until pruned.
+   */
+  readonly uniqueKey: string | null;
+  /** How long `uniqueKey` holds; null when `uniqueKey` is. */
+  readonly uniqueScope: "active" | "any" | null;
 }
 
 /** Parameters of {@link Store.jobInsertMany}. */
@@ -155,6 +163,29 @@ export interface JobListParams {
   readonly limit: number;
 }
 
+/** A conditional state change made by an operator call ({@link Store.jobTransition}). */
+export interface JobTransition {
+  /** The job. */
+  readonly id: string;
+  /** Applies only while the job is in one of these states. */
+  readonly from: readonly JobState[];
+  /** The new state. Any claim's fence moves on, so its later writes are rejected. */
+  readonly state: JobState;
+  /** The new run time, if it changes. */
+  readonly runAt?: number;
+  /** The new finish time (null clears it). */
+  readonly finishedAt: number | null;
+  /** Raise `maxAttempts` to `attempt + 1` if the attempts are used up (a manual retry). */
+  readonly grantAttempt?: boolean;
+}
+
+/** How many jobs of one queue are in one state, as counted by {@link Store.jobCounts}. */
+export interface JobCount {
+  readonly queue: string;
+  readonly state: JobState;
+  readonly count: number;
+}
+
 /** A running claim whose lease is renewed by {@link Store.jobRenewLeases}. */
 export interface LeaseRef {
   /** The job. */
@@ -173,11 +204,15 @@ export interface Store<TTx = unknown> {
   ensureSchema(): Promise<void>;
   /**
    * Claims up to `limit` due jobs (available, or scheduled with `runAt <= now`)
-   * of one queue, taking them in priority, run time, id order (returned in any
-   * order): sets them running with a new
+   * of one queue unless it is paused, taking them in priority, run time, id
+   * order (returned in any order): sets them running with a new
    * fence, increments the attempt, sets the lease.
    */
   jobClaim(params: JobClaimParams): Promise<ClaimedJob[]>;
+  /** Counts jobs by queue and state (states with no jobs may be left out). */
+  jobCounts(): Promise<JobCount[]>;
+  /** Deletes a job unless it is running; returns whether one was deleted. */
+  jobDelete(params: { readonly id: string }): Promise<boolean>;
   /**
    * Applies each finish whose job is still running under the same fence (and,
    * with `leaseExpiredBefore`, whose lease expired before then). Returns the
@@ -186,8 +221,14 @@ export interface Store<TTx = unknown> {
   jobFinishMany(params: JobFinishParams<TTx>): Promise<string[]>;
   /** Reads one job, or null. */
   jobGet(id: string): Promise<JobRow | null>;
-  /** Inserts jobs in one atomic write (one round trip where the dialect allows). */
-  jobInsertMany(params: JobInsertParams<TTx>): Promise<void>;
+  /**
+   * Inserts jobs in one atomic write (one round trip where the dialect allows).
+   * A row whose unique key is held by another job is skipped. Returns, per
+   * row, the id of the job holding its place: its own id when inserted, the
+   * holder's id when skipped, or null when skipped but the holder could not
+   * be read (it just finished; the core tries again).
+   */
+  jobInsertMany(params: JobInsertParams<TTx>): Promise<(string | null)[]>;
   /** Lists jobs, newest first. */
   jobList(params: JobListParams): Promise<JobRow[]>;
   /** Running jobs whose lease ended before `now`, oldest lease first. */
@@ -200,9 +241,15 @@ export interface Store<TTx = unknown> {
   ): Promise<number>;
   /** Extends the leases of the given claims to `leaseUntil`; returns the ids still held. */
   jobRenewLeases(params: { readonly leases: readonly LeaseRef[]; readonly leaseUntil: number }): Promise<string[]>;
+  /** Applies an operator's state change if the job is in one of `from`; returns whether it applied. */
+  jobTransition(params: JobTransition): Promise<boolean>;
   /**
    * Calls `onWake` whenever another process makes jobs available. Only for
    * stores with `capabilities.listen`. Resolves to a function that stops listening.
    */
   listen?(onWake: () => void): Promise<() => Promise<void>>;
+  /** Pauses or resumes a queue: claims skip a paused queue, which still accepts jobs. */
+  queuePause(params: { readonly queue: string; readonly paused: boolean }): Promise<void>;
+  /** The paused queues. */
+  queuesPaused(): Promise<string[]>;
 }

@@ -52,6 +52,10 @@ export type RunOutcome =
   | "failed"
   /** Shutdown stopped the run; the attempt was not counted. */
   | "interrupted"
+  /** The handler called `job.snooze()`: the job runs again later, the attempt not counted. */
+  | "snoozed"
+  /** The handler called `job.discard()`: the job failed without retries. */
+  | "discarded"
   /** The run is still going. */
   | "running";
 
@@ -77,6 +81,8 @@ export interface RunRecord {
   readonly outcome: RunOutcome;
   /** The error, for runs that did not complete. */
   readonly error?: RunError;
+  /** The handler's note from `job.explain()`. */
+  readonly note?: string;
 }
 
 /** A job as returned by `get()`. */
@@ -125,4 +131,6 @@ export interface RunInfo {
   readonly outcome: RunOutcome;
   /** The error, for runs that did not complete. */
   readonly error: RunError | null;
+  /** The handler's note from `job.explain()`, or null. */
+  readonly note: string | null;
 }

@@ -149,6 +149,13 @@ export class QueueWorker<TTx> {
     }
   }
 
+  /** Stops the run of job `id` if this worker is running it (its job was cancelled); returns whether it was. */
+  cancel(id: string): boolean {
+    const execution = this.#running.get(id);
+    execution?.stop("cancelled");
+    return execution !== undefined;
+  }
+
   #start(claim: Parameters<typeof execute>[0]): void {
     const execution = execute(claim, this.#env);
     this.#running.set(claim.id, execution);

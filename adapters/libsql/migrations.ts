@@ -55,6 +55,23 @@ export const LIBSQL_MIGRATIONS: readonly LibsqlMigration[] = [
       "CREATE INDEX errand_jobs_list ON errand_jobs (namespace, state, id)",
     ],
   },
+  {
+    version: 2,
+    name: "unique jobs and paused queues",
+    statements: [
+      "ALTER TABLE errand_jobs ADD COLUMN unique_key TEXT",
+      "ALTER TABLE errand_jobs ADD COLUMN unique_scope TEXT",
+      `CREATE UNIQUE INDEX errand_jobs_unique_active ON errand_jobs (namespace, kind, unique_key)
+        WHERE unique_scope = 'active' AND state IN ('scheduled', 'available', 'running', 'waiting')`,
+      "CREATE UNIQUE INDEX errand_jobs_unique_any ON errand_jobs (namespace, kind, unique_key) WHERE unique_scope = 'any'",
+      `CREATE TABLE errand_queues (
+        namespace TEXT NOT NULL,
+        queue TEXT NOT NULL,
+        paused INTEGER NOT NULL,
+        PRIMARY KEY (namespace, queue)
+      ) WITHOUT ROWID`,
+    ],
+  },
 ];
 
 /** The newest schema version this errand understands. */

@@ -26,15 +26,26 @@ import type {
   ClaimedJob,
   ExpiredJob,
   JobClaimParams,
+  JobCount,
   JobFinishParams,
   JobInsertParams,
   JobListParams,
   JobRow,
+  JobTransition,
   LeaseRef,
   Store,
   StoreCapabilities,
 } from "../../src/store.ts";
-import { CLAIMED_COLUMNS, EXPIRED_COLUMNS, JOB_COLUMNS, toClaimedJob, toExpiredJob, toJobRow } from "../../src/rows.ts";
+import {
+  CLAIMED_COLUMNS,
+  EXPIRED_COLUMNS,
+  holdersByRow,
+  JOB_COLUMNS,
+  toClaimedJob,
+  toExpiredJob,
+  toJobCount,
+  toJobRow,
+} from "../../src/rows.ts";
 import { LIBSQL_MIGRATIONS, LIBSQL_SCHEMA_VERSION, MIGRATIONS_TABLE_SQL } from "./migrations.ts";
 
 /**
@@ -139,9 +150,21 @@ export class LibsqlStore implements Store<Transaction> {
               SELECT id FROM errand_jobs
               WHERE namespace = ? AND queue = ? AND state IN ('available', 'scheduled') AND run_at <= ?
                 AND kind IN (SELECT value FROM json_each(?))
+                AND NOT EXISTS (SELECT 1 FROM errand_queues WHERE namespace = ? AND queue = ? AND paused)
               ORDER BY priority, run_at, id LIMIT ?)
             RETURNING ${CLAIMED_COLUMNS.join(", ")}`,
-      args: [p.now, p.leaseUntil, p.workerId, this.namespace, p.queue, p.now, JSON.stringify(p.kinds), p.limit],
+      args: [
+        p.now,
+        p.leaseUntil,
+        p.workerId,
+        this.namespace,
+        p.queue,
+        p.now,
+        JSON.stringify(p.kinds),
+        this.namespace,
+        p.queue,
+        p.limit,
+      ],
     });
     return rs.rows.map(toClaimedJob);
   }
@@ -186,40 +209,123 @@ export class LibsqlStore implements Store<Transaction> {
     return rs.rows.length ? toJobRow(rs.rows[0]) : null;
   }
 
-  async jobInsertMany(p: JobInsertParams<Transaction>): Promise<void> {
-    // A script of one short INSERT per chunk, the rows inlined as one JSON string
-    // literal (payloads in hex): a script prepares no statement object that would
-    // hold native memory until garbage collection, and SQLite parses one value per chunk.
-    let script = "";
+  async jobInsertMany(p: JobInsertParams<Transaction>): Promise<(string | null)[]> {
+    // One short INSERT per chunk, the rows as one JSON value (payloads in hex).
+    const chunks: string[] = [];
     for (let i = 0; i < p.rows.length; i += INSERT_CHUNK) {
-      const rows = p.rows.slice(i, i + INSERT_CHUNK).map((r) => [
-        r.id,
-        r.kind,
-        r.version,
-        r.queue,
-        r.state,
-        r.priority,
-        toHex(r.payload),
-        r.maxAttempts,
-        r.runAt,
-        r.createdAt,
-        r.timeoutMs,
-        r.retry,
-      ]);
-      script += `INSERT INTO errand_jobs
-          (id, namespace, kind, version, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms, retry)
-        SELECT value ->> 0, '${this.namespace}', value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5,
-               unhex(value ->> 6), value ->> 7, value ->> 8, value ->> 9, value ->> 10, value ->> 11
-        FROM json_each(${sqlString(JSON.stringify(rows))});\n`;
+      chunks.push(JSON.stringify(
+        p.rows.slice(i, i + INSERT_CHUNK).map((r) => [
+          r.id,
+          r.kind,
+          r.version,
+          r.queue,
+          r.state,
+          r.priority,
+          toHex(r.payload),
+          r.maxAttempts,
+          r.runAt,
+          r.createdAt,
+          r.timeoutMs,
+          r.retry,
+          r.uniqueKey,
+          r.uniqueScope,
+        ]),
+      ));
     }
-    if (p.tx) {
-      const tx = p.tx;
-      await this.#run(() => tx.executeMultiple(script), false);
-    } else {
-      await this.#run(() =>
-        this.#client.executeMultiple(`${this.#pragmas} BEGIN; ${TAKE_WRITE_LOCK}; ${script} COMMIT;`)
-      );
+    const insert = (rows: string) =>
+      `INSERT INTO errand_jobs
+         (id, namespace, kind, version, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms,
+          retry, unique_key, unique_scope)
+       SELECT value ->> 0, '${this.namespace}', value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5,
+              unhex(value ->> 6), value ->> 7, value ->> 8, value ->> 9, value ->> 10, value ->> 11, value ->> 12,
+              value ->> 13
+       FROM json_each(${rows}) WHERE true`;
+    if (!p.rows.some((r) => r.uniqueKey !== null)) {
+      // Without unique keys nothing needs reading back: a script prepares no
+      // statement object that would hold native memory until garbage collection.
+      const script = chunks.map((c) => `${insert(sqlString(c))};`).join("\n");
+      if (p.tx) {
+        const tx = p.tx;
+        await this.#run(() => tx.executeMultiple(script), false);
+      } else {
+        await this.#run(() =>
+          this.#client.executeMultiple(`${this.#pragmas} BEGIN; ${TAKE_WRITE_LOCK}; ${script} COMMIT;`)
+        );
+      }
+      return p.rows.map((r) => r.id);
     }
+    const skipped = p.rows.filter((r) => r.uniqueKey !== null).map((r) => [r.kind, r.uniqueKey, r.uniqueScope]);
+    const insertUnique = async (tx: Transaction) => {
+      const inserted = new Set<string>();
+      for (const c of chunks) {
+        const rs = await tx.execute({ sql: `${insert("?")} ON CONFLICT DO NOTHING RETURNING id`, args: [c] });
+        for (const row of rs.rows) inserted.add(String(row.id));
+      }
+      const holders = await tx.execute({
+        sql: `SELECT j.id, j.kind, j.unique_key, j.unique_scope FROM json_each(?) AS s
+              JOIN errand_jobs AS j ON j.namespace = ? AND j.kind = s.value ->> 0 AND j.unique_key = s.value ->> 1
+                AND j.unique_scope = s.value ->> 2
+              WHERE j.unique_scope = 'any' OR j.state IN ('scheduled', 'available', 'running', 'waiting')`,
+        args: [JSON.stringify(skipped), this.namespace],
+      });
+      return holdersByRow(p.rows, inserted, holders.rows);
+    };
+    const tx = p.tx;
+    return tx
+      ? await this.#run(() => insertUnique(tx), false)
+      : await this.#run(() => this.#inWriteTransaction(insertUnique));
+  }
+
+  async jobCounts(): Promise<JobCount[]> {
+    const rs = await this.#exec({
+      sql: "SELECT queue, state, count(*) AS count FROM errand_jobs WHERE namespace = ? GROUP BY queue, state",
+      args: [this.namespace],
+    });
+    return rs.rows.map(toJobCount);
+  }
+
+  async jobDelete(p: { id: string }): Promise<boolean> {
+    const rs = await this.#write({
+      sql: "DELETE FROM errand_jobs WHERE id = ? AND namespace = ? AND state <> 'running' RETURNING id",
+      args: [p.id, this.namespace],
+    });
+    return rs.rows.length > 0;
+  }
+
+  async jobTransition(p: JobTransition): Promise<boolean> {
+    const rs = await this.#write({
+      sql: `UPDATE errand_jobs SET state = ?, run_at = coalesce(?, run_at), finished_at = ?, fence = fence + 1,
+              lease_until = NULL, worker_id = NULL,
+              max_attempts = CASE WHEN ? AND attempt >= max_attempts THEN attempt + 1 ELSE max_attempts END
+            WHERE id = ? AND namespace = ? AND state IN (SELECT value FROM json_each(?))
+            RETURNING id`,
+      args: [
+        p.state,
+        p.runAt ?? null,
+        p.finishedAt,
+        p.grantAttempt ? 1 : 0,
+        p.id,
+        this.namespace,
+        JSON.stringify(p.from),
+      ],
+    });
+    return rs.rows.length > 0;
+  }
+
+  async queuePause(p: { queue: string; paused: boolean }): Promise<void> {
+    await this.#write({
+      sql: `INSERT INTO errand_queues (namespace, queue, paused) VALUES (?, ?, ?)
+            ON CONFLICT (namespace, queue) DO UPDATE SET paused = excluded.paused`,
+      args: [this.namespace, p.queue, p.paused ? 1 : 0],
+    });
+  }
+
+  async queuesPaused(): Promise<string[]> {
+    const rs = await this.#exec({
+      sql: "SELECT queue FROM errand_queues WHERE namespace = ? AND paused",
+      args: [this.namespace],
+    });
+    return rs.rows.map((r) => String(r.queue));
   }
 
   async jobList(p: JobListParams): Promise<JobRow[]> {
@@ -304,18 +410,18 @@ export class LibsqlStore implements Store<Transaction> {
    */
   async #write(statement: InStatement, tx?: Transaction): Promise<ResultSet> {
     if (tx) return await this.#run(() => tx.execute(statement), false);
-    return await this.#run(() => this.#writeLocked(statement));
+    return await this.#run(() => this.#inWriteTransaction((t) => t.execute(statement)));
   }
 
   /**
-   * Runs one statement in a write transaction, after setting a native busy
-   * timeout (and the `synchronous` level) on the connection that runs it, as
-   * a script that prepares no statement object (operations run one at a time,
-   * and the client's pool hands the connection an `execute` just released
-   * straight to the next call). SQLite's own busy wait matters: retrying from
-   * JavaScript alone was seen to stall for seconds between processes sharing a
-   * file, and setting the timeout only after a busy error slowed eight
-   * processes sharing a file a hundredfold.
+   * Runs `fn` in a write transaction, after setting a native busy timeout
+   * (and the `synchronous` level) on the connection that runs it, as a script
+   * that prepares no statement object (operations run one at a time, and the
+   * client's pool hands the connection an `execute` just released straight to
+   * the next call). SQLite's own busy wait matters: retrying from JavaScript
+   * alone was seen to stall for seconds between processes sharing a file, and
+   * setting the timeout only after a busy error slowed eight processes sharing
+   * a file a hundredfold.
    *
    * The write lock is taken by a script statement inside a deferred
    * transaction, not by `BEGIN IMMEDIATE`: when `BEGIN IMMEDIATE` fails with
@@ -324,12 +430,12 @@ export class LibsqlStore implements Store<Transaction> {
    * fails ("SQL statements in progress", then SQLITE_BUSY_SNAPSHOT). A script
    * statement is finalized even when it fails.
    */
-  async #writeLocked(statement: InStatement): Promise<ResultSet> {
+  async #inWriteTransaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
     await this.#client.executeMultiple(this.#pragmas);
     const tx = await this.#client.transaction("deferred");
     try {
       await tx.executeMultiple(TAKE_WRITE_LOCK);
-      const result = await tx.execute(statement);
+      const result = await fn(tx);
       await tx.commit();
       return result;
     } finally {

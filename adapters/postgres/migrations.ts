@@ -58,6 +58,20 @@ CREATE INDEX jobs_lease ON {schema}.jobs (namespace, lease_until) WHERE state = 
 CREATE INDEX jobs_finished ON {schema}.jobs (namespace, state, finished_at) WHERE finished_at IS NOT NULL;
 CREATE INDEX jobs_list ON {schema}.jobs (namespace, state, id);`,
   },
+  {
+    version: 2,
+    name: "unique jobs and paused queues",
+    sql: `ALTER TABLE {schema}.jobs ADD COLUMN unique_key text, ADD COLUMN unique_scope text;
+CREATE UNIQUE INDEX jobs_unique_active ON {schema}.jobs (namespace, kind, unique_key)
+  WHERE unique_scope = 'active' AND state IN ('scheduled', 'available', 'running', 'waiting');
+CREATE UNIQUE INDEX jobs_unique_any ON {schema}.jobs (namespace, kind, unique_key) WHERE unique_scope = 'any';
+CREATE TABLE {schema}.queues (
+  namespace text NOT NULL,
+  queue text NOT NULL,
+  paused boolean NOT NULL,
+  PRIMARY KEY (namespace, queue)
+);`,
+  },
 ];
 
 /** The newest schema version this errand understands. */

@@ -23,15 +23,26 @@ import type {
   ClaimedJob,
   ExpiredJob,
   JobClaimParams,
+  JobCount,
   JobFinishParams,
   JobInsertParams,
   JobListParams,
   JobRow,
+  JobTransition,
   LeaseRef,
   Store,
   StoreCapabilities,
 } from "../../src/store.ts";
-import { CLAIMED_COLUMNS, EXPIRED_COLUMNS, JOB_COLUMNS, toClaimedJob, toExpiredJob, toJobRow } from "../../src/rows.ts";
+import {
+  CLAIMED_COLUMNS,
+  EXPIRED_COLUMNS,
+  holdersByRow,
+  JOB_COLUMNS,
+  toClaimedJob,
+  toExpiredJob,
+  toJobCount,
+  toJobRow,
+} from "../../src/rows.ts";
 import { BOOTSTRAP_SQL, POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION, quoteIdentifier } from "./migrations.ts";
 
 /** postgres.js type oid of `bytea[]`. */
@@ -58,6 +69,7 @@ export class PostgresStore implements Store<TransactionSql> {
   readonly #settings: PostgresStoreSettings;
   readonly #schema: string;
   readonly #jobs: string;
+  readonly #queues: string;
   readonly #channel: string;
 
   /** Wraps `sql`; nothing is sent until the first operation. */
@@ -68,6 +80,7 @@ export class PostgresStore implements Store<TransactionSql> {
     this.capabilities = { listen: settings.notify };
     this.#schema = quoteIdentifier(settings.schema);
     this.#jobs = `${this.#schema}.jobs`;
+    this.#queues = `${this.#schema}.queues`;
     this.#channel = `errand:${settings.schema}:${settings.namespace}`;
   }
 
@@ -106,6 +119,7 @@ export class PostgresStore implements Store<TransactionSql> {
        FROM (SELECT id FROM ${this.#jobs}
              WHERE namespace = $4 AND queue = $5 AND state IN ('available', 'scheduled') AND run_at <= $6
                AND kind = ANY($7::text[])
+               AND NOT EXISTS (SELECT 1 FROM ${this.#queues} WHERE namespace = $4 AND queue = $5 AND paused)
              ORDER BY priority, run_at, id LIMIT $8 FOR UPDATE SKIP LOCKED) AS picked,
             (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit
        WHERE j.id = picked.id
@@ -159,19 +173,26 @@ export class PostgresStore implements Store<TransactionSql> {
     return rows.length ? toJobRow(rows[0]) : null;
   }
 
-  async jobInsertMany(p: JobInsertParams<TransactionSql>): Promise<void> {
+  async jobInsertMany(p: JobInsertParams<TransactionSql>): Promise<(string | null)[]> {
     const r = p.rows;
     const notify = p.notify && this.#settings.notify;
-    await this.#query(
+    const unique = r.some((x) => x.uniqueKey !== null);
+    const [result] = await this.#query(
       `WITH inserted AS (
          INSERT INTO ${this.#jobs}
-           (id, namespace, kind, version, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms, retry)
-         SELECT id, $1, kind, version, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms, retry
+           (id, namespace, kind, version, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms,
+            retry, unique_key, unique_scope)
+         SELECT id, $1, kind, version, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms,
+                retry, unique_key, unique_scope
          FROM unnest($2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::int[], $8::bytea[], $9::int[],
-                     $10::bigint[], $11::bigint[], $12::int[], $13::text[])
-           AS r(id, kind, version, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms, retry)
-         RETURNING 1)
-       SELECT count(*) AS n${notify ? ", pg_notify($14, '')" : ""} FROM inserted`,
+                     $10::bigint[], $11::bigint[], $12::int[], $13::text[], $14::text[], $15::text[])
+           AS r(id, kind, version, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms, retry,
+                unique_key, unique_scope)
+         ${unique ? "ON CONFLICT DO NOTHING" : ""}
+         RETURNING id)
+       SELECT ${unique ? "coalesce(array_agg(id), '{}') AS ids" : "count(*) AS n"}${
+        notify ? ", pg_notify($16, '')" : ""
+      } FROM inserted`,
       [
         this.namespace,
         r.map((x) => x.id),
@@ -186,10 +207,81 @@ export class PostgresStore implements Store<TransactionSql> {
         r.map((x) => x.createdAt),
         r.map((x) => x.timeoutMs),
         r.map((x) => x.retry),
+        r.map((x) => x.uniqueKey),
+        r.map((x) => x.uniqueScope),
         ...(notify ? [this.#channel] : []),
       ],
       p.tx,
     );
+    if (!unique) return r.map((x) => x.id);
+    const inserted = new Set(result.ids as string[]);
+    const skipped = r.filter((x) => !inserted.has(x.id));
+    if (skipped.length === 0) return r.map((x) => x.id);
+    const holders = await this.#query(
+      `SELECT j.id, j.kind, j.unique_key, j.unique_scope FROM ${this.#jobs} AS j
+       JOIN unnest($2::text[], $3::text[], $4::text[]) AS s(kind, unique_key, unique_scope)
+         ON j.kind = s.kind AND j.unique_key = s.unique_key AND j.unique_scope = s.unique_scope
+       WHERE j.namespace = $1 AND (j.unique_scope = 'any' OR j.state IN ('scheduled', 'available', 'running', 'waiting'))`,
+      [this.namespace, skipped.map((x) => x.kind), skipped.map((x) => x.uniqueKey), skipped.map((x) => x.uniqueScope)],
+      p.tx,
+    );
+    return holdersByRow(r, inserted, holders);
+  }
+
+  async jobCounts(): Promise<JobCount[]> {
+    const rows = await this.#query(
+      `SELECT queue, state, count(*)::int AS count FROM ${this.#jobs} WHERE namespace = $1 GROUP BY queue, state`,
+      [this.namespace],
+    );
+    return rows.map(toJobCount);
+  }
+
+  async jobDelete(p: { id: string }): Promise<boolean> {
+    const rows = await this.#query(
+      `DELETE FROM ${this.#jobs} WHERE id = $1 AND namespace = $2 AND state <> 'running' RETURNING id`,
+      [p.id, this.namespace],
+    );
+    return rows.length > 0;
+  }
+
+  async jobTransition(p: JobTransition): Promise<boolean> {
+    const notify = p.state === "available" && this.#settings.notify;
+    const [result] = await this.#query(
+      `WITH changed AS (
+         UPDATE ${this.#jobs} SET state = $3, run_at = coalesce($4, run_at), finished_at = $5, fence = fence + 1,
+           lease_until = NULL, worker_id = NULL,
+           max_attempts = CASE WHEN $6 AND attempt >= max_attempts THEN attempt + 1 ELSE max_attempts END
+         WHERE id = $1 AND namespace = $2 AND state = ANY($7::text[])
+         RETURNING 1)
+       SELECT count(*) AS n${notify ? ", pg_notify($8, '')" : ""} FROM changed`,
+      [
+        p.id,
+        this.namespace,
+        p.state,
+        p.runAt ?? null,
+        p.finishedAt,
+        p.grantAttempt ?? false,
+        p.from,
+        ...(notify ? [this.#channel] : []),
+      ],
+    );
+    return Number(result.n) > 0;
+  }
+
+  async queuePause(p: { queue: string; paused: boolean }): Promise<void> {
+    await this.#query(
+      `INSERT INTO ${this.#queues} (namespace, queue, paused) VALUES ($1, $2, $3)
+       ON CONFLICT (namespace, queue) DO UPDATE SET paused = excluded.paused`,
+      [this.namespace, p.queue, p.paused],
+    );
+    if (!p.paused && this.#settings.notify) await this.#query("SELECT pg_notify($1, '')", [this.#channel]);
+  }
+
+  async queuesPaused(): Promise<string[]> {
+    const rows = await this.#query(`SELECT queue FROM ${this.#queues} WHERE namespace = $1 AND paused`, [
+      this.namespace,
+    ]);
+    return rows.map((r) => String(r.queue));
   }
 
   async jobList(p: JobListParams): Promise<JobRow[]> {

@@ -139,6 +139,8 @@ export function executionCases(kind: StoreKind<unknown>): void {
             createdAt: now,
             timeoutMs: null,
             retry: null,
+            uniqueKey: null,
+            uniqueScope: null,
           }],
         });
         await errand.start();

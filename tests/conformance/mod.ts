@@ -5,12 +5,15 @@
  */
 import { describe, it } from "node:test";
 import type { StoreKind } from "../support/stores.ts";
+import { controlCases } from "./controls.ts";
 import { enqueueCases } from "./enqueue.ts";
 import { executionCases } from "./execution.ts";
 import { leaseCases } from "./leases.ts";
 import { lifecycleCases } from "./lifecycle.ts";
+import { operatorCases } from "./operators.ts";
 import { retentionCases } from "./retention.ts";
 import { transactionCases } from "./transactions.ts";
+import { uniqueCases } from "./unique.ts";
 
 /** Registers the whole suite for `kind`, or one skipped test saying why. */
 export function runConformance(kind: StoreKind<unknown>): void {
@@ -21,6 +24,9 @@ export function runConformance(kind: StoreKind<unknown>): void {
     }
     enqueueCases(kind);
     executionCases(kind);
+    controlCases(kind);
+    operatorCases(kind);
+    uniqueCases(kind);
     leaseCases(kind);
     lifecycleCases(kind);
     transactionCases(kind);
