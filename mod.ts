@@ -31,6 +31,7 @@
 export { createErrand } from "./src/errand.ts";
 export type {
   EnqueueItem,
+  Enqueuer,
   EnqueueResult,
   Errand,
   JobCounts,
@@ -71,6 +72,7 @@ export type { ErrandErrorCode } from "./src/errors.ts";
 export type {
   ClaimedJob,
   ExpiredJob,
+  FinishedJob,
   JobClaimParams,
   JobCount,
   JobFields,
@@ -79,10 +81,12 @@ export type {
   JobInsertParams,
   JobInsertRow,
   JobListParams,
+  JobRelatives,
   JobRow,
   JobRunSettings,
   JobTransition,
   LeaseRef,
+  ResolvedWaiting,
   Store,
   StoreCapabilities,
 } from "./src/store.ts";

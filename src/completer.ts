@@ -15,9 +15,17 @@ import type { JobFinish, Store } from "./store.ts";
 const MAX_BATCH = 1000;
 const SAVE_TRIES = 8;
 
+/** What became of a pushed outcome. */
+export interface Saved {
+  /** Whether it was written (false: given up after several tries). */
+  readonly saved: boolean;
+  /** Whether it changed a job that continuations wait for. */
+  readonly hasChildren: boolean;
+}
+
 interface Pending {
   readonly finish: JobFinish;
-  readonly settle: (saved: boolean) => void;
+  readonly settle: (saved: Saved) => void;
 }
 
 /** Batches {@link JobFinish} writes. */
@@ -35,8 +43,8 @@ export class Completer {
     this.#logger = logger;
   }
 
-  /** Queues an outcome to be saved; resolves `true` once it is, `false` if it was given up on. */
-  push(finish: JobFinish): Promise<boolean> {
+  /** Queues an outcome to be saved; resolves once it is, or once it was given up on. */
+  push(finish: JobFinish): Promise<Saved> {
     return new Promise((settle) => {
       this.#pending.push({ finish, settle });
       this.#flushing ??= this.#drain();
@@ -58,8 +66,9 @@ export class Completer {
   async #save(batch: Pending[]): Promise<void> {
     for (let attempt = 1;; attempt++) {
       try {
-        await this.#store.jobFinishMany({ finishes: batch.map((b) => b.finish) });
-        for (const b of batch) b.settle(true);
+        const changed = await this.#store.jobFinishMany({ finishes: batch.map((b) => b.finish) });
+        const withChildren = new Set(changed.filter((f) => f.hasChildren).map((f) => f.id));
+        for (const b of batch) b.settle({ saved: true, hasChildren: withChildren.has(b.finish.id) });
         return;
       } catch (err) {
         if (attempt >= SAVE_TRIES) {
@@ -67,7 +76,7 @@ export class Completer {
             ids: batch.map((b) => b.finish.id),
             error: String(err),
           });
-          for (const b of batch) b.settle(false);
+          for (const b of batch) b.settle({ saved: false, hasChildren: false });
           return;
         }
         await sleep(this.#clock, Math.min(5_000, 50 * 2 ** attempt));

@@ -62,6 +62,7 @@ export async function buildInsertRow(
   options: JobEnqueueOptions,
   ctx: RowContext,
   knownKinds: () => string,
+  parents: readonly string[] = [],
 ): Promise<JobInsertRow> {
   if (!definition) throw new ValidationError(`Unknown job kind "${key}"; known kinds are ${knownKinds()}`);
   if (typeof options !== "object" || options === null) {
@@ -91,7 +92,8 @@ export async function buildInsertRow(
     kind: definition.name ?? key,
     version: definition.version,
     queue: options.queue === undefined ? definition.queue : checkName("queue", options.queue),
-    state: runAt > ctx.now ? "scheduled" : "available",
+    state: parents.length ? "waiting" : runAt > ctx.now ? "scheduled" : "available",
+    parents,
     priority: checkPriority(options.priority ?? definition.priority),
     payload: encoded,
     maxAttempts: attempts,

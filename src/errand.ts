@@ -7,6 +7,7 @@
  */
 import { monotonicFactory } from "ulid";
 import { Completer } from "./completer.ts";
+import { type ResolveEnv, resolveWaiting } from "./continuations.ts";
 import { type Duration, parseDuration } from "./duration.ts";
 import { buildInsertRow, type EnqueueOptions, type JobEnqueueOptions } from "./enqueue.ts";
 import { NotFoundError, StateError, ValidationError } from "./errors.ts";
@@ -64,6 +65,14 @@ export interface JobPage {
   readonly cursor: string | null;
 }
 
+/** A job as `get()` returns it: with its parents and first 25 children (continuations). */
+export interface JobDetails extends JobInfo {
+  /** The jobs it waits (or waited) for. */
+  readonly parents: readonly string[];
+  /** The first 25 continuations waiting (or that waited) for it, oldest first. */
+  readonly children: readonly string[];
+}
+
 /** Job counts, as returned by `counts()`; every state is present (0 when none). */
 export interface JobCounts {
   /** Jobs per state. */
@@ -82,22 +91,40 @@ export interface ShutdownOptions {
   drain?: Duration;
 }
 
-/** The errand client returned by {@link createErrand}. */
-export interface Errand<J extends JobDefinitions, TTx> {
-  /** The mode it was created in. */
-  readonly mode: ErrandMode;
-  /** Prepares the store; in `"work"` mode also starts workers and maintenance. Calling it twice does nothing. */
-  start(): Promise<void>;
+/** Enqueueing, typed by the job kinds `J`: on the errand client and on a handler's `job`. */
+export interface Enqueuer<J extends JobDefinitions, TTx> {
   /** Enqueues one job; nothing is written if anything about it is invalid. */
   enqueue<K extends KindKey<J>>(
     kind: K,
     payload: PayloadOf<J[K]>,
     options?: EnqueueOptions<TTx>,
   ): Promise<EnqueueResult>;
+  /**
+   * Enqueues a continuation: the job waits until every parent has completed,
+   * then runs (after its own delay, if it has one). If a parent fails or is
+   * cancelled, the job is cancelled with a reason naming that parent.
+   * In a handler, `job.enqueueAfter(job.id, ...)` continues the running job;
+   * pass `{ tx }` to enqueue in the handler's own transaction.
+   * @throws {NotFoundError} When a parent does not exist (checked outside a transaction).
+   */
+  enqueueAfter<K extends KindKey<J>>(
+    parents: string | readonly string[],
+    kind: K,
+    payload: PayloadOf<J[K]>,
+    options?: EnqueueOptions<TTx>,
+  ): Promise<EnqueueResult>;
+}
+
+/** The errand client returned by {@link createErrand}. */
+export interface Errand<J extends JobDefinitions, TTx> extends Enqueuer<J, TTx> {
+  /** The mode it was created in. */
+  readonly mode: ErrandMode;
+  /** Prepares the store; in `"work"` mode also starts workers and maintenance. Calling it twice does nothing. */
+  start(): Promise<void>;
   /** Enqueues many jobs in one atomic write; nothing is written if any is invalid. */
   enqueueMany(jobs: readonly EnqueueItem<J>[], options?: { tx?: TTx }): Promise<EnqueueResult[]>;
-  /** Reads one job with its run history, or null if there is none with that id. */
-  get(id: string): Promise<JobInfo | null>;
+  /** Reads one job with its run history, parents and first 25 children, or null if there is none with that id. */
+  get(id: string): Promise<JobDetails | null>;
   /** Lists jobs, newest first, a page at a time. */
   list(options?: ListOptions): Promise<JobPage>;
   /**
@@ -167,6 +194,9 @@ export function createErrand<J extends JobDefinitions, Ctx = undefined, TTx = un
 
 type Phase = "new" | "started" | "stopping" | "stopped";
 
+/** How many children `get()` shows. */
+const CHILDREN_SHOWN = 25;
+
 /** How often an enqueue tries a unique row whose key holder vanished while it was read. */
 const UNIQUE_TRIES = 3;
 
@@ -181,6 +211,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
   readonly #completer: Completer;
   readonly #leases: LeaseKeeper;
   readonly #maintenance: Maintenance;
+  readonly #resolveEnv: ResolveEnv;
   readonly #workers = new Map<string, QueueWorker<TTx>>();
   readonly #context: Ctx | undefined;
   #ready: Promise<void> | undefined;
@@ -202,6 +233,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     const store = this.#store as Store<unknown>;
     this.#completer = new Completer(store, clock, logger);
     this.#leases = new LeaseKeeper(store, clock, logger, this.#options.leaseMs);
+    this.#resolveEnv = { store, clock, wake: (queue) => this.#workers.get(queue)?.wake() };
     this.#maintenance = new Maintenance({
       store,
       clock,
@@ -240,10 +272,16 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     payload: PayloadOf<J[K]>,
     options: EnqueueOptions<TTx> = {},
   ): Promise<EnqueueResult> {
-    const row = await this.#row(kind, payload, options);
-    await this.#validate([{ kind, payload }]);
-    const [result] = await this.#insert([row], options?.tx);
-    return result;
+    return await this.#enqueueOne(undefined, kind, payload, options);
+  }
+
+  async enqueueAfter<K extends KindKey<J>>(
+    parents: string | readonly string[],
+    kind: K,
+    payload: PayloadOf<J[K]>,
+    options: EnqueueOptions<TTx> = {},
+  ): Promise<EnqueueResult> {
+    return await this.#enqueueOne(parents, kind, payload, options);
   }
 
   async enqueueMany(items: readonly EnqueueItem<J>[], options: { tx?: TTx } = {}): Promise<EnqueueResult[]> {
@@ -259,11 +297,13 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     return await this.#insert(rows, options.tx);
   }
 
-  async get(id: string): Promise<JobInfo | null> {
+  async get(id: string): Promise<JobDetails | null> {
     checkId("get", id);
     await this.#ensureReady();
     const row = await this.#store.jobGet(id);
-    return row ? toJobInfo(row) : null;
+    if (!row) return null;
+    const { parents, children } = await this.#store.jobRelatives({ id, limit: CHILDREN_SHOWN });
+    return { ...toJobInfo(row), parents, children };
   }
 
   async list(options: ListOptions = {}): Promise<JobPage> {
@@ -297,6 +337,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
       finishedAt: now,
     }));
     for (const worker of this.#workers.values()) worker.cancel(id);
+    await this.#resolveChildren([id]);
     return job;
   }
 
@@ -377,7 +418,12 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     logger.info("Shut down");
   }
 
-  #row(kind: string, payload: unknown, options: EnqueueOptions<TTx>): Promise<JobInsertRow> {
+  #row(
+    kind: string,
+    payload: unknown,
+    options: EnqueueOptions<TTx>,
+    parents: readonly string[] = [],
+  ): Promise<JobInsertRow> {
     return buildInsertRow(
       kind,
       Object.hasOwn(this.#jobs, kind) ? this.#jobs[kind] : undefined,
@@ -385,6 +431,37 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
       options ?? {},
       { now: this.#options.clock.now(), newId: this.#newId, maxPayloadBytes: this.#options.maxPayloadBytes },
       () => Object.keys(this.#jobs).map((k) => `"${k}"`).join(", "),
+      parents,
+    );
+  }
+
+  /** Enqueues one job, a continuation of `after` when given. */
+  async #enqueueOne(
+    after: string | readonly string[] | undefined,
+    kind: string,
+    payload: unknown,
+    options: EnqueueOptions<TTx>,
+  ): Promise<EnqueueResult> {
+    const parents = after === undefined ? [] : parentIds(after);
+    const row = await this.#row(kind, payload, options, parents);
+    await this.#validate([{ kind, payload }]);
+    if (parents.length && !options.tx) {
+      // Inside the application's transaction a parent may be new in the same transaction: not checked there.
+      await this.#ensureReady();
+      for (const id of parents) {
+        if (!await this.#store.jobGet(id)) throw new NotFoundError(`enqueueAfter(): there is no job with id "${id}"`);
+      }
+    }
+    const [result] = await this.#insert([row], options.tx);
+    // A parent that already finished releases (or cancels) the child now; a transaction's child waits for maintenance.
+    if (parents.length && result.inserted && !options.tx) await this.#resolveChildren(parents);
+    return result;
+  }
+
+  /** Releases or cancels the waiting children of `parents`, logging rather than throwing (maintenance retries). */
+  async #resolveChildren(parents: readonly string[]): Promise<void> {
+    await resolveWaiting(this.#resolveEnv, parents).catch((err) =>
+      this.#options.logger.warn("Resolving continuations failed; maintenance will retry", { error: String(err) })
     );
   }
 
@@ -482,10 +559,12 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
           validate: k.definition.validate,
         };
       },
-      finish: async (f, queue) => {
-        const saved = await this.#completer.push(f);
-        if (saved && f.state === "available") this.#workers.get(queue)?.wake();
+      finish: async (f, claim) => {
+        const { saved, hasChildren } = await this.#completer.push(f);
+        if (saved && f.state === "available") this.#workers.get(claim.queue)?.wake();
+        if (hasChildren && (f.state === "completed" || f.state === "failed")) await this.#resolveChildren([f.id]);
       },
+      enqueue: (after, kind, payload, options) => this.#enqueueOne(after, kind, payload, options ?? {}),
     };
     const worker = new QueueWorker(queue, slots, env);
     this.#workers.set(queue, worker);
@@ -498,4 +577,14 @@ function checkId(call: string, id: string): void {
   if (typeof id !== "string" || id.length === 0) {
     throw new ValidationError(`${call}() needs a job id, got "${String(id)}"`);
   }
+}
+
+/** The distinct parent ids of `enqueueAfter`. */
+function parentIds(after: string | readonly string[]): string[] {
+  const ids = typeof after === "string" ? [after] : after;
+  if (!Array.isArray(ids) || ids.length === 0) {
+    throw new ValidationError("enqueueAfter() needs a parent job id or a non-empty list of them");
+  }
+  for (const id of ids) checkId("enqueueAfter", id);
+  return [...new Set(ids)];
 }

@@ -21,10 +21,14 @@ import {
 } from "./outcome.ts";
 import type { RetryPolicy } from "./retry.ts";
 import type { ClaimedJob, JobFinish, Store } from "./store.ts";
+import type { EnqueueOptions } from "./enqueue.ts";
+import type { Enqueuer, EnqueueResult } from "./errand.ts";
+import type { JobDefinitions } from "./job.ts";
 import { type AnyPayloadValidator, checkPayload } from "./validate.ts";
 
 /** What a handler learns about the job it runs, as its second argument. */
-export interface JobContext<Ctx = unknown, TTx = unknown> {
+export interface JobContext<Ctx = unknown, TTx = unknown, J extends JobDefinitions = JobDefinitions>
+  extends Enqueuer<J, TTx> {
   /** The job's id. */
   readonly id: string;
   /** The kind's name. */
@@ -66,9 +70,9 @@ export interface JobContext<Ctx = unknown, TTx = unknown> {
 }
 
 /** A function that runs jobs of one kind. Throw to fail the attempt. */
-export type Handler<T, Ctx = unknown, TTx = unknown> = (
+export type Handler<T, Ctx = unknown, TTx = unknown, J extends JobDefinitions = JobDefinitions> = (
   payload: T,
-  job: JobContext<Ctx, TTx>,
+  job: JobContext<Ctx, TTx, J>,
 ) => unknown;
 
 /** What the executor needs from the rest of errand. */
@@ -79,13 +83,20 @@ export interface ExecutorEnv<TTx> {
   readonly context: unknown;
   /** The handler, retry policy and timeout of a kind this worker runs. */
   kind(name: string): RunnableKind<TTx> | undefined;
-  /** Hands the outcome of a job of `queue` to the completer; settles once it is saved or given up on. */
-  finish(finish: JobFinish, queue: string): Promise<void>;
+  /** Hands the outcome of a run to the completer; settles once it is saved or given up on. */
+  finish(finish: JobFinish, claim: ClaimedJob): Promise<void>;
+  /** Enqueues from inside a handler (`job.enqueue`, or `job.enqueueAfter` with `after`). */
+  enqueue(
+    after: string | readonly string[] | undefined,
+    kind: string,
+    payload: unknown,
+    options: EnqueueOptions<TTx> | undefined,
+  ): Promise<EnqueueResult>;
 }
 
 /** What the executor needs to run a kind. */
 export interface RunnableKind<TTx> {
-  readonly handler: Handler<unknown, unknown, TTx>;
+  readonly handler: Handler<unknown, unknown, TTx, JobDefinitions>;
   readonly retry: RetryPolicy;
   readonly timeoutMs: number | undefined;
   readonly validate: AnyPayloadValidator | undefined;
@@ -157,19 +168,19 @@ async function run<TTx>(
   settle: (e: Ending) => void,
 ): Promise<HandedOff> {
   const kind = env.kind(claim.kind);
-  if (!kind) return { saved: env.finish(interruptedFinish(claim, env.clock.now()), claim.queue) };
+  if (!kind) return { saved: env.finish(interruptedFinish(claim, env.clock.now()), claim) };
   let payload: unknown;
   try {
     payload = decodePayload(claim.payload);
   } catch (err) {
     const error = new PermanentError(`The stored payload cannot be decoded: ${(err as Error).message}`, { cause: err });
-    return { saved: env.finish(failedFinish(claim, error, env.clock.now(), kind.retry), claim.queue) };
+    return { saved: env.finish(failedFinish(claim, error, env.clock.now(), kind.retry), claim) };
   }
   if (kind.validate) {
     const problem = await checkPayload(kind.validate, payload);
     if (problem !== null) {
       const reason = `The stored payload fails the validation of "${claim.kind}": ${problem}`;
-      return { saved: env.finish(discardedFinish(claim, reason, env.clock.now()), claim.queue) };
+      return { saved: env.finish(discardedFinish(claim, reason, env.clock.now()), claim) };
     }
   }
   const timeoutMs = claim.timeoutMs ?? kind.timeoutMs;
@@ -186,7 +197,7 @@ async function run<TTx>(
     }
     decision = next;
   };
-  const jobContext: JobContext<unknown, TTx> = {
+  const jobContext: JobContext<unknown, TTx, JobDefinitions> = {
     id: claim.id,
     kind: claim.kind,
     version: claim.version,
@@ -203,6 +214,8 @@ async function run<TTx>(
     discard: (reason) => decide({ type: "discard", reason: checkText("discard", reason) }),
     retryIn: (delay) => decide({ type: "retryIn", delayMs: parseDuration(delay, "retryIn") }),
     explain: (message) => void (note = checkText("explain", message)),
+    enqueue: (kind, payload, options) => env.enqueue(undefined, kind, payload, options),
+    enqueueAfter: (parents, kind, payload, options) => env.enqueue(parents, kind, payload, options),
   };
   Promise.resolve()
     .then(() => kind.handler(payload, jobContext))
@@ -215,7 +228,7 @@ async function run<TTx>(
     return { saved: Promise.resolve() };
   }
   if (end.type === "cancelled") return { saved: Promise.resolve() };
-  return { saved: env.finish(finishOf(claim, end, decision, note, kind.retry, now), claim.queue) };
+  return { saved: env.finish(finishOf(claim, end, decision, note, kind.retry, now), claim) };
 }
 
 /** The finish of a run that ended by `end` (not a lost lease or a cancel), after the handler's decision if it made one. */

@@ -41,6 +41,7 @@ export function toJobInfo(row: JobRow): JobInfo {
     startedAt: row.startedAt === null ? null : new Date(row.startedAt),
     finishedAt: row.finishedAt === null ? null : new Date(row.finishedAt),
     runs: runs.map(toRunInfo),
+    reason: row.reason,
   };
 }
 

@@ -12,6 +12,7 @@
  */
 import type { Clock } from "./clock.ts";
 import type { Logger } from "./logger.ts";
+import { resolveWaiting } from "./continuations.ts";
 import { failedFinish, namedError } from "./outcome.ts";
 import { every, type Periodic } from "./periodic.ts";
 import type { RetryPolicy } from "./retry.ts";
@@ -64,6 +65,7 @@ export class Maintenance {
     const { clock, logger, intervals } = this.#env;
     this.#tasks = [
       every(clock, intervals.promote, "Promoting scheduled jobs", logger, () => this.promote()),
+      every(clock, intervals.promote, "Resolving continuations", logger, () => resolveWaiting(this.#env)),
       every(clock, intervals.rescue, "Rescuing expired leases", logger, () => this.rescue()),
       every(clock, intervals.prune, "Pruning finished jobs", logger, () => this.prune()),
     ];
@@ -97,7 +99,7 @@ export class Maintenance {
         ...failedFinish(job, error, now, this.#env.retryPolicy(job.kind)),
         leaseExpiredBefore: now,
       }));
-      const changed = await store.jobFinishMany({ finishes });
+      const changed = (await store.jobFinishMany({ finishes })).map((f) => f.id);
       rescued += changed.length;
       for (const queue of new Set(expired.map((j) => j.queue))) this.#env.wake(queue);
       if (changed.length) this.#env.logger.warn("Rescued jobs whose lease expired", { ids: changed });

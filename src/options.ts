@@ -32,7 +32,7 @@ export interface QueueOptions {
 
 /** The handlers of a set of job kinds, by key; payload types come from the definitions. */
 export type Handlers<J extends JobDefinitions, Ctx, TTx> = {
-  [K in keyof J]?: Handler<PayloadOf<J[K]>, Ctx, TTx>;
+  [K in keyof J]?: Handler<PayloadOf<J[K]>, Ctx, TTx, J>;
 };
 
 /** Options of `createErrand`. */

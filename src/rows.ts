@@ -7,7 +7,17 @@
  * @module
  */
 import { StoreError } from "./errors.ts";
-import type { ClaimedJob, ExpiredJob, JobCount, JobFields, JobInsertRow, JobRow } from "./store.ts";
+import type {
+  ClaimedJob,
+  ExpiredJob,
+  FinishedJob,
+  JobCount,
+  JobFields,
+  JobInsertRow,
+  JobRelatives,
+  JobRow,
+  ResolvedWaiting,
+} from "./store.ts";
 import type { JobState, RunRecord } from "./types.ts";
 
 /** A row as a driver returns it: values by column name. */
@@ -36,6 +46,7 @@ export const JOB_COLUMNS: readonly string[] = [
   "finished_at",
   "lease_until",
   "runs",
+  "reason",
 ];
 
 /** The columns {@link toExpiredJob} reads. */
@@ -73,6 +84,7 @@ export function toJobRow(r: StoredRow): JobRow {
     finishedAt: numberOrNull(r.finished_at),
     leaseUntil: numberOrNull(r.lease_until),
     runs: (typeof r.runs === "string" ? JSON.parse(r.runs) : r.runs) as RunRecord[],
+    reason: r.reason === null || r.reason === undefined ? null : String(r.reason),
   };
 }
 
@@ -133,4 +145,25 @@ export function holdersByRow(
   const key = (kind: unknown, uniqueKey: unknown, scope: unknown) => `${kind}\u0000${uniqueKey}\u0000${scope}`;
   const byKey = new Map(holders.map((h) => [key(h.kind, h.unique_key, h.unique_scope), String(h.id)]));
   return rows.map((r) => inserted.has(r.id) ? r.id : byKey.get(key(r.kind, r.uniqueKey, r.uniqueScope)) ?? null);
+}
+
+/** Relatives from rows with `side` (`parent` or `child`) and `id`. */
+export function toRelatives(rows: readonly StoredRow[]): JobRelatives {
+  return {
+    parents: rows.filter((r) => r.side === "parent").map((r) => String(r.id)),
+    children: rows.filter((r) => r.side === "child").map((r) => String(r.id)),
+  };
+}
+
+/** What resolving waiting jobs changed, from rows with `id`, `state` and `queue`. */
+export function toResolvedWaiting(rows: readonly StoredRow[]): ResolvedWaiting {
+  return {
+    queues: [...new Set(rows.filter((r) => r.state !== "cancelled").map((r) => String(r.queue)))],
+    cancelled: rows.filter((r) => r.state === "cancelled").map((r) => String(r.id)),
+  };
+}
+
+/** A finished job from a row with `id` and `has_children`. */
+export function toFinishedJob(r: StoredRow): FinishedJob {
+  return { id: String(r.id), hasChildren: Boolean(Number(r.has_children)) };
 }

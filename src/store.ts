@@ -49,8 +49,10 @@ export interface JobRunSettings {
 
 /** A job row to insert, fully prepared by the core. */
 export interface JobInsertRow extends JobFields, JobRunSettings {
-  /** `scheduled` when `runAt` is in the future, else `available`. */
-  readonly state: "available" | "scheduled";
+  /** `scheduled` when `runAt` is in the future, else `available`; `waiting` for a continuation. */
+  readonly state: "available" | "scheduled" | "waiting";
+  /** The jobs a `waiting` job waits for (recorded as its parents, which are marked as having children). */
+  readonly parents: readonly string[];
   /**
    * A unique job's key (a hash computed by the core), or null. No two jobs of
    * one kind hold the same key at once: with scope `active` while either is
@@ -117,6 +119,13 @@ export interface JobFinish {
   readonly leaseExpiredBefore?: number;
 }
 
+/** A job that {@link Store.jobFinishMany} changed. */
+export interface FinishedJob {
+  readonly id: string;
+  /** Whether continuations wait (or waited) for it, as of the write. */
+  readonly hasChildren: boolean;
+}
+
 /** Parameters of {@link Store.jobFinishMany}. */
 export interface JobFinishParams<TTx> {
   /** The outcomes to apply, each on its own condition. */
@@ -147,6 +156,24 @@ export interface JobRow extends JobFields {
   readonly leaseUntil: number | null;
   /** Its runs that did not complete, oldest first. */
   readonly runs: readonly RunRecord[];
+  /** Why errand cancelled it (a continuation whose parent failed), or null. */
+  readonly reason: string | null;
+}
+
+/** The parents and children of a job, as read by {@link Store.jobRelatives}. */
+export interface JobRelatives {
+  /** The jobs it waits (or waited) for. */
+  readonly parents: readonly string[];
+  /** The first continuations that wait (or waited) for it, oldest first. */
+  readonly children: readonly string[];
+}
+
+/** What {@link Store.jobResolveWaiting} changed. */
+export interface ResolvedWaiting {
+  /** Queues that got available jobs. */
+  readonly queues: readonly string[];
+  /** Jobs cancelled because a parent failed, was cancelled or is gone. */
+  readonly cancelled: readonly string[];
 }
 
 /** Parameters of {@link Store.jobList}: newest first, paged by id. */
@@ -216,9 +243,9 @@ export interface Store<TTx = unknown> {
   /**
    * Applies each finish whose job is still running under the same fence (and,
    * with `leaseExpiredBefore`, whose lease expired before then). Returns the
-   * ids that changed; the others were fenced out.
+   * jobs that changed; the others were fenced out.
    */
-  jobFinishMany(params: JobFinishParams<TTx>): Promise<string[]>;
+  jobFinishMany(params: JobFinishParams<TTx>): Promise<FinishedJob[]>;
   /** Reads one job, or null. */
   jobGet(id: string): Promise<JobRow | null>;
   /**
@@ -235,6 +262,17 @@ export interface Store<TTx = unknown> {
   jobListExpired(params: { readonly now: number; readonly limit: number }): Promise<ExpiredJob[]>;
   /** Moves due scheduled jobs to available, waking listening processes; returns the queues that got jobs. */
   jobPromoteDue(params: { readonly now: number; readonly limit: number }): Promise<string[]>;
+  /** Reads the parents and up to `limit` children of a job. */
+  jobRelatives(params: { readonly id: string; readonly limit: number }): Promise<JobRelatives>;
+  /**
+   * Resolves up to `limit` waiting jobs (the children of `parents`, or any):
+   * one whose parents all completed becomes available (scheduled if its run
+   * time is ahead), one with a parent failed, cancelled or gone becomes
+   * cancelled with a reason naming that parent.
+   */
+  jobResolveWaiting(
+    params: { readonly parents?: readonly string[]; readonly now: number; readonly limit: number },
+  ): Promise<ResolvedWaiting>;
   /** Deletes up to `limit` jobs in a final `state` that finished before `before`; returns how many. */
   jobPrune(
     params: { readonly state: "completed" | "failed" | "cancelled"; readonly before: number; readonly limit: number },

@@ -115,6 +115,8 @@ export interface JobInfo {
   readonly finishedAt: Date | null;
   /** Every run so far, oldest first. */
   readonly runs: readonly RunInfo[];
+  /** Why errand cancelled it (a continuation whose parent failed or was cancelled), or null. */
+  readonly reason: string | null;
 }
 
 /** One run of a job, as returned by `get()`. */

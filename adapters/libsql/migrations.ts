@@ -72,6 +72,21 @@ export const LIBSQL_MIGRATIONS: readonly LibsqlMigration[] = [
       ) WITHOUT ROWID`,
     ],
   },
+  {
+    version: 3,
+    name: "continuations",
+    statements: [
+      "ALTER TABLE errand_jobs ADD COLUMN has_children INTEGER NOT NULL DEFAULT 0",
+      "ALTER TABLE errand_jobs ADD COLUMN reason TEXT",
+      `CREATE TABLE errand_job_parents (
+        namespace TEXT NOT NULL,
+        job_id TEXT NOT NULL,
+        parent_id TEXT NOT NULL,
+        PRIMARY KEY (namespace, job_id, parent_id)
+      ) WITHOUT ROWID`,
+      "CREATE INDEX errand_job_parents_parent ON errand_job_parents (namespace, parent_id, job_id)",
+    ],
+  },
 ];
 
 /** The newest schema version this errand understands. */

@@ -25,14 +25,18 @@ import { ErrandError, SchemaVersionError, StoreError, StoreUnavailableError } fr
 import type {
   ClaimedJob,
   ExpiredJob,
+  FinishedJob,
   JobClaimParams,
   JobCount,
   JobFinishParams,
   JobInsertParams,
+  JobInsertRow,
   JobListParams,
+  JobRelatives,
   JobRow,
   JobTransition,
   LeaseRef,
+  ResolvedWaiting,
   Store,
   StoreCapabilities,
 } from "../../src/store.ts";
@@ -43,8 +47,11 @@ import {
   JOB_COLUMNS,
   toClaimedJob,
   toExpiredJob,
+  toFinishedJob,
   toJobCount,
   toJobRow,
+  toRelatives,
+  toResolvedWaiting,
 } from "../../src/rows.ts";
 import { LIBSQL_MIGRATIONS, LIBSQL_SCHEMA_VERSION, MIGRATIONS_TABLE_SQL } from "./migrations.ts";
 
@@ -169,7 +176,7 @@ export class LibsqlStore implements Store<Transaction> {
     return rs.rows.map(toClaimedJob);
   }
 
-  async jobFinishMany(p: JobFinishParams<Transaction>): Promise<string[]> {
+  async jobFinishMany(p: JobFinishParams<Transaction>): Promise<FinishedJob[]> {
     if (p.finishes.length === 0) return [];
     const items = p.finishes.map((f) => ({
       id: f.id,
@@ -195,10 +202,10 @@ export class LibsqlStore implements Store<Transaction> {
             WHERE j.id = f.value ->> 'id' AND +j.namespace = ? AND j.state = 'running'
               AND j.fence = f.value ->> 'fence'
               AND (f.value ->> 'expiredBefore' IS NULL OR j.lease_until < f.value ->> 'expiredBefore')
-            RETURNING id`,
+            RETURNING id, has_children`,
       args: [JSON.stringify(items), this.namespace],
     }, p.tx);
-    return rs.rows.map((r) => String(r.id));
+    return rs.rows.map(toFinishedJob);
   }
 
   async jobGet(id: string): Promise<JobRow | null> {
@@ -240,10 +247,22 @@ export class LibsqlStore implements Store<Transaction> {
               unhex(value ->> 6), value ->> 7, value ->> 8, value ->> 9, value ->> 10, value ->> 11, value ->> 12,
               value ->> 13
        FROM json_each(${rows}) WHERE true`;
+    // A continuation's links to its parents are written in the same transaction.
+    const linksOf = (rows: readonly JobInsertRow[]) =>
+      JSON.stringify(rows.flatMap((r) => r.parents.map((parent) => [r.id, parent])));
+    const link = (links: string) => [
+      `INSERT INTO errand_job_parents (namespace, job_id, parent_id)
+       SELECT '${this.namespace}', value ->> 0, value ->> 1 FROM json_each(${links}) WHERE true ON CONFLICT DO NOTHING`,
+      `UPDATE errand_jobs SET has_children = 1
+       WHERE namespace = '${this.namespace}' AND id IN (SELECT value ->> 1 FROM json_each(${links})) AND NOT has_children`,
+    ];
+    const hasParents = p.rows.some((r) => r.parents.length > 0);
     if (!p.rows.some((r) => r.uniqueKey !== null)) {
       // Without unique keys nothing needs reading back: a script prepares no
       // statement object that would hold native memory until garbage collection.
-      const script = chunks.map((c) => `${insert(sqlString(c))};`).join("\n");
+      const statements = chunks.map((c) => insert(sqlString(c)));
+      if (hasParents) statements.push(...link(sqlString(linksOf(p.rows))));
+      const script = statements.map((statement) => `${statement};`).join("\n");
       if (p.tx) {
         const tx = p.tx;
         await this.#run(() => tx.executeMultiple(script), false);
@@ -268,7 +287,12 @@ export class LibsqlStore implements Store<Transaction> {
               WHERE j.unique_scope = 'any' OR j.state IN ('scheduled', 'available', 'running', 'waiting')`,
         args: [JSON.stringify(skipped), this.namespace],
       });
-      return holdersByRow(p.rows, inserted, holders.rows);
+      const holding = holdersByRow(p.rows, inserted, holders.rows);
+      if (hasParents) {
+        const links = linksOf(p.rows.filter((r, i) => holding[i] === r.id));
+        for (const statement of link("?")) await tx.execute({ sql: statement, args: [links] });
+      }
+      return holding;
     };
     const tx = p.tx;
     return tx
@@ -285,11 +309,20 @@ export class LibsqlStore implements Store<Transaction> {
   }
 
   async jobDelete(p: { id: string }): Promise<boolean> {
-    const rs = await this.#write({
-      sql: "DELETE FROM errand_jobs WHERE id = ? AND namespace = ? AND state <> 'running' RETURNING id",
-      args: [p.id, this.namespace],
-    });
-    return rs.rows.length > 0;
+    return await this.#run(() =>
+      this.#inWriteTransaction(async (tx) => {
+        const rs = await tx.execute({
+          sql: "DELETE FROM errand_jobs WHERE id = ? AND namespace = ? AND state <> 'running' RETURNING id",
+          args: [p.id, this.namespace],
+        });
+        if (rs.rows.length === 0) return false;
+        await tx.execute({
+          sql: "DELETE FROM errand_job_parents WHERE namespace = ? AND job_id = ?",
+          args: [this.namespace, p.id],
+        });
+        return true;
+      })
+    );
   }
 
   async jobTransition(p: JobTransition): Promise<boolean> {
@@ -369,12 +402,65 @@ export class LibsqlStore implements Store<Transaction> {
   }
 
   async jobPrune(p: { state: "completed" | "failed" | "cancelled"; before: number; limit: number }): Promise<number> {
-    const rs = await this.#write({
-      sql: `DELETE FROM errand_jobs WHERE id IN (
-              SELECT id FROM errand_jobs WHERE namespace = ? AND state = ? AND finished_at < ? LIMIT ?)`,
-      args: [this.namespace, p.state, p.before, p.limit],
+    return await this.#run(() =>
+      this.#inWriteTransaction(async (tx) => {
+        const gone = await tx.execute({
+          sql: `DELETE FROM errand_jobs WHERE id IN (
+                  SELECT id FROM errand_jobs WHERE namespace = ? AND state = ? AND finished_at < ? LIMIT ?)
+                RETURNING id`,
+          args: [this.namespace, p.state, p.before, p.limit],
+        });
+        if (gone.rows.length) {
+          await tx.execute({
+            sql: "DELETE FROM errand_job_parents WHERE namespace = ? AND job_id IN (SELECT value FROM json_each(?))",
+            args: [this.namespace, JSON.stringify(gone.rows.map((r) => r.id))],
+          });
+        }
+        return gone.rows.length;
+      })
+    );
+  }
+
+  async jobRelatives(p: { id: string; limit: number }): Promise<JobRelatives> {
+    const rs = await this.#exec({
+      sql: `SELECT * FROM (SELECT 'parent' AS side, parent_id AS id FROM errand_job_parents
+                           WHERE namespace = ? AND job_id = ? ORDER BY parent_id)
+            UNION ALL
+            SELECT * FROM (SELECT 'child', job_id FROM errand_job_parents
+                           WHERE namespace = ? AND parent_id = ? ORDER BY job_id LIMIT ?)`,
+      args: [this.namespace, p.id, this.namespace, p.id, p.limit],
     });
-    return rs.rowsAffected;
+    return toRelatives(rs.rows);
+  }
+
+  async jobResolveWaiting(p: { parents?: readonly string[]; now: number; limit: number }): Promise<ResolvedWaiting> {
+    const rs = await this.#write({
+      sql: `WITH candidates AS (
+              SELECT j.id, j.run_at FROM errand_jobs AS j
+              WHERE j.namespace = ?1 AND j.state = 'waiting'
+                AND (?2 IS NULL OR j.id IN (
+                  SELECT job_id FROM errand_job_parents WHERE namespace = ?1 AND parent_id IN (SELECT value FROM json_each(?2))))
+              ORDER BY j.id LIMIT ?4),
+            verdicts AS (
+              SELECT c.id, c.run_at,
+                (SELECT 'Parent job "' || l.parent_id || '" ' || coalesce(pj.state, 'no longer exists')
+                 FROM errand_job_parents AS l LEFT JOIN errand_jobs AS pj ON pj.id = l.parent_id AND pj.namespace = l.namespace
+                 WHERE l.namespace = ?1 AND l.job_id = c.id AND (pj.id IS NULL OR pj.state IN ('failed', 'cancelled'))
+                 ORDER BY l.parent_id LIMIT 1) AS doomed_by,
+                NOT EXISTS (
+                  SELECT 1 FROM errand_job_parents AS l JOIN errand_jobs AS pj ON pj.id = l.parent_id AND pj.namespace = l.namespace
+                  WHERE l.namespace = ?1 AND l.job_id = c.id AND pj.state <> 'completed') AS ready
+              FROM candidates AS c)
+            UPDATE errand_jobs AS j SET
+              state = CASE WHEN v.doomed_by IS NOT NULL THEN 'cancelled' WHEN v.run_at > ?3 THEN 'scheduled' ELSE 'available' END,
+              finished_at = CASE WHEN v.doomed_by IS NOT NULL THEN ?3 END,
+              reason = v.doomed_by
+            FROM verdicts AS v
+            WHERE j.id = v.id AND (v.doomed_by IS NOT NULL OR v.ready)
+            RETURNING id, state, queue`,
+      args: [this.namespace, p.parents ? JSON.stringify(p.parents) : null, p.now, p.limit],
+    });
+    return toResolvedWaiting(rs.rows);
   }
 
   async jobRenewLeases(p: { leases: readonly LeaseRef[]; leaseUntil: number }): Promise<string[]> {

@@ -72,6 +72,18 @@ CREATE TABLE {schema}.queues (
   PRIMARY KEY (namespace, queue)
 );`,
   },
+  {
+    version: 3,
+    name: "continuations",
+    sql: `ALTER TABLE {schema}.jobs ADD COLUMN has_children boolean NOT NULL DEFAULT false, ADD COLUMN reason text;
+CREATE TABLE {schema}.job_parents (
+  namespace text NOT NULL,
+  job_id text NOT NULL,
+  parent_id text NOT NULL,
+  PRIMARY KEY (namespace, job_id, parent_id)
+);
+CREATE INDEX job_parents_parent ON {schema}.job_parents (namespace, parent_id, job_id);`,
+  },
 ];
 
 /** The newest schema version this errand understands. */

@@ -22,14 +22,18 @@ import { ErrandError, SchemaVersionError, StoreError, StoreUnavailableError } fr
 import type {
   ClaimedJob,
   ExpiredJob,
+  FinishedJob,
   JobClaimParams,
   JobCount,
   JobFinishParams,
   JobInsertParams,
+  JobInsertRow,
   JobListParams,
+  JobRelatives,
   JobRow,
   JobTransition,
   LeaseRef,
+  ResolvedWaiting,
   Store,
   StoreCapabilities,
 } from "../../src/store.ts";
@@ -40,8 +44,11 @@ import {
   JOB_COLUMNS,
   toClaimedJob,
   toExpiredJob,
+  toFinishedJob,
   toJobCount,
   toJobRow,
+  toRelatives,
+  toResolvedWaiting,
 } from "../../src/rows.ts";
 import { BOOTSTRAP_SQL, POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION, quoteIdentifier } from "./migrations.ts";
 
@@ -70,6 +77,7 @@ export class PostgresStore implements Store<TransactionSql> {
   readonly #schema: string;
   readonly #jobs: string;
   readonly #queues: string;
+  readonly #parents: string;
   readonly #channel: string;
 
   /** Wraps `sql`; nothing is sent until the first operation. */
@@ -81,6 +89,7 @@ export class PostgresStore implements Store<TransactionSql> {
     this.#schema = quoteIdentifier(settings.schema);
     this.#jobs = `${this.#schema}.jobs`;
     this.#queues = `${this.#schema}.queues`;
+    this.#parents = `${this.#schema}.job_parents`;
     this.#channel = `errand:${settings.schema}:${settings.namespace}`;
   }
 
@@ -129,7 +138,7 @@ export class PostgresStore implements Store<TransactionSql> {
     return rows.map(toClaimedJob);
   }
 
-  async jobFinishMany(p: JobFinishParams<TransactionSql>): Promise<string[]> {
+  async jobFinishMany(p: JobFinishParams<TransactionSql>): Promise<FinishedJob[]> {
     if (p.finishes.length === 0) return [];
     const f = p.finishes;
     const rows = await this.#query(
@@ -145,7 +154,7 @@ export class PostgresStore implements Store<TransactionSql> {
          AS f(id, fence, state, at, run_at, run, uncount, expired_before)
        WHERE j.id = f.id AND j.namespace = $9 AND j.state = 'running' AND j.fence = f.fence
          AND (f.expired_before IS NULL OR j.lease_until < f.expired_before)
-       RETURNING j.id`,
+       RETURNING j.id, j.has_children`,
       [
         f.map((x) => x.id),
         f.map((x) => x.fence),
@@ -159,7 +168,7 @@ export class PostgresStore implements Store<TransactionSql> {
       ],
       p.tx,
     );
-    return rows.map((r) => String(r.id));
+    return rows.map(toFinishedJob);
   }
 
   async jobGet(id: string): Promise<JobRow | null> {
@@ -174,8 +183,34 @@ export class PostgresStore implements Store<TransactionSql> {
   }
 
   async jobInsertMany(p: JobInsertParams<TransactionSql>): Promise<(string | null)[]> {
-    const r = p.rows;
-    const notify = p.notify && this.#settings.notify;
+    if (!p.rows.some((r) => r.parents.length > 0)) return await this.#insertRows(p.rows, p.notify, p.tx);
+    // A continuation and its links to its parents are written together, or neither is.
+    const insert = async (tx: TransactionSql) => {
+      const holders = await this.#insertRows(p.rows, p.notify, tx);
+      const links = p.rows.filter((r, i) => holders[i] === r.id).flatMap((r) =>
+        r.parents.map((parent) => [r.id, parent])
+      );
+      await this.#query(
+        `WITH links AS (
+           INSERT INTO ${this.#parents} (namespace, job_id, parent_id)
+           SELECT $1, job_id, parent_id FROM unnest($2::text[], $3::text[]) AS l(job_id, parent_id)
+           ON CONFLICT DO NOTHING RETURNING parent_id)
+         UPDATE ${this.#jobs} SET has_children = true
+         WHERE namespace = $1 AND id IN (SELECT parent_id FROM links) AND NOT has_children`,
+        [this.namespace, links.map((l) => l[0]), links.map((l) => l[1])],
+        tx,
+      );
+      return holders;
+    };
+    return p.tx ? await insert(p.tx) : await this.#run(() => this.#sql.begin(insert) as Promise<(string | null)[]>);
+  }
+
+  async #insertRows(
+    r: readonly JobInsertRow[],
+    notifyWanted: boolean,
+    tx: TransactionSql | undefined,
+  ): Promise<(string | null)[]> {
+    const notify = notifyWanted && this.#settings.notify;
     const unique = r.some((x) => x.uniqueKey !== null);
     const [result] = await this.#query(
       `WITH inserted AS (
@@ -211,7 +246,7 @@ export class PostgresStore implements Store<TransactionSql> {
         r.map((x) => x.uniqueScope),
         ...(notify ? [this.#channel] : []),
       ],
-      p.tx,
+      tx,
     );
     if (!unique) return r.map((x) => x.id);
     const inserted = new Set(result.ids as string[]);
@@ -223,7 +258,7 @@ export class PostgresStore implements Store<TransactionSql> {
          ON j.kind = s.kind AND j.unique_key = s.unique_key AND j.unique_scope = s.unique_scope
        WHERE j.namespace = $1 AND (j.unique_scope = 'any' OR j.state IN ('scheduled', 'available', 'running', 'waiting'))`,
       [this.namespace, skipped.map((x) => x.kind), skipped.map((x) => x.uniqueKey), skipped.map((x) => x.uniqueScope)],
-      p.tx,
+      tx,
     );
     return holdersByRow(r, inserted, holders);
   }
@@ -238,7 +273,9 @@ export class PostgresStore implements Store<TransactionSql> {
 
   async jobDelete(p: { id: string }): Promise<boolean> {
     const rows = await this.#query(
-      `DELETE FROM ${this.#jobs} WHERE id = $1 AND namespace = $2 AND state <> 'running' RETURNING id`,
+      `WITH gone AS (DELETE FROM ${this.#jobs} WHERE id = $1 AND namespace = $2 AND state <> 'running' RETURNING id),
+         links AS (DELETE FROM ${this.#parents} WHERE namespace = $2 AND job_id IN (SELECT id FROM gone))
+       SELECT id FROM gone`,
       [p.id, this.namespace],
     );
     return rows.length > 0;
@@ -333,11 +370,56 @@ export class PostgresStore implements Store<TransactionSql> {
          DELETE FROM ${this.#jobs} WHERE id IN (
            SELECT id FROM ${this.#jobs} WHERE namespace = $1 AND state = $2 AND finished_at < $3 LIMIT $4
            FOR UPDATE SKIP LOCKED)
-         RETURNING 1)
+         RETURNING id),
+         links AS (DELETE FROM ${this.#parents} WHERE namespace = $1 AND job_id IN (SELECT id FROM gone))
        SELECT count(*) AS n FROM gone`,
       [this.namespace, p.state, p.before, p.limit],
     );
     return Number(rows[0].n);
+  }
+
+  async jobRelatives(p: { id: string; limit: number }): Promise<JobRelatives> {
+    const rows = await this.#query(
+      `(SELECT 'parent' AS side, parent_id AS id FROM ${this.#parents} WHERE namespace = $1 AND job_id = $2 ORDER BY parent_id)
+       UNION ALL
+       (SELECT 'child', job_id FROM ${this.#parents} WHERE namespace = $1 AND parent_id = $2 ORDER BY job_id LIMIT $3)`,
+      [this.namespace, p.id, p.limit],
+    );
+    return toRelatives(rows);
+  }
+
+  async jobResolveWaiting(p: { parents?: readonly string[]; now: number; limit: number }): Promise<ResolvedWaiting> {
+    const rows = await this.#query(
+      `WITH candidates AS (
+         SELECT j.id, j.run_at FROM ${this.#jobs} AS j
+         WHERE j.namespace = $1 AND j.state = 'waiting'
+           AND ($2::text[] IS NULL OR j.id IN (
+             SELECT job_id FROM ${this.#parents} WHERE namespace = $1 AND parent_id = ANY($2::text[])))
+         ORDER BY j.id LIMIT $4 FOR UPDATE SKIP LOCKED),
+       verdicts AS (
+         SELECT c.id, c.run_at,
+           (SELECT 'Parent job "' || l.parent_id || '" ' || coalesce(pj.state, 'no longer exists')
+            FROM ${this.#parents} AS l LEFT JOIN ${this.#jobs} AS pj ON pj.id = l.parent_id AND pj.namespace = l.namespace
+            WHERE l.namespace = $1 AND l.job_id = c.id AND (pj.id IS NULL OR pj.state IN ('failed', 'cancelled'))
+            ORDER BY l.parent_id LIMIT 1) AS doomed_by,
+           NOT EXISTS (
+             SELECT 1 FROM ${this.#parents} AS l JOIN ${this.#jobs} AS pj ON pj.id = l.parent_id AND pj.namespace = l.namespace
+             WHERE l.namespace = $1 AND l.job_id = c.id AND pj.state <> 'completed') AS ready
+         FROM candidates AS c),
+       changed AS (
+         UPDATE ${this.#jobs} AS j SET
+           state = CASE WHEN v.doomed_by IS NOT NULL THEN 'cancelled' WHEN v.run_at > $3 THEN 'scheduled' ELSE 'available' END,
+           finished_at = CASE WHEN v.doomed_by IS NOT NULL THEN $3::bigint END,
+           reason = v.doomed_by
+         FROM verdicts AS v
+         WHERE j.id = v.id AND (v.doomed_by IS NOT NULL OR v.ready)
+         RETURNING j.id, j.state, j.queue)
+       SELECT id, state, queue FROM changed`,
+      [this.namespace, p.parents ?? null, p.now, p.limit],
+    );
+    const resolved = toResolvedWaiting(rows);
+    if (resolved.queues.length && this.#settings.notify) await this.#query("SELECT pg_notify($1, '')", [this.#channel]);
+    return resolved;
   }
 
   async jobRenewLeases(p: { leases: readonly LeaseRef[]; leaseUntil: number }): Promise<string[]> {

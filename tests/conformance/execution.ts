@@ -141,6 +141,7 @@ export function executionCases(kind: StoreKind<unknown>): void {
             retry: null,
             uniqueKey: null,
             uniqueScope: null,
+            parents: [],
           }],
         });
         await errand.start();

@@ -77,7 +77,7 @@ export function leaseCases(kind: StoreKind<unknown>): void {
         // The worker completes first ...
         assert.deepEqual(
           await store.jobFinishMany({ finishes: [{ id, fence: claim.fence, state: "completed", at: now + 15 }] }),
-          [id],
+          [{ id, hasChildren: false }],
         );
         // ... so the rescuer's write, fenced on the same claim, changes nothing.
         const rescued = await store.jobFinishMany({

@@ -5,6 +5,7 @@
  */
 import { describe, it } from "node:test";
 import type { StoreKind } from "../support/stores.ts";
+import { continuationCases } from "./continuations.ts";
 import { controlCases } from "./controls.ts";
 import { enqueueCases } from "./enqueue.ts";
 import { executionCases } from "./execution.ts";
@@ -27,6 +28,7 @@ export function runConformance(kind: StoreKind<unknown>): void {
     controlCases(kind);
     operatorCases(kind);
     uniqueCases(kind);
+    continuationCases(kind);
     leaseCases(kind);
     lifecycleCases(kind);
     transactionCases(kind);
