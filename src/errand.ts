@@ -205,7 +205,8 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
   readonly #options: ResolvedOptions;
   readonly #jobs: J;
   readonly #store: Store<TTx>;
-  readonly #byName = new Map<string, { definition: JobDefinition<unknown>; handler?: Handler<unknown, Ctx, TTx> }>();
+  /** The kinds by identity, `name@version`. */
+  readonly #kinds = new Map<string, { definition: JobDefinition<unknown>; handler?: Handler<unknown, Ctx, TTx> }>();
   readonly #newId = monotonicFactory();
   readonly #workerId: string;
   readonly #completer: Completer;
@@ -226,7 +227,15 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     this.#context = options.context;
     for (const [key, definition] of Object.entries(options.jobs)) {
       const handler = options.handlers?.[key as keyof J] as Handler<unknown, Ctx, TTx> | undefined;
-      this.#byName.set(definition.name ?? key, { definition, handler });
+      const id = identity(definition.name ?? key, definition.version);
+      if (this.#kinds.has(id)) {
+        throw new ValidationError(
+          `Two job kinds are "${
+            definition.name ?? key
+          }" version ${definition.version}; define them with defineJobs(), which names each kind once`,
+        );
+      }
+      this.#kinds.set(id, { definition, handler });
     }
     this.#workerId = `${this.#newId(Date.now()).slice(-10)}`;
     const { clock, logger } = this.#options;
@@ -240,7 +249,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
       logger,
       retention: this.#options.retention,
       intervals: this.#options.intervals,
-      retryPolicy: (kind) => this.#retryPolicy(kind),
+      retryPolicy: (kind, version) => this.#retryPolicy(kind, version),
       wake: (queue) => this.#workers.get(queue)?.wake(),
     });
   }
@@ -530,13 +539,13 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     return this.#ready;
   }
 
-  #retryPolicy(kind: string): RetryPolicy {
-    return this.#byName.get(kind)?.definition.retry ?? this.#options.retry;
+  #retryPolicy(kind: string, version: number): RetryPolicy {
+    return this.#kinds.get(identity(kind, version))?.definition.retry ?? this.#options.retry;
   }
 
   #worker(queue: string, slots: number): QueueWorker<TTx> {
     // Any kind with a handler may run here: enqueue can move a job to another queue.
-    const kinds = [...this.#byName].filter(([, k]) => k.handler).map(([name]) => name);
+    const kinds = [...this.#kinds].filter(([, k]) => k.handler).map(([id]) => id);
     const { clock, logger, leaseMs, pollMs, claimBatch } = this.#options;
     const env: WorkerEnv<TTx> = {
       store: this.#store,
@@ -549,12 +558,12 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
       pollMs,
       claimBatch,
       kinds,
-      kind: (name) => {
-        const k = this.#byName.get(name);
+      kind: (name, version) => {
+        const k = this.#kinds.get(identity(name, version));
         if (!k?.handler) return undefined;
         return {
           handler: k.handler as Handler<unknown, unknown, TTx>,
-          retry: this.#retryPolicy(name),
+          retry: this.#retryPolicy(name, version),
           timeoutMs: k.definition.timeoutMs,
           validate: k.definition.validate,
         };
@@ -587,4 +596,9 @@ function parentIds(after: string | readonly string[]): string[] {
   }
   for (const id of ids) checkId("enqueueAfter", id);
   return [...new Set(ids)];
+}
+
+/** A kind's identity as claims filter it: `name@version` (names cannot contain `@`). */
+function identity(name: string, version: number): string {
+  return `${name}@${version}`;
 }

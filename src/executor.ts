@@ -82,7 +82,7 @@ export interface ExecutorEnv<TTx> {
   readonly logger: Logger;
   readonly context: unknown;
   /** The handler, retry policy and timeout of a kind this worker runs. */
-  kind(name: string): RunnableKind<TTx> | undefined;
+  kind(name: string, version: number): RunnableKind<TTx> | undefined;
   /** Hands the outcome of a run to the completer; settles once it is saved or given up on. */
   finish(finish: JobFinish, claim: ClaimedJob): Promise<void>;
   /** Enqueues from inside a handler (`job.enqueue`, or `job.enqueueAfter` with `after`). */
@@ -167,7 +167,7 @@ async function run<TTx>(
   ending: Promise<Ending>,
   settle: (e: Ending) => void,
 ): Promise<HandedOff> {
-  const kind = env.kind(claim.kind);
+  const kind = env.kind(claim.kind, claim.version);
   if (!kind) return { saved: env.finish(interruptedFinish(claim, env.clock.now()), claim) };
   let payload: unknown;
   try {

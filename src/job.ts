@@ -128,7 +128,7 @@ export function job<T>(options: JobOptions<T> = {}): JobDefinition<T> {
 /**
  * Names a set of job kinds. Each kind's name defaults to its key.
  *
- * @throws {ValidationError} When a name is invalid or two kinds share one.
+ * @throws {ValidationError} When a name is invalid or two kinds share a name and version.
  *
  * @example Define the kinds of an application
  * ```ts
@@ -144,13 +144,13 @@ export function defineJobs<const D extends Record<string, JobDefinition<unknown>
   const named: Record<string, JobDefinition<unknown>> = {};
   for (const [key, definition] of Object.entries(definitions)) {
     const name = definition.name ?? checkName("job name", key);
-    const other = seen.get(name);
+    const other = seen.get(`${name}@${definition.version}`);
     if (other !== undefined) {
       throw new ValidationError(
-        `Job kinds "${other}" and "${key}" share the name "${name}"; give one a different "name"`,
+        `Job kinds "${other}" and "${key}" share the name "${name}" and version ${definition.version}; give one a different "name" or "version"`,
       );
     }
-    seen.set(name, key);
+    seen.set(`${name}@${definition.version}`, key);
     named[key] = { ...definition, name };
   }
   return named as D;

@@ -40,7 +40,7 @@ export interface MaintenanceEnv {
   readonly retention: Retention;
   readonly intervals: MaintenanceIntervals;
   /** The retry policy of a kind (the default for kinds this instance does not know). */
-  retryPolicy(kind: string): RetryPolicy;
+  retryPolicy(kind: string, version: number): RetryPolicy;
   /** Wakes this instance's worker of `queue`, if any. */
   wake(queue: string): void;
 }
@@ -96,7 +96,7 @@ export class Maintenance {
       if (expired.length === 0) return rescued;
       const error = namedError("LeaseExpired", "The worker running this job stopped renewing its lease");
       const finishes = expired.map((job) => ({
-        ...failedFinish(job, error, now, this.#env.retryPolicy(job.kind)),
+        ...failedFinish(job, error, now, this.#env.retryPolicy(job.kind, job.version)),
         leaseExpiredBefore: now,
       }));
       const changed = (await store.jobFinishMany({ finishes })).map((f) => f.id);

@@ -53,6 +53,7 @@ export const JOB_COLUMNS: readonly string[] = [
 export const EXPIRED_COLUMNS: readonly string[] = [
   "id",
   "kind",
+  "version",
   "queue",
   "attempt",
   "max_attempts",
@@ -93,6 +94,7 @@ export function toExpiredJob(r: StoredRow): ExpiredJob {
   return {
     id: String(r.id),
     kind: String(r.kind),
+    version: Number(r.version),
     queue: String(r.queue),
     attempt: Number(r.attempt),
     maxAttempts: Number(r.max_attempts),

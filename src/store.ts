@@ -77,7 +77,10 @@ export interface JobInsertParams<TTx> {
 export interface JobClaimParams {
   /** The queue to claim from. */
   readonly queue: string;
-  /** Only jobs of these kinds (those the worker has handlers for). */
+  /**
+   * Only jobs of these kinds and versions (those the worker has handlers
+   * for), each as `name@version` (names cannot contain `@`).
+   */
   readonly kinds: readonly string[];
   /** Most jobs to claim. */
   readonly limit: number;
@@ -137,7 +140,7 @@ export interface JobFinishParams<TTx> {
 /** A running job whose lease has expired, as found by {@link Store.jobListExpired}. */
 export type ExpiredJob = Pick<
   ClaimedJob,
-  "id" | "kind" | "queue" | "attempt" | "maxAttempts" | "fence" | "startedAt" | "retry"
+  "id" | "kind" | "version" | "queue" | "attempt" | "maxAttempts" | "fence" | "startedAt" | "retry"
 >;
 
 /** A stored job, as read by {@link Store.jobGet} and {@link Store.jobList}. */

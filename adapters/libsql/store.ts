@@ -156,7 +156,7 @@ export class LibsqlStore implements Store<Transaction> {
             WHERE id IN (
               SELECT id FROM errand_jobs
               WHERE namespace = ? AND queue = ? AND state IN ('available', 'scheduled') AND run_at <= ?
-                AND kind IN (SELECT value FROM json_each(?))
+                AND kind || '@' || version IN (SELECT value FROM json_each(?))
                 AND NOT EXISTS (SELECT 1 FROM errand_queues WHERE namespace = ? AND queue = ? AND paused)
               ORDER BY priority, run_at, id LIMIT ?)
             RETURNING ${CLAIMED_COLUMNS.join(", ")}`,

@@ -127,7 +127,7 @@ export class PostgresStore implements Store<TransactionSql> {
          started_at = $1, lease_until = $2, worker_id = $3
        FROM (SELECT id FROM ${this.#jobs}
              WHERE namespace = $4 AND queue = $5 AND state IN ('available', 'scheduled') AND run_at <= $6
-               AND kind = ANY($7::text[])
+               AND kind || '@' || version = ANY($7::text[])
                AND NOT EXISTS (SELECT 1 FROM ${this.#queues} WHERE namespace = $4 AND queue = $5 AND paused)
              ORDER BY priority, run_at, id LIMIT $8 FOR UPDATE SKIP LOCKED) AS picked,
             (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit
@@ -395,7 +395,9 @@ export class PostgresStore implements Store<TransactionSql> {
          WHERE j.namespace = $1 AND j.state = 'waiting'
            AND ($2::text[] IS NULL OR j.id IN (
              SELECT job_id FROM ${this.#parents} WHERE namespace = $1 AND parent_id = ANY($2::text[])))
-         ORDER BY j.id LIMIT $4 FOR UPDATE SKIP LOCKED),
+         -- Not SKIP LOCKED: a resolver that skipped a child another resolver holds could leave it waiting
+         -- (each judging it on a snapshot where the other's parent had not completed yet).
+         ORDER BY j.id LIMIT $4 FOR UPDATE),
        verdicts AS (
          SELECT c.id, c.run_at,
            (SELECT 'Parent job "' || l.parent_id || '" ' || coalesce(pj.state, 'no longer exists')

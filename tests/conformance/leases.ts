@@ -66,7 +66,7 @@ export function leaseCases(kind: StoreKind<unknown>): void {
         const now = new FakeClock().now();
         const [claim] = await store.jobClaim({
           queue: "default",
-          kinds: ["work"],
+          kinds: ["work@1"],
           limit: 1,
           now,
           leaseUntil: now + 10,

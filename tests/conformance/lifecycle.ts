@@ -46,9 +46,10 @@ export function lifecycleCases(kind: StoreKind<unknown>): void {
         await errand.start();
         const { id } = await errand.enqueue("hold", { n: 1 });
         await eventually(() => signal, "start");
-        const stopping = errand.shutdown({ drain: "10s" });
-        await new Promise((r) => setTimeout(r, 20));
-        clock.advance(10_000);
+        let stopped = false;
+        const stopping = errand.shutdown({ drain: "10s" }).then(() => (stopped = true));
+        // Move time until shutdown is done: its drain timer starts only once the earlier steps are through.
+        await eventually(() => (clock.advance(10_000), stopped), "shutdown at the drain deadline");
         await stopping;
         assert.equal(signal!.aborted, true);
         const j = (await errand.get(id))!;

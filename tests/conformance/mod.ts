@@ -15,6 +15,7 @@ import { operatorCases } from "./operators.ts";
 import { retentionCases } from "./retention.ts";
 import { transactionCases } from "./transactions.ts";
 import { uniqueCases } from "./unique.ts";
+import { versionCases } from "./versions.ts";
 
 /** Registers the whole suite for `kind`, or one skipped test saying why. */
 export function runConformance(kind: StoreKind<unknown>): void {
@@ -29,6 +30,7 @@ export function runConformance(kind: StoreKind<unknown>): void {
     operatorCases(kind);
     uniqueCases(kind);
     continuationCases(kind);
+    versionCases(kind);
     leaseCases(kind);
     lifecycleCases(kind);
     transactionCases(kind);
