@@ -273,14 +273,14 @@ export class LibsqlStore implements Store<Transaction> {
       }
       return p.rows.map((r) => r.id);
     }
-    const skipped = p.rows.filter((r) => r.uniqueKey !== null).map((r) => [r.kind, r.uniqueKey, r.uniqueScope]);
     const insertUnique = async (tx: Transaction) => {
       const inserted = new Set<string>();
       for (const c of chunks) {
         const rs = await tx.execute({ sql: `${insert("?")} ON CONFLICT DO NOTHING RETURNING id`, args: [c] });
         for (const row of rs.rows) inserted.add(String(row.id));
       }
-      const holders = await tx.execute({
+      const skipped = p.rows.filter((r) => !inserted.has(r.id)).map((r) => [r.kind, r.uniqueKey, r.uniqueScope]);
+      const holders = skipped.length === 0 ? { rows: [] } : await tx.execute({
         sql: `SELECT j.id, j.kind, j.unique_key, j.unique_scope FROM json_each(?) AS s
               JOIN errand_jobs AS j ON j.namespace = ? AND j.kind = s.value ->> 0 AND j.unique_key = s.value ->> 1
                 AND j.unique_scope = s.value ->> 2
