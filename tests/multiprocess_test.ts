@@ -92,8 +92,9 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
       const children: ChildProcess[] = [];
       try {
         const errand = createErrand({ jobs: processJobs, store: db.store(), mode: "enqueue" });
-        await errand.enqueueMany(Array.from({ length: 2000 }, (_, n) => ({ kind: "record" as const, payload: { n } })));
+        // Both workers are up before the jobs arrive, so that neither drains them all alone.
         children.push(...await Promise.all(logs.map((log) => startWorker(kind, db, log))));
+        await errand.enqueueMany(Array.from({ length: 2000 }, (_, n) => ({ kind: "record" as const, payload: { n } })));
         const done = await eventually(
           () => {
             const all = logs.flatMap((l) => lines(l, "done "));
