@@ -24,24 +24,14 @@ export interface RunRef {
 
 /** The finish for a run whose handler succeeded; a `note` is kept in the history. */
 export function completedFinish(run: RunRef, now: number, note?: string): JobFinish {
-  if (note === undefined) return { id: run.id, fence: run.fence, state: "completed", at: now };
-  return {
-    id: run.id,
-    fence: run.fence,
-    state: "completed",
-    at: now,
-    run: { ...record(run, now), outcome: "completed", note },
-  };
+  const finish = { id: run.id, fence: run.fence, state: "completed", at: now } as const;
+  return note === undefined ? finish : { ...finish, run: { ...record(run, now, note), outcome: "completed" } };
 }
 
 /** The finish for a run stopped by shutdown: back to available, attempt not counted. */
 export function interruptedFinish(run: RunRef, now: number): JobFinish {
   return {
-    id: run.id,
-    fence: run.fence,
-    state: "available",
-    at: now,
-    runAt: now,
+    ...runAgain(run, now, 0),
     uncountAttempt: true,
     run: {
       ...record(run, now),
@@ -54,13 +44,9 @@ export function interruptedFinish(run: RunRef, now: number): JobFinish {
 /** The finish for a run whose handler called `job.snooze(delay)`: runs again after `delayMs`, attempt not counted. */
 export function snoozedFinish(run: RunRef, now: number, delayMs: number, note?: string): JobFinish {
   return {
-    id: run.id,
-    fence: run.fence,
-    state: delayMs === 0 ? "available" : "scheduled",
-    at: now,
-    runAt: now + delayMs,
+    ...runAgain(run, now, delayMs),
     uncountAttempt: true,
-    run: { ...record(run, now), outcome: "snoozed", ...(note === undefined ? {} : { note }) },
+    run: { ...record(run, now, note), outcome: "snoozed" },
   };
 }
 
@@ -71,12 +57,7 @@ export function discardedFinish(run: RunRef, reason: string, now: number, note?:
     fence: run.fence,
     state: "failed",
     at: now,
-    run: {
-      ...record(run, now),
-      outcome: "discarded",
-      error: { name: "Discarded", message: reason },
-      ...(note === undefined ? {} : { note }),
-    },
+    run: { ...record(run, now, note), outcome: "discarded", error: { name: "Discarded", message: reason } },
   };
 }
 
@@ -104,26 +85,27 @@ export function failedFinish(
   const delay = error instanceof PermanentError || run.attempt >= run.maxAttempts
     ? null
     : options.retryInMs ?? retryDelay(policy, run.attempt);
-  const failure = {
-    ...record(run, now),
-    error: toRunError(error),
-    ...(options.note === undefined ? {} : { note: options.note }),
-  };
+  const failure = { ...record(run, now, options.note), error: toRunError(error) };
   if (delay === null) {
     return { id: run.id, fence: run.fence, state: "failed", at: now, run: { ...failure, outcome: "failed" } };
   }
+  return { ...runAgain(run, now, delay), run: { ...failure, outcome: "retried" } };
+}
+
+/** The state change of a job that runs again after `delayMs` (available at once when 0). */
+function runAgain(run: RunRef, now: number, delayMs: number) {
   return {
     id: run.id,
     fence: run.fence,
-    state: delay === 0 ? "available" : "scheduled",
+    state: delayMs === 0 ? "available" : "scheduled",
     at: now,
-    runAt: now + delay,
-    run: { ...failure, outcome: "retried" },
-  };
+    runAt: now + delayMs,
+  } as const;
 }
 
-function record(run: RunRef, now: number): { attempt: number; startedAt: number; finishedAt: number } {
-  return { attempt: run.attempt, startedAt: run.startedAt, finishedAt: now };
+/** The history entry of a run that ended at `now`, with the handler's note if it left one. */
+function record(run: RunRef, now: number, note?: string) {
+  return { attempt: run.attempt, startedAt: run.startedAt, finishedAt: now, ...(note === undefined ? {} : { note }) };
 }
 
 /** Converts anything thrown into the error stored in run history. */
