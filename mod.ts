@@ -35,10 +35,12 @@ export type {
   EnqueueResult,
   Errand,
   JobCounts,
+  JobDetails,
   JobPage,
   KindKey,
   ListOptions,
   ShutdownOptions,
+  UnhandledCount,
 } from "./src/errand.ts";
 export type { EnqueueOptions, JobEnqueueOptions } from "./src/enqueue.ts";
 export type { UniqueOptions } from "./src/unique.ts";
@@ -56,7 +58,7 @@ export type { Clock, Timer } from "./src/clock.ts";
 export { consoleLogger } from "./src/logger.ts";
 export type { Logger } from "./src/logger.ts";
 export { JOB_STATES } from "./src/types.ts";
-export type { JobInfo, JobState, RunError, RunInfo, RunOutcome } from "./src/types.ts";
+export type { JobInfo, JobState, RunError, RunInfo, RunOutcome, WorkerInfo, WorkerQueueInfo } from "./src/types.ts";
 export {
   ErrandError,
   NotFoundError,

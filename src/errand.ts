@@ -13,6 +13,7 @@ import { buildInsertRow, type EnqueueOptions, type JobEnqueueOptions } from "./e
 import { NotFoundError, StateError, ValidationError } from "./errors.ts";
 import type { Handler } from "./executor.ts";
 import type { JobDefinition, JobDefinitions, PayloadOf } from "./job.ts";
+import { Heartbeat, liveWorkers } from "./heartbeat.ts";
 import { toJobInfo } from "./job_info.ts";
 import { LeaseKeeper } from "./leases.ts";
 import { Maintenance } from "./maintenance.ts";
@@ -20,7 +21,7 @@ import { checkName } from "./names.ts";
 import { checkCount, type ErrandMode, type ErrandOptions, type ResolvedOptions, resolveOptions } from "./options.ts";
 import type { RetryPolicy } from "./retry.ts";
 import type { JobInsertRow, JobTransition, Store } from "./store.ts";
-import { JOB_STATES, type JobInfo, type JobState } from "./types.ts";
+import { JOB_STATES, type JobInfo, type JobState, type WorkerInfo } from "./types.ts";
 import { checkPayload } from "./validate.ts";
 import { QueueWorker, type WorkerEnv } from "./worker.ts";
 
@@ -73,12 +74,30 @@ export interface JobDetails extends JobInfo {
   readonly children: readonly string[];
 }
 
+/** Available jobs of one queue, kind and version that no live worker can run. */
+export interface UnhandledCount {
+  /** The queue. */
+  readonly queue: string;
+  /** The kind's stored name. */
+  readonly kind: string;
+  /** The kind's version. */
+  readonly version: number;
+  /** How many such jobs are available. */
+  readonly count: number;
+}
+
 /** Job counts, as returned by `counts()`; every state is present (0 when none). */
 export interface JobCounts {
   /** Jobs per state. */
   readonly byState: Readonly<Record<JobState, number>>;
   /** Jobs per state, per queue that has any. */
   readonly byQueue: Readonly<Record<string, Readonly<Record<JobState, number>>>>;
+  /**
+   * Available jobs that no live `"work"` instance (heartbeat within 15 s)
+   * can run: none works their queue with a handler for their kind and
+   * version. They stay available, attempts untouched, until one does.
+   */
+  readonly unhandled: readonly UnhandledCount[];
 }
 
 /** Options of `shutdown()`. */
@@ -148,8 +167,10 @@ export interface Errand<J extends JobDefinitions, TTx> extends Enqueuer<J, TTx> 
    * @throws {StateError} When the job is running.
    */
   delete(id: string): Promise<void>;
-  /** Counts jobs by state and by queue. */
+  /** Counts jobs by state and by queue, and the available jobs no live worker can run. */
   counts(): Promise<JobCounts>;
+  /** The live `"work"` instances (heartbeat within 15 s) of this namespace, in every process, oldest first. */
+  workers(): Promise<WorkerInfo[]>;
   /** Pauses a queue in every process: its jobs wait (still accepted) until {@link Errand.resumeQueue}. */
   pauseQueue(queue: string): Promise<void>;
   /** Resumes a paused queue. */
@@ -212,6 +233,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
   readonly #completer: Completer;
   readonly #leases: LeaseKeeper;
   readonly #maintenance: Maintenance;
+  readonly #heartbeat: Heartbeat;
   readonly #resolveEnv: ResolveEnv;
   readonly #workers = new Map<string, QueueWorker<TTx>>();
   readonly #context: Ctx | undefined;
@@ -252,6 +274,16 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
       retryPolicy: (kind, version) => this.#retryPolicy(kind, version),
       wake: (queue) => this.#workers.get(queue)?.wake(),
     });
+    this.#heartbeat = new Heartbeat({
+      store,
+      clock,
+      logger,
+      id: this.#workerId,
+      describe: () => ({
+        queues: [...this.#workers.values()].map((w) => ({ queue: w.queue, slots: w.slots, busy: w.running })),
+        kinds: this.#handledKinds(),
+      }),
+    });
   }
 
   async start(): Promise<void> {
@@ -265,6 +297,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     for (const [queue, slots] of this.#options.queues) this.#worker(queue, slots);
     this.#leases.start();
     this.#maintenance.start();
+    await this.#heartbeat.start();
     if (this.#store.capabilities.listen && this.#store.listen) {
       this.#unlisten = await this.#store.listen(() => {
         for (const worker of this.#workers.values()) worker.wake();
@@ -364,11 +397,24 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     const zero = () => Object.fromEntries(JOB_STATES.map((s) => [s, 0])) as Record<JobState, number>;
     const byState = zero();
     const byQueue: Record<string, Record<JobState, number>> = {};
-    for (const { queue, state, count } of await this.#store.jobCounts()) {
+    const [counts, workers] = await Promise.all([this.#store.jobCounts(), this.workers()]);
+    const handled = new Set(
+      workers.flatMap((w) => w.queues.flatMap((q) => w.kinds.map((k) => `${q.queue}\u0000${k}`))),
+    );
+    const unhandled: UnhandledCount[] = [];
+    for (const { queue, kind, version, state, count } of counts) {
       byState[state] += count;
       (byQueue[queue] ??= zero())[state] += count;
+      if (state === "available" && !handled.has(`${queue}\u0000${identity(kind, version)}`)) {
+        unhandled.push({ queue, kind, version, count });
+      }
     }
-    return { byState, byQueue };
+    return { byState, byQueue, unhandled };
+  }
+
+  async workers(): Promise<WorkerInfo[]> {
+    await this.#ensureReady();
+    return await liveWorkers(this.#store as Store<unknown>, this.#options.clock.now());
   }
 
   async pauseQueue(queue: string): Promise<void> {
@@ -413,6 +459,8 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     if (this.#phase === "stopping" || this.#phase === "stopped") return;
     this.#phase = "stopping";
     const { logger } = this.#options;
+    logger.debug("Shutdown: deregistering");
+    await this.#heartbeat.stop();
     logger.debug("Shutdown: stopping the listener");
     await this.#unlisten?.().catch((err) => logger.warn("Stopping the listener failed", { error: String(err) }));
     logger.debug("Shutdown: stopping maintenance");
@@ -543,9 +591,14 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     return this.#kinds.get(identity(kind, version))?.definition.retry ?? this.#options.retry;
   }
 
+  /** The kinds this instance has handlers for, as `name@version`. */
+  #handledKinds(): string[] {
+    return [...this.#kinds].filter(([, k]) => k.handler).map(([id]) => id);
+  }
+
   #worker(queue: string, slots: number): QueueWorker<TTx> {
     // Any kind with a handler may run here: enqueue can move a job to another queue.
-    const kinds = [...this.#kinds].filter(([, k]) => k.handler).map(([id]) => id);
+    const kinds = this.#handledKinds();
     const { clock, logger, leaseMs, pollMs, claimBatch } = this.#options;
     const env: WorkerEnv<TTx> = {
       store: this.#store,

@@ -8,8 +8,9 @@ export interface Periodic {
 }
 
 /**
- * Runs `task` now and then every `intervalMs` (counted from each run's start) on `clock` until stopped. A
- * background loop never throws: a failing run is logged and the next run
+ * Runs `task` now (or first after one interval, with `waitFirst`) and then
+ * every `intervalMs` (counted from each run's start) on `clock` until stopped.
+ * A background loop never throws: a failing run is logged and the next run
  * comes after the interval as usual.
  */
 export function every(
@@ -18,9 +19,11 @@ export function every(
   name: string,
   logger: Logger,
   task: () => Promise<unknown>,
+  waitFirst = false,
 ): Periodic {
   const stopper = new AbortController();
   const loop = (async () => {
+    if (waitFirst) await sleep(clock, intervalMs, stopper.signal);
     while (!stopper.signal.aborted) {
       const startedAt = clock.now();
       try {

@@ -18,7 +18,7 @@ import type {
   JobRow,
   ResolvedWaiting,
 } from "./store.ts";
-import type { JobState, RunRecord } from "./types.ts";
+import type { JobState, RunRecord, WorkerInfo } from "./types.ts";
 
 /** A row as a driver returns it: values by column name. */
 export type StoredRow = Readonly<Record<string, unknown>>;
@@ -131,7 +131,13 @@ function numberOrNull(v: unknown): number | null {
 
 /** A count from a row with `queue`, `state` and `count`. */
 export function toJobCount(r: StoredRow): JobCount {
-  return { queue: String(r.queue), state: String(r.state) as JobState, count: Number(r.count) };
+  return {
+    queue: String(r.queue),
+    kind: String(r.kind),
+    version: Number(r.version),
+    state: String(r.state) as JobState,
+    count: Number(r.count),
+  };
 }
 
 /**
@@ -168,4 +174,21 @@ export function toResolvedWaiting(rows: readonly StoredRow[]): ResolvedWaiting {
 /** A finished job from a row with `id` and `has_children`. */
 export function toFinishedJob(r: StoredRow): FinishedJob {
   return { id: String(r.id), hasChildren: Boolean(Number(r.has_children)) };
+}
+
+/** The `info` column of a worker's record: what its heartbeat says beyond the times. */
+export function workerInfoColumn(w: WorkerInfo): string {
+  return JSON.stringify({ queues: w.queues, kinds: w.kinds });
+}
+
+/** A worker from a row with `id`, `started_at`, `beat_at` and `info` (JSON text, or parsed by the driver). */
+export function toWorkerInfo(r: StoredRow): WorkerInfo {
+  const info = (typeof r.info === "string" ? JSON.parse(r.info) : r.info) as Pick<WorkerInfo, "queues" | "kinds">;
+  return {
+    id: String(r.id),
+    startedAt: Number(r.started_at),
+    beatAt: Number(r.beat_at),
+    queues: info.queues,
+    kinds: info.kinds,
+  };
 }

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import type { JobState, RunRecord } from "./types.ts";
+import type { JobState, RunRecord, WorkerInfo } from "./types.ts";
 
 /** What a store can do beyond the basics; the core never branches on a store's name. */
 export interface StoreCapabilities {
@@ -209,9 +209,11 @@ export interface JobTransition {
   readonly grantAttempt?: boolean;
 }
 
-/** How many jobs of one queue are in one state, as counted by {@link Store.jobCounts}. */
+/** How many jobs of one queue, kind and version are in one state, as counted by {@link Store.jobCounts}. */
 export interface JobCount {
   readonly queue: string;
+  readonly kind: string;
+  readonly version: number;
   readonly state: JobState;
   readonly count: number;
 }
@@ -239,7 +241,7 @@ export interface Store<TTx = unknown> {
    * fence, increments the attempt, sets the lease.
    */
   jobClaim(params: JobClaimParams): Promise<ClaimedJob[]>;
-  /** Counts jobs by queue and state (states with no jobs may be left out). */
+  /** Counts jobs by queue, kind, version and state (groups with no jobs are left out). */
   jobCounts(): Promise<JobCount[]>;
   /** Deletes a job unless it is running; returns whether one was deleted. */
   jobDelete(params: { readonly id: string }): Promise<boolean>;
@@ -293,4 +295,10 @@ export interface Store<TTx = unknown> {
   queuePause(params: { readonly queue: string; readonly paused: boolean }): Promise<void>;
   /** The paused queues. */
   queuesPaused(): Promise<string[]>;
+  /** Records a `"work"` instance's heartbeat (insert or replace by id) and deletes workers whose last beat is before `expiredBefore`. */
+  workerBeat(params: { readonly worker: WorkerInfo; readonly expiredBefore: number }): Promise<void>;
+  /** The workers whose last beat is at or after `since`, oldest first. */
+  workerList(params: { readonly since: number }): Promise<WorkerInfo[]>;
+  /** Deletes a worker's record (at its shutdown). */
+  workerRemove(params: { readonly id: string }): Promise<void>;
 }

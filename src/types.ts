@@ -136,3 +136,27 @@ export interface RunInfo {
   /** The handler's note from `job.explain()`, or null. */
   readonly note: string | null;
 }
+
+/** One queue of a live worker instance. */
+export interface WorkerQueueInfo {
+  /** The queue. */
+  readonly queue: string;
+  /** How many of its jobs the instance runs at once. */
+  readonly slots: number;
+  /** How many it was running at its last heartbeat. */
+  readonly busy: number;
+}
+
+/** A `"work"` instance as its heartbeat records it (times in ms since the epoch). */
+export interface WorkerInfo {
+  /** The instance's id, as recorded on the jobs it claims. */
+  readonly id: string;
+  /** When it started. */
+  readonly startedAt: number;
+  /** Its last heartbeat. */
+  readonly beatAt: number;
+  /** The queues it works. */
+  readonly queues: readonly WorkerQueueInfo[];
+  /** The kinds it has handlers for, each as `name@version`. */
+  readonly kinds: readonly string[];
+}

@@ -94,13 +94,14 @@ describe("libSQL busy handling", () => {
       handlers: { note: (p) => void ran.push(p.n) },
     });
     try {
-      await errand.start();
       await client.execute("CREATE TABLE app_data (v TEXT)");
       const tx = await client.transaction("write");
       await tx.execute("INSERT INTO app_data VALUES ('held')");
       const release = new Promise<void>((resolve) =>
         setTimeout(() => void tx.commit().then(() => (tx.close(), resolve())), 300)
       );
+      // Creating errand's tables, then the enqueue, wait for the application's commit.
+      await errand.start();
       const enqueued = errand.enqueue("note", { n: 1 });
       await release;
       const { id } = await enqueued;

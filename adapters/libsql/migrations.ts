@@ -87,6 +87,20 @@ export const LIBSQL_MIGRATIONS: readonly LibsqlMigration[] = [
       "CREATE INDEX errand_job_parents_parent ON errand_job_parents (namespace, parent_id, job_id)",
     ],
   },
+  {
+    version: 4,
+    name: "worker heartbeats",
+    statements: [
+      `CREATE TABLE errand_workers (
+        namespace TEXT NOT NULL,
+        id TEXT NOT NULL,
+        started_at INTEGER NOT NULL,
+        beat_at INTEGER NOT NULL,
+        info TEXT NOT NULL,
+        PRIMARY KEY (namespace, id)
+      ) WITHOUT ROWID`,
+    ],
+  },
 ];
 
 /** The newest schema version this errand understands. */

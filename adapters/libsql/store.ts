@@ -40,6 +40,7 @@ import type {
   Store,
   StoreCapabilities,
 } from "../../src/store.ts";
+import type { WorkerInfo } from "../../src/types.ts";
 import {
   CLAIMED_COLUMNS,
   EXPIRED_COLUMNS,
@@ -52,6 +53,8 @@ import {
   toJobRow,
   toRelatives,
   toResolvedWaiting,
+  toWorkerInfo,
+  workerInfoColumn,
 } from "../../src/rows.ts";
 import { LIBSQL_MIGRATIONS, LIBSQL_SCHEMA_VERSION, MIGRATIONS_TABLE_SQL } from "./migrations.ts";
 
@@ -124,13 +127,10 @@ export class LibsqlStore implements Store<Transaction> {
         `The database has errand schema version "${version}" but "${LIBSQL_SCHEMA_VERSION}" is needed; apply libsqlMigrationSql(${version}) or drop "migrate: false"`,
       );
     }
-    await this.#run(async () => {
-      // WAL lets readers go on while one process writes; it is a property of the file.
-      await this.#client.execute("PRAGMA journal_mode = WAL").catch(() => undefined);
-      await this.#client.executeMultiple(this.#pragmas);
-      const tx = await this.#client.transaction("write");
-      try {
-        await tx.execute(MIGRATIONS_TABLE_SQL);
+    // WAL lets readers go on while one process writes; it is a property of the file.
+    await this.#run(() => this.#client.execute("PRAGMA journal_mode = WAL").catch(() => undefined));
+    await this.#run(() =>
+      this.#inWriteTransaction(async (tx) => {
         const current = Number(
           (await tx.execute("SELECT coalesce(max(version), 0) AS v FROM errand_migrations")).rows[0].v,
         );
@@ -142,11 +142,8 @@ export class LibsqlStore implements Store<Transaction> {
             args: [m.version, m.name, Date.now()],
           });
         }
-        await tx.commit();
-      } finally {
-        tx.close();
-      }
-    });
+      }, `${MIGRATIONS_TABLE_SQL}; DELETE FROM errand_migrations WHERE 0`)
+    );
   }
 
   async jobClaim(p: JobClaimParams): Promise<ClaimedJob[]> {
@@ -302,7 +299,8 @@ export class LibsqlStore implements Store<Transaction> {
 
   async jobCounts(): Promise<JobCount[]> {
     const rs = await this.#exec({
-      sql: "SELECT queue, state, count(*) AS count FROM errand_jobs WHERE namespace = ? GROUP BY queue, state",
+      sql: `SELECT queue, kind, version, state, count(*) AS count FROM errand_jobs WHERE namespace = ?
+            GROUP BY queue, kind, version, state`,
       args: [this.namespace],
     });
     return rs.rows.map(toJobCount);
@@ -359,6 +357,39 @@ export class LibsqlStore implements Store<Transaction> {
       args: [this.namespace],
     });
     return rs.rows.map((r) => String(r.queue));
+  }
+
+  async workerBeat(p: { worker: WorkerInfo; expiredBefore: number }): Promise<void> {
+    const w = p.worker;
+    await this.#run(() =>
+      this.#inWriteTransaction(async (tx) => {
+        await tx.execute({
+          sql: `INSERT INTO errand_workers (namespace, id, started_at, beat_at, info) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT (namespace, id) DO UPDATE SET beat_at = excluded.beat_at, info = excluded.info`,
+          args: [this.namespace, w.id, w.startedAt, w.beatAt, workerInfoColumn(w)],
+        });
+        await tx.execute({
+          sql: "DELETE FROM errand_workers WHERE namespace = ? AND beat_at < ?",
+          args: [this.namespace, p.expiredBefore],
+        });
+      })
+    );
+  }
+
+  async workerList(p: { since: number }): Promise<WorkerInfo[]> {
+    const rs = await this.#exec({
+      sql: `SELECT id, started_at, beat_at, info FROM errand_workers WHERE namespace = ? AND beat_at >= ?
+            ORDER BY started_at, id`,
+      args: [this.namespace, p.since],
+    });
+    return rs.rows.map(toWorkerInfo);
+  }
+
+  async workerRemove(p: { id: string }): Promise<void> {
+    await this.#write({
+      sql: "DELETE FROM errand_workers WHERE namespace = ? AND id = ?",
+      args: [this.namespace, p.id],
+    });
   }
 
   async jobList(p: JobListParams): Promise<JobRow[]> {
@@ -516,11 +547,11 @@ export class LibsqlStore implements Store<Transaction> {
    * fails ("SQL statements in progress", then SQLITE_BUSY_SNAPSHOT). A script
    * statement is finalized even when it fails.
    */
-  async #inWriteTransaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
+  async #inWriteTransaction<T>(fn: (tx: Transaction) => Promise<T>, takeLock = TAKE_WRITE_LOCK): Promise<T> {
     await this.#client.executeMultiple(this.#pragmas);
     const tx = await this.#client.transaction("deferred");
     try {
-      await tx.executeMultiple(TAKE_WRITE_LOCK);
+      await tx.executeMultiple(takeLock);
       const result = await fn(tx);
       await tx.commit();
       return result;

@@ -84,6 +84,18 @@ CREATE TABLE {schema}.job_parents (
 );
 CREATE INDEX job_parents_parent ON {schema}.job_parents (namespace, parent_id, job_id);`,
   },
+  {
+    version: 4,
+    name: "worker heartbeats",
+    sql: `CREATE TABLE {schema}.workers (
+  namespace text NOT NULL,
+  id text NOT NULL,
+  started_at bigint NOT NULL,
+  beat_at bigint NOT NULL,
+  info jsonb NOT NULL,
+  PRIMARY KEY (namespace, id)
+);`,
+  },
 ];
 
 /** The newest schema version this errand understands. */

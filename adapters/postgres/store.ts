@@ -37,6 +37,7 @@ import type {
   Store,
   StoreCapabilities,
 } from "../../src/store.ts";
+import type { WorkerInfo } from "../../src/types.ts";
 import {
   CLAIMED_COLUMNS,
   EXPIRED_COLUMNS,
@@ -49,6 +50,8 @@ import {
   toJobRow,
   toRelatives,
   toResolvedWaiting,
+  toWorkerInfo,
+  workerInfoColumn,
 } from "../../src/rows.ts";
 import { BOOTSTRAP_SQL, POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION, quoteIdentifier } from "./migrations.ts";
 
@@ -78,6 +81,7 @@ export class PostgresStore implements Store<TransactionSql> {
   readonly #jobs: string;
   readonly #queues: string;
   readonly #parents: string;
+  readonly #workers: string;
   readonly #channel: string;
 
   /** Wraps `sql`; nothing is sent until the first operation. */
@@ -90,6 +94,7 @@ export class PostgresStore implements Store<TransactionSql> {
     this.#jobs = `${this.#schema}.jobs`;
     this.#queues = `${this.#schema}.queues`;
     this.#parents = `${this.#schema}.job_parents`;
+    this.#workers = `${this.#schema}.workers`;
     this.#channel = `errand:${settings.schema}:${settings.namespace}`;
   }
 
@@ -265,7 +270,8 @@ export class PostgresStore implements Store<TransactionSql> {
 
   async jobCounts(): Promise<JobCount[]> {
     const rows = await this.#query(
-      `SELECT queue, state, count(*)::int AS count FROM ${this.#jobs} WHERE namespace = $1 GROUP BY queue, state`,
+      `SELECT queue, kind, version, state, count(*)::int AS count FROM ${this.#jobs} WHERE namespace = $1
+       GROUP BY queue, kind, version, state`,
       [this.namespace],
     );
     return rows.map(toJobCount);
@@ -319,6 +325,30 @@ export class PostgresStore implements Store<TransactionSql> {
       this.namespace,
     ]);
     return rows.map((r) => String(r.queue));
+  }
+
+  async workerBeat(p: { worker: WorkerInfo; expiredBefore: number }): Promise<void> {
+    const w = p.worker;
+    await this.#query(
+      `WITH beat AS (
+         INSERT INTO ${this.#workers} (namespace, id, started_at, beat_at, info) VALUES ($1, $2, $3, $4, $5::jsonb)
+         ON CONFLICT (namespace, id) DO UPDATE SET beat_at = excluded.beat_at, info = excluded.info)
+       DELETE FROM ${this.#workers} WHERE namespace = $1 AND beat_at < $6 AND id <> $2`,
+      [this.namespace, w.id, w.startedAt, w.beatAt, workerInfoColumn(w), p.expiredBefore],
+    );
+  }
+
+  async workerList(p: { since: number }): Promise<WorkerInfo[]> {
+    const rows = await this.#query(
+      `SELECT id, started_at, beat_at, info FROM ${this.#workers} WHERE namespace = $1 AND beat_at >= $2
+       ORDER BY started_at, id`,
+      [this.namespace, p.since],
+    );
+    return rows.map(toWorkerInfo);
+  }
+
+  async workerRemove(p: { id: string }): Promise<void> {
+    await this.#query(`DELETE FROM ${this.#workers} WHERE namespace = $1 AND id = $2`, [this.namespace, p.id]);
   }
 
   async jobList(p: JobListParams): Promise<JobRow[]> {

@@ -35,6 +35,11 @@ export function versionCases(kind: StoreKind<unknown>): void {
         const waiting = (await v2.errand.get(old.id))!;
         assert.equal(waiting.state, "available", "a version nobody handles stays available");
         assert.equal(waiting.attempt, 0, "and is not burned through its attempts");
+        assert.deepEqual(
+          (await enqueuer.errand.counts()).unhandled,
+          [{ queue: "default", kind: "sendWelcome", version: 1, count: 1 }],
+          "and counts() shows it as unhandled",
+        );
 
         // An old worker still running version 1 takes it.
         const v1 = errandOn(db, { jobs, handlers: { sendWelcome: (p) => void ran.push(`v1:${p.userId}`) } });
@@ -42,6 +47,38 @@ export function versionCases(kind: StoreKind<unknown>): void {
         await v1.errand.start();
         await eventually(() => ran.length === 2, "the version 1 job");
         assert.deepEqual(ran, ["v2:fr", "v1:7"]);
+        assert.deepEqual((await enqueuer.errand.counts()).unhandled, []);
+      }));
+
+    it("workers() lists the live instances; one whose heartbeat lapsed or that shut down is gone", () =>
+      withDatabase(kind, async (db, track) => {
+        const worker = errandOn(db, {
+          jobs,
+          queues: { default: { concurrency: 3 } },
+          handlers: { sendWelcomeV2: () => {} },
+        });
+        track(worker.errand);
+        const observer = errandOn(db, { jobs, mode: "enqueue" });
+        track(observer.errand);
+        assert.deepEqual(await observer.errand.workers(), [], "no worker before start");
+        await observer.errand.enqueue("sendWelcome", { userId: 1 });
+
+        await worker.errand.start();
+        const [live] = await observer.errand.workers();
+        assert.deepEqual(live.queues, [{ queue: "default", slots: 3, busy: 0 }]);
+        assert.deepEqual(live.kinds, ["sendWelcome@2"]);
+        assert.equal(live.beatAt, worker.clock.now());
+
+        // Seen from 16 s later with no beat in between, the instance counts as gone.
+        observer.clock.advance(16_000);
+        assert.deepEqual(await observer.errand.workers(), []);
+        assert.equal((await observer.errand.counts()).unhandled.length, 1);
+        // Its next beat (every 5 s) makes it live again.
+        worker.clock.advance(16_000);
+        await eventually(async () => (await observer.errand.workers()).length === 1, "the next heartbeat");
+
+        await worker.errand.shutdown();
+        assert.deepEqual(await observer.errand.workers(), [], "a graceful shutdown deregisters at once");
       }));
 
     it("two kinds with one name and version are an error that says what to change", () => {

@@ -1,0 +1,76 @@
+/**
+ * The heartbeat of a `"work"` instance: every {@link HEARTBEAT_MS} it records
+ * the queues it works (slots and busy slots) and the kinds it can run. An
+ * instance whose last beat is older than {@link WORKER_EXPIRY_MS} counts as
+ * gone (it crashed or lost the database) and its record is deleted by the
+ * next beat of any instance; a graceful shutdown deletes it at once.
+ *
+ * `counts()` uses the live instances to tell jobs no one can run, and
+ * `workers()` lists them for operators.
+ *
+ * @module
+ */
+import type { Clock } from "./clock.ts";
+import type { Logger } from "./logger.ts";
+import { every, type Periodic } from "./periodic.ts";
+import type { Store } from "./store.ts";
+import type { WorkerInfo } from "./types.ts";
+
+/** How often a `"work"` instance beats. */
+export const HEARTBEAT_MS = 5_000;
+
+/** An instance whose last beat is older than this counts as gone. */
+export const WORKER_EXPIRY_MS = 15_000;
+
+/** What the heartbeat needs from the rest of errand. */
+export interface HeartbeatEnv {
+  readonly store: Store<unknown>;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** This instance's id. */
+  readonly id: string;
+  /** What this instance works now. */
+  describe(): Pick<WorkerInfo, "queues" | "kinds">;
+}
+
+/** Records this instance as live while it runs. */
+export class Heartbeat {
+  readonly #env: HeartbeatEnv;
+  #startedAt = 0;
+  #task: Periodic | undefined;
+
+  /** Creates the heartbeat; `start()` begins beating. */
+  constructor(env: HeartbeatEnv) {
+    this.#env = env;
+  }
+
+  /** Beats once now (a failure is logged; the loop retries), then every {@link HEARTBEAT_MS}. */
+  async start(): Promise<void> {
+    const { clock, logger } = this.#env;
+    this.#startedAt = clock.now();
+    await this.#beat().catch((err) => logger.warn("Heartbeat failed; retrying", { error: String(err) }));
+    this.#task = every(clock, HEARTBEAT_MS, "Heartbeat", logger, () => this.#beat(), true);
+  }
+
+  /** Stops beating and deletes this instance's record, so others stop counting it at once. */
+  async stop(): Promise<void> {
+    if (!this.#task) return;
+    await this.#task.stop();
+    this.#task = undefined;
+    await this.#env.store.workerRemove({ id: this.#env.id }).catch((err) =>
+      this.#env.logger.warn("Removing this worker's heartbeat failed; it expires by itself", { error: String(err) })
+    );
+  }
+
+  async #beat(): Promise<void> {
+    const { store, clock, id } = this.#env;
+    const now = clock.now();
+    const worker = { id, startedAt: this.#startedAt, beatAt: now, ...this.#env.describe() };
+    await store.workerBeat({ worker, expiredBefore: now - WORKER_EXPIRY_MS });
+  }
+}
+
+/** The live instances as seen at `now`. */
+export async function liveWorkers(store: Store<unknown>, now: number): Promise<WorkerInfo[]> {
+  return await store.workerList({ since: now - WORKER_EXPIRY_MS });
+}
