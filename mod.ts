@@ -44,6 +44,7 @@ export type {
 } from "./src/errand.ts";
 export type { EnqueueOptions, JobEnqueueOptions } from "./src/enqueue.ts";
 export type { UniqueOptions } from "./src/unique.ts";
+export type { ScheduleInfo, ScheduleOptions } from "./src/schedules.ts";
 export type { ErrandMode, ErrandOptions, Handlers, QueueOptions } from "./src/options.ts";
 export { defineJobs, job } from "./src/job.ts";
 export type { JobDefinition, JobDefinitions, JobOptions, PayloadOf } from "./src/job.ts";

@@ -30,6 +30,10 @@ const errand = createErrand({
 });
 
 await errand.start();
+// Recurring jobs are registered at every start: the same definition again changes nothing.
+await errand.schedule("nightly-logo", "resizeImage", { url: "https://example.com/logo.png", width: 128 }, "0 3 * * *", {
+  timezone: "Europe/Berlin",
+});
 console.log("worker running; send SIGTERM to stop");
 for (const signal of ["SIGTERM", "SIGINT"] as const) {
   process.once(signal, async () => {

@@ -47,6 +47,15 @@ export function decodePayload(bytes: Uint8Array): unknown {
   return decodeMsgpack(bytes, MAX_PAYLOAD_DEPTH + 1);
 }
 
+/** Decodes a stored payload for display: undefined when its bytes cannot be decoded. */
+export function payloadForDisplay(bytes: Uint8Array): unknown {
+  try {
+    return decodePayload(bytes);
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Why `value` cannot be encoded, with the path to the offending part, or
  * undefined when it can. Paths are built only on the way out of a failure,

@@ -13,7 +13,9 @@ import { buildInsertRow, type EnqueueOptions, type JobEnqueueOptions } from "./e
 import { NotFoundError, StateError, ValidationError } from "./errors.ts";
 import type { Handler } from "./executor.ts";
 import type { JobDefinition, JobDefinitions, PayloadOf } from "./job.ts";
+import { parseCron } from "./cron.ts";
 import { Heartbeat, liveWorkers } from "./heartbeat.ts";
+import { Leadership } from "./leader.ts";
 import { toJobInfo } from "./job_info.ts";
 import { LeaseKeeper } from "./leases.ts";
 import { Maintenance } from "./maintenance.ts";
@@ -22,6 +24,13 @@ import { checkCount, type ErrandMode, type ErrandOptions, type ResolvedOptions, 
 import type { RetryPolicy } from "./retry.ts";
 import type { JobInsertRow, JobTransition, Store } from "./store.ts";
 import { JOB_STATES, type JobInfo, type JobState, type WorkerInfo } from "./types.ts";
+import {
+  checkScheduleOptions,
+  type ScheduleInfo,
+  type ScheduleOptions,
+  Schedules,
+  toScheduleInfo,
+} from "./schedules.ts";
 import { checkPayload } from "./validate.ts";
 import { QueueWorker, type WorkerEnv } from "./worker.ts";
 
@@ -177,6 +186,31 @@ export interface Errand<J extends JobDefinitions, TTx> extends Enqueuer<J, TTx> 
   resumeQueue(queue: string): Promise<void>;
   /** The queues paused now. */
   pausedQueues(): Promise<string[]>;
+  /**
+   * Registers or updates the recurring job `id`: an occurrence of `kind`
+   * with `payload` at every time `cron` matches (5 fields, or 6 with seconds
+   * first, read in `options.timezone`). The same definition again changes
+   * nothing and returns null, so call it at every start; a changed one (cron,
+   * payload, options) replaces the definition and returns the id of the job
+   * of its next occurrence. Works in both modes; a `"work"` instance fires.
+   * @throws {ValidationError} When the id, cron, time zone, payload or an option is invalid.
+   */
+  schedule<K extends KindKey<J>>(
+    id: string,
+    kind: K,
+    payload: PayloadOf<J[K]>,
+    cron: string,
+    options?: ScheduleOptions,
+  ): Promise<string | null>;
+  /** Removes a recurring job (its next occurrence is cancelled if it has not started); returns whether there was one. */
+  unschedule(id: string): Promise<boolean>;
+  /** The recurring jobs, by id, with their next and latest occurrence. */
+  schedules(): Promise<ScheduleInfo[]>;
+  /**
+   * Enqueues an occurrence of recurring job `id` to run now; returns its job id.
+   * @throws {NotFoundError} When there is no such schedule.
+   */
+  trigger(id: string): Promise<string>;
   /** Adds `n` slots to the worker of `queue` (starting one if needed). */
   addWorkers(queue: string, n: number): void;
   /** Removes `n` slots from the worker of `queue`; resolves once the running jobs fit. */
@@ -234,6 +268,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
   readonly #leases: LeaseKeeper;
   readonly #maintenance: Maintenance;
   readonly #heartbeat: Heartbeat;
+  readonly #schedules: Schedules;
   readonly #resolveEnv: ResolveEnv;
   readonly #workers = new Map<string, QueueWorker<TTx>>();
   readonly #context: Ctx | undefined;
@@ -274,6 +309,21 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
       retryPolicy: (kind, version) => this.#retryPolicy(kind, version),
       wake: (queue) => this.#workers.get(queue)?.wake(),
     });
+    this.#schedules = new Schedules({
+      store,
+      clock,
+      logger,
+      leadership: new Leadership({
+        store,
+        clock,
+        logger,
+        holder: this.#workerId,
+        leaseMs: this.#options.leaderLeaseMs,
+      }),
+      newId: this.#newId,
+      // A firing that shutdown interrupts still completes its writes.
+      insert: (rows) => this.#insertRows(rows, undefined),
+    });
     this.#heartbeat = new Heartbeat({
       store,
       clock,
@@ -297,6 +347,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     for (const [queue, slots] of this.#options.queues) this.#worker(queue, slots);
     this.#leases.start();
     this.#maintenance.start();
+    this.#schedules.start();
     await this.#heartbeat.start();
     if (this.#store.capabilities.listen && this.#store.listen) {
       this.#unlisten = await this.#store.listen(() => {
@@ -435,6 +486,53 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     return await this.#store.queuesPaused();
   }
 
+  async schedule<K extends KindKey<J>>(
+    id: string,
+    kind: K,
+    payload: PayloadOf<J[K]>,
+    cron: string,
+    options: ScheduleOptions = {},
+  ): Promise<string | null> {
+    checkName("schedule id", id);
+    checkScheduleOptions(id, options);
+    const { timezone, catchUp, sequential: _, ...jobOptions } = options;
+    const parsed = parseCron(cron, timezone);
+    const row = await this.#row(kind, payload, jobOptions);
+    await this.#validate([{ kind, payload }]);
+    await this.#ensureReady();
+    return await this.#schedules.save({
+      id,
+      kind: row.kind,
+      version: row.version,
+      queue: row.queue,
+      priority: row.priority,
+      payload: row.payload,
+      maxAttempts: row.maxAttempts,
+      timeoutMs: row.timeoutMs,
+      retry: row.retry,
+      cron: parsed.expression,
+      timezone: parsed.timezone,
+      catchUp: catchUp ?? 1,
+    });
+  }
+
+  async unschedule(id: string): Promise<boolean> {
+    checkName("schedule id", id);
+    await this.#ensureReady();
+    return await this.#schedules.remove(id);
+  }
+
+  async schedules(): Promise<ScheduleInfo[]> {
+    await this.#ensureReady();
+    return (await this.#store.scheduleList()).map(toScheduleInfo);
+  }
+
+  async trigger(id: string): Promise<string> {
+    checkName("schedule id", id);
+    await this.#ensureReady();
+    return await this.#schedules.trigger(id);
+  }
+
   addWorkers(queue: string, n: number): void {
     checkName("queue", queue);
     checkCount("n", n, 1);
@@ -461,6 +559,8 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     const { logger } = this.#options;
     logger.debug("Shutdown: deregistering");
     await this.#heartbeat.stop();
+    logger.debug("Shutdown: stopping schedules and giving up the leadership");
+    await this.#schedules.stop();
     logger.debug("Shutdown: stopping the listener");
     await this.#unlisten?.().catch((err) => logger.warn("Stopping the listener failed", { error: String(err) }));
     logger.debug("Shutdown: stopping maintenance");
@@ -562,6 +662,11 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     if (this.#phase === "stopping" || this.#phase === "stopped") {
       throw new StateError("enqueue() was called after shutdown()");
     }
+    return await this.#insertRows(rows, tx);
+  }
+
+  /** Inserts rows, resolving unique keys held by others, and wakes the workers of their queues. */
+  async #insertRows(rows: JobInsertRow[], tx: TTx | undefined): Promise<EnqueueResult[]> {
     if (rows.length === 0) return [];
     await this.#ensureReady();
     const available = rows.filter((r) => r.state === "available");

@@ -1,4 +1,4 @@
-import { decodePayload } from "./codec.ts";
+import { payloadForDisplay } from "./codec.ts";
 import type { JobRow } from "./store.ts";
 import type { JobInfo, RunInfo, RunRecord } from "./types.ts";
 
@@ -20,12 +20,6 @@ export function toJobInfo(row: JobRow): JobInfo {
       outcome: "completed",
     });
   }
-  let payload: unknown;
-  try {
-    payload = decodePayload(row.payload);
-  } catch {
-    payload = undefined;
-  }
   return {
     id: row.id,
     kind: row.kind,
@@ -35,7 +29,7 @@ export function toJobInfo(row: JobRow): JobInfo {
     priority: row.priority,
     attempt: row.attempt,
     maxAttempts: row.maxAttempts,
-    payload,
+    payload: payloadForDisplay(row.payload),
     createdAt: new Date(row.createdAt),
     runAt: new Date(row.runAt),
     startedAt: row.startedAt === null ? null : new Date(row.startedAt),

@@ -93,6 +93,13 @@ export interface ErrandOptions<J extends JobDefinitions, Ctx, TTx> {
    */
   retention?: { completed?: Duration; failed?: Duration; cancelled?: Duration };
   /**
+   * How long the leadership (which fires cron schedules) holds without
+   * renewal; the leader renews it every second, and another instance takes
+   * over this long after the leader stops.
+   * @default "10s"
+   */
+  leaderLease?: Duration;
+  /**
    * How often maintenance promotes due jobs, rescues expired leases and prunes.
    * @default { promote: "1s", rescue: "5s", prune: "1m" }
    */
@@ -105,6 +112,7 @@ export interface ResolvedOptions {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly leaseMs: number;
+  readonly leaderLeaseMs: number;
   readonly pollMs: number;
   readonly claimBatch: number;
   readonly maxPayloadBytes: number;
@@ -159,6 +167,7 @@ export function resolveOptions<J extends JobDefinitions, Ctx, TTx>(
     clock: options.clock ?? systemClock,
     logger: options.logger ?? consoleLogger,
     leaseMs: atLeast("lease", parseDuration(options.lease ?? "30s", "lease"), 100),
+    leaderLeaseMs: atLeast("leaderLease", parseDuration(options.leaderLease ?? "10s", "leaderLease"), 2_000),
     pollMs: atLeast("pollInterval", parseDuration(options.pollInterval ?? "1s", "pollInterval"), 1),
     claimBatch: checkCount("claimBatch", options.claimBatch ?? 32, 1),
     maxPayloadBytes: checkCount("maxPayloadBytes", options.maxPayloadBytes ?? 256 * 1024, 1),

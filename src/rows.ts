@@ -17,6 +17,7 @@ import type {
   JobRelatives,
   JobRow,
   ResolvedWaiting,
+  ScheduleRecord,
 } from "./store.ts";
 import type { JobState, RunRecord, WorkerInfo } from "./types.ts";
 
@@ -70,7 +71,7 @@ export function toClaimedJob(r: StoredRow): ClaimedJob {
     fence: Number(r.fence),
     startedAt: Number(r.started_at),
     timeoutMs: numberOrNull(r.timeout_ms),
-    retry: r.retry === null ? null : String(r.retry),
+    retry: textOrNull(r.retry),
   };
 }
 
@@ -85,7 +86,7 @@ export function toJobRow(r: StoredRow): JobRow {
     finishedAt: numberOrNull(r.finished_at),
     leaseUntil: numberOrNull(r.lease_until),
     runs: (typeof r.runs === "string" ? JSON.parse(r.runs) : r.runs) as RunRecord[],
-    reason: r.reason === null || r.reason === undefined ? null : String(r.reason),
+    reason: textOrNull(r.reason),
   };
 }
 
@@ -100,22 +101,24 @@ export function toExpiredJob(r: StoredRow): ExpiredJob {
     maxAttempts: Number(r.max_attempts),
     fence: Number(r.fence),
     startedAt: Number(r.started_at),
-    retry: r.retry === null ? null : String(r.retry),
+    retry: textOrNull(r.retry),
   };
 }
 
 /** The fields every job record has, from the {@link FIELD_COLUMNS}. */
 function toFields(r: StoredRow): JobFields {
+  return { id: String(r.id), ...toJobShape(r), runAt: Number(r.run_at), createdAt: Number(r.created_at) };
+}
+
+/** What a job and a schedule's occurrences share: kind, version, queue, priority, payload, attempts. */
+function toJobShape(r: StoredRow): Omit<JobFields, "id" | "runAt" | "createdAt"> {
   return {
-    id: String(r.id),
     kind: String(r.kind),
     version: Number(r.version),
     queue: String(r.queue),
     priority: Number(r.priority),
     payload: toBytes(r.payload),
     maxAttempts: Number(r.max_attempts),
-    runAt: Number(r.run_at),
-    createdAt: Number(r.created_at),
   };
 }
 
@@ -123,6 +126,10 @@ function toBytes(value: unknown): Uint8Array {
   if (value instanceof Uint8Array) return value;
   if (value instanceof ArrayBuffer) return new Uint8Array(value);
   throw new StoreError(`Expected the payload as bytes, got "${typeof value}"`);
+}
+
+function textOrNull(v: unknown): string | null {
+  return v === null || v === undefined ? null : String(v);
 }
 
 function numberOrNull(v: unknown): number | null {
@@ -190,5 +197,73 @@ export function toWorkerInfo(r: StoredRow): WorkerInfo {
     beatAt: Number(r.beat_at),
     queues: info.queues,
     kinds: info.kinds,
+  };
+}
+
+/** The columns of a schedule, in the order {@link scheduleValues} gives them. */
+export const SCHEDULE_COLUMNS: readonly string[] = [
+  "id",
+  "kind",
+  "version",
+  "queue",
+  "priority",
+  "payload",
+  "max_attempts",
+  "timeout_ms",
+  "retry",
+  "cron",
+  "timezone",
+  "catch_up",
+  "fingerprint",
+  "next_run_at",
+  "next_job_id",
+  "last_run_at",
+  "last_job_id",
+  "created_at",
+  "updated_at",
+];
+
+/** A schedule's values in the order of {@link SCHEDULE_COLUMNS}. */
+export function scheduleValues(s: ScheduleRecord): (string | number | Uint8Array | null)[] {
+  return [
+    s.id,
+    s.kind,
+    s.version,
+    s.queue,
+    s.priority,
+    s.payload,
+    s.maxAttempts,
+    s.timeoutMs,
+    s.retry,
+    s.cron,
+    s.timezone,
+    s.catchUp,
+    s.fingerprint,
+    s.nextRunAt,
+    s.nextJobId,
+    s.lastRunAt,
+    s.lastJobId,
+    s.createdAt,
+    s.updatedAt,
+  ];
+}
+
+/** A schedule from a row with {@link SCHEDULE_COLUMNS}. */
+export function toScheduleRecord(r: StoredRow): ScheduleRecord {
+  return {
+    id: String(r.id),
+    ...toJobShape(r),
+    timeoutMs: numberOrNull(r.timeout_ms),
+    retry: textOrNull(r.retry),
+    cron: String(r.cron),
+    timezone: String(r.timezone),
+    catchUp: Number(r.catch_up),
+    fingerprint: String(r.fingerprint),
+    nextRunAt: Number(r.next_run_at),
+    nextJobId: textOrNull(r.next_job_id),
+    lastRunAt: numberOrNull(r.last_run_at),
+    lastJobId: textOrNull(r.last_job_id),
+    createdAt: Number(r.created_at),
+    updatedAt: Number(r.updated_at),
   };
 }

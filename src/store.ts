@@ -226,6 +226,60 @@ export interface LeaseRef {
   readonly fence: number;
 }
 
+/** A recurring job's definition, as stored: the fields of its occurrence jobs, its cron and its progress. */
+export interface ScheduleRecord extends Omit<JobFields, "id" | "runAt" | "createdAt">, JobRunSettings {
+  /** The schedule's identifier, chosen by the application. */
+  readonly id: string;
+  /** The cron expression. */
+  readonly cron: string;
+  /** The IANA time zone the expression is read in. */
+  readonly timezone: string;
+  /** Most missed occurrences one firing enqueues. */
+  readonly catchUp: number;
+  /** A hash of everything above but the id: a change of it is a change of the definition. */
+  readonly fingerprint: string;
+  /** The next occurrence not yet fired. */
+  readonly nextRunAt: number;
+  /** The job enqueued in advance for `nextRunAt` when the definition was saved, or null. */
+  readonly nextJobId: string | null;
+  /** The latest occurrence fired, or null. */
+  readonly lastRunAt: number | null;
+  /** The job of the latest occurrence fired, or null. */
+  readonly lastJobId: string | null;
+  /** When the schedule was first saved. */
+  readonly createdAt: number;
+  /** When its definition last changed. */
+  readonly updatedAt: number;
+}
+
+/** Parameters of {@link Store.scheduleAdvance}. */
+export interface ScheduleAdvance {
+  /** The schedule. */
+  readonly id: string;
+  /** Applies only while the definition has this fingerprint. */
+  readonly fingerprint: string;
+  /** Applies only while its next occurrence is still this one (fired by no one else). */
+  readonly from: number;
+  /** Its new next occurrence. */
+  readonly nextRunAt: number;
+  /** The latest occurrence fired. */
+  readonly lastRunAt: number;
+  /** The job of that occurrence. */
+  readonly lastJobId: string;
+}
+
+/** Parameters of {@link Store.leaderAcquire}. */
+export interface LeaderAcquire {
+  /** What the leadership is for. */
+  readonly name: string;
+  /** The instance asking. */
+  readonly holder: string;
+  /** The current time: a lease that ended before it is free. */
+  readonly now: number;
+  /** The lease ends then unless renewed. */
+  readonly until: number;
+}
+
 /** The database operations errand needs; one implementation per dialect in `adapters/`. */
 export interface Store<TTx = unknown> {
   /** What this store supports. */
@@ -301,4 +355,22 @@ export interface Store<TTx = unknown> {
   workerList(params: { readonly since: number }): Promise<WorkerInfo[]>;
   /** Deletes a worker's record (at its shutdown). */
   workerRemove(params: { readonly id: string }): Promise<void>;
+  /**
+   * Takes the named leadership if it is free (no holder, or a lease that ended
+   * before `now`) or already `holder`'s, setting its lease to `until`; returns
+   * whether `holder` holds it now.
+   */
+  leaderAcquire(params: LeaderAcquire): Promise<boolean>;
+  /** Gives up the named leadership if `holder` holds it. */
+  leaderRelease(params: { readonly name: string; readonly holder: string }): Promise<void>;
+  /** Records that a schedule fired, if its definition and next occurrence are still as read; returns whether it applied. */
+  scheduleAdvance(params: ScheduleAdvance): Promise<boolean>;
+  /** Deletes a schedule; returns whether there was one. */
+  scheduleDelete(params: { readonly id: string }): Promise<boolean>;
+  /** Reads one schedule, or null. */
+  scheduleGet(id: string): Promise<ScheduleRecord | null>;
+  /** Every schedule, by id. */
+  scheduleList(): Promise<ScheduleRecord[]>;
+  /** Inserts a schedule or replaces its definition (keeping its `createdAt`). */
+  scheduleSave(params: { readonly schedule: ScheduleRecord }): Promise<void>;
 }

@@ -67,7 +67,12 @@ export async function uniqueKeyOf(spec: UniqueSpec, payload: unknown, now: numbe
   marked[0] = spec.key === undefined ? 0x70 : 0x6b; // "p" (payload) or "k" (key): the two never collide
   marked.set(base, 1);
   marked.set(new TextEncoder().encode(window), base.length + 1);
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", marked));
+  return await sha256Hex(marked);
+}
+
+/** The SHA-256 of `bytes`, in hex. */
+export async function sha256Hex(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
   return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 

@@ -20,7 +20,12 @@ const workerScript = fileURLToPath(new URL("./support/worker_process.ts", import
 /** Everything each worker process wrote to stderr, by process. */
 const stderrOf = new Map<ChildProcess, string>();
 
-function startWorker(kind: StoreKind<unknown>, db: TestDatabase<unknown>, logFile: string): Promise<ChildProcess> {
+function startWorker(
+  kind: StoreKind<unknown>,
+  db: TestDatabase<unknown>,
+  logFile: string,
+  extraEnv: Record<string, string> = {},
+): Promise<ChildProcess> {
   const [command, args] = runtimeCommand(workerScript);
   const child = spawn(command, args, {
     env: {
@@ -29,6 +34,7 @@ function startWorker(kind: StoreKind<unknown>, db: TestDatabase<unknown>, logFil
       ERRAND_CHILD_URL: db.url,
       ERRAND_CHILD_SCHEMA: db.schema ?? "",
       ERRAND_CHILD_LOG: logFile,
+      ...extraEnv,
     },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -184,6 +190,49 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
           assert.equal(job.runs[0].error?.name, "LeaseExpired");
           assert.ok(lines(logB, "done ").includes(id), "the orphaned job ran on B");
         }
+      } finally {
+        await stopAll(children);
+        await db.close();
+      }
+    });
+
+    it("a cron leader killed between two occurrences: the other process fires every later one exactly once", async () => {
+      const db = await kind.open();
+      const [logA, logB] = ["a", "b"].map((i) => `${tmpdir()}/errand-cron-${Date.now()}-${i}.log`);
+      const children: ChildProcess[] = [];
+      try {
+        const errand = createErrand({ jobs: processJobs, store: db.store(), mode: "enqueue" });
+        const lastRunAt = async () => (await errand.schedules())[0]?.lastRunAt?.getTime() ?? 0;
+        // A starts first and leads; B starts with the same schedule() call, as every process would.
+        const a = await startWorker(kind, db, logA, { ERRAND_CHILD_SCHEDULE: "1" });
+        children.push(a);
+        const firstFired = await eventually(lastRunAt, "A to fire an occurrence", 10_000);
+        const b = await startWorker(kind, db, logB, { ERRAND_CHILD_SCHEDULE: "1" });
+        children.push(b);
+        assert.match(
+          lines(logA, "scheduled ")[0],
+          /^[0-9A-Z]{26}$/,
+          "the first registration enqueues the next occurrence",
+        );
+        assert.deepEqual(lines(logB, "scheduled "), ["null"], "the same definition again changes nothing");
+        // Kill A a third of a second after one of its occurrences, well before the next.
+        const fired = await eventually(async () => (await lastRunAt()) > firstFired + 1000 && lastRunAt(), "A again");
+        await eventually(() => Date.now() >= fired + 300, "a third of a second", 2_000);
+        await stop(a, "SIGKILL");
+        const killedAt = Date.now();
+        // B takes over once A's two-second lease has lapsed, catches up what was missed, and goes on.
+        await eventually(async () => (await lastRunAt()) >= killedAt + 3_000, "B to fire after the kill", 20_000);
+        await stopAll([b]);
+
+        const { jobs } = await errand.list({ kind: "record", limit: 1000 });
+        const runAts = jobs.map((j) => j.runAt.getTime()).sort((x, y) => x - y);
+        assert.equal(new Set(runAts).size, runAts.length, "no occurrence was enqueued twice");
+        for (let i = 1; i < runAts.length; i++) {
+          assert.equal(runAts[i] - runAts[i - 1], 1000, `no occurrence was skipped: ${runAts.map((t) => t % 60_000)}`);
+        }
+        const next = Math.ceil(killedAt / 1000) * 1000;
+        assert.equal(runAts.filter((t) => t === next).length, 1, "the occurrence after the kill fired exactly once");
+        assert.ok(runAts[runAts.length - 1] >= killedAt + 3_000);
       } finally {
         await stopAll(children);
         await db.close();

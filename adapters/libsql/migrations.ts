@@ -101,6 +101,42 @@ export const LIBSQL_MIGRATIONS: readonly LibsqlMigration[] = [
       ) WITHOUT ROWID`,
     ],
   },
+  {
+    version: 5,
+    name: "schedules and leadership",
+    statements: [
+      `CREATE TABLE errand_schedules (
+        namespace TEXT NOT NULL,
+        id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        queue TEXT NOT NULL,
+        priority INTEGER NOT NULL,
+        payload BLOB NOT NULL,
+        max_attempts INTEGER NOT NULL,
+        timeout_ms INTEGER,
+        retry TEXT,
+        cron TEXT NOT NULL,
+        timezone TEXT NOT NULL,
+        catch_up INTEGER NOT NULL,
+        fingerprint TEXT NOT NULL,
+        next_run_at INTEGER NOT NULL,
+        next_job_id TEXT,
+        last_run_at INTEGER,
+        last_job_id TEXT,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (namespace, id)
+      ) WITHOUT ROWID`,
+      `CREATE TABLE errand_leaders (
+        namespace TEXT NOT NULL,
+        name TEXT NOT NULL,
+        holder TEXT NOT NULL,
+        until INTEGER NOT NULL,
+        PRIMARY KEY (namespace, name)
+      ) WITHOUT ROWID`,
+    ],
+  },
 ];
 
 /** The newest schema version this errand understands. */

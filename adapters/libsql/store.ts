@@ -35,8 +35,11 @@ import type {
   JobRelatives,
   JobRow,
   JobTransition,
+  LeaderAcquire,
   LeaseRef,
   ResolvedWaiting,
+  ScheduleAdvance,
+  ScheduleRecord,
   Store,
   StoreCapabilities,
 } from "../../src/store.ts";
@@ -46,6 +49,8 @@ import {
   EXPIRED_COLUMNS,
   holdersByRow,
   JOB_COLUMNS,
+  SCHEDULE_COLUMNS,
+  scheduleValues,
   toClaimedJob,
   toExpiredJob,
   toFinishedJob,
@@ -53,6 +58,7 @@ import {
   toJobRow,
   toRelatives,
   toResolvedWaiting,
+  toScheduleRecord,
   toWorkerInfo,
   workerInfoColumn,
 } from "../../src/rows.ts";
@@ -389,6 +395,67 @@ export class LibsqlStore implements Store<Transaction> {
     await this.#write({
       sql: "DELETE FROM errand_workers WHERE namespace = ? AND id = ?",
       args: [this.namespace, p.id],
+    });
+  }
+
+  async leaderAcquire(p: LeaderAcquire): Promise<boolean> {
+    const rs = await this.#write({
+      sql: `INSERT INTO errand_leaders (namespace, name, holder, until) VALUES (?, ?, ?, ?)
+            ON CONFLICT (namespace, name) DO UPDATE SET holder = excluded.holder, until = excluded.until
+            WHERE errand_leaders.holder = excluded.holder OR errand_leaders.until < ?
+            RETURNING holder`,
+      args: [this.namespace, p.name, p.holder, p.until, p.now],
+    });
+    return rs.rows.length > 0;
+  }
+
+  async leaderRelease(p: { name: string; holder: string }): Promise<void> {
+    await this.#write({
+      sql: "DELETE FROM errand_leaders WHERE namespace = ? AND name = ? AND holder = ?",
+      args: [this.namespace, p.name, p.holder],
+    });
+  }
+
+  async scheduleAdvance(p: ScheduleAdvance): Promise<boolean> {
+    const rs = await this.#write({
+      sql: `UPDATE errand_schedules SET next_run_at = ?, last_run_at = ?, last_job_id = ?
+            WHERE namespace = ? AND id = ? AND fingerprint = ? AND next_run_at = ? RETURNING id`,
+      args: [p.nextRunAt, p.lastRunAt, p.lastJobId, this.namespace, p.id, p.fingerprint, p.from],
+    });
+    return rs.rows.length > 0;
+  }
+
+  async scheduleDelete(p: { id: string }): Promise<boolean> {
+    const rs = await this.#write({
+      sql: "DELETE FROM errand_schedules WHERE namespace = ? AND id = ? RETURNING id",
+      args: [this.namespace, p.id],
+    });
+    return rs.rows.length > 0;
+  }
+
+  async scheduleGet(id: string): Promise<ScheduleRecord | null> {
+    const rs = await this.#exec({
+      sql: `SELECT ${SCHEDULE_COLUMNS.join(", ")} FROM errand_schedules WHERE namespace = ? AND id = ?`,
+      args: [this.namespace, id],
+    });
+    return rs.rows.length ? toScheduleRecord(rs.rows[0]) : null;
+  }
+
+  async scheduleList(): Promise<ScheduleRecord[]> {
+    const rs = await this.#exec({
+      sql: `SELECT ${SCHEDULE_COLUMNS.join(", ")} FROM errand_schedules WHERE namespace = ? ORDER BY id`,
+      args: [this.namespace],
+    });
+    return rs.rows.map(toScheduleRecord);
+  }
+
+  async scheduleSave(p: { schedule: ScheduleRecord }): Promise<void> {
+    const columns = SCHEDULE_COLUMNS.filter((c) => c !== "id" && c !== "created_at");
+    await this.#write({
+      sql: `INSERT INTO errand_schedules (namespace, ${SCHEDULE_COLUMNS.join(", ")})
+            VALUES (?, ${SCHEDULE_COLUMNS.map(() => "?").join(", ")})
+            ON CONFLICT (namespace, id) DO UPDATE SET ${columns.map((c) => `${c} = excluded.${c}`).join(", ")}`,
+      args: [this.namespace, ...scheduleValues(p.schedule)],
     });
   }
 

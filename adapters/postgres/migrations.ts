@@ -96,6 +96,40 @@ CREATE INDEX job_parents_parent ON {schema}.job_parents (namespace, parent_id, j
   PRIMARY KEY (namespace, id)
 );`,
   },
+  {
+    version: 5,
+    name: "schedules and leadership",
+    sql: `CREATE TABLE {schema}.schedules (
+  namespace text NOT NULL,
+  id text NOT NULL,
+  kind text NOT NULL,
+  version integer NOT NULL,
+  queue text NOT NULL,
+  priority integer NOT NULL,
+  payload bytea NOT NULL,
+  max_attempts integer NOT NULL,
+  timeout_ms integer,
+  retry text,
+  cron text NOT NULL,
+  timezone text NOT NULL,
+  catch_up integer NOT NULL,
+  fingerprint text NOT NULL,
+  next_run_at bigint NOT NULL,
+  next_job_id text,
+  last_run_at bigint,
+  last_job_id text,
+  created_at bigint NOT NULL,
+  updated_at bigint NOT NULL,
+  PRIMARY KEY (namespace, id)
+);
+CREATE TABLE {schema}.leaders (
+  namespace text NOT NULL,
+  name text NOT NULL,
+  holder text NOT NULL,
+  until bigint NOT NULL,
+  PRIMARY KEY (namespace, name)
+);`,
+  },
 ];
 
 /** The newest schema version this errand understands. */

@@ -32,8 +32,11 @@ import type {
   JobRelatives,
   JobRow,
   JobTransition,
+  LeaderAcquire,
   LeaseRef,
   ResolvedWaiting,
+  ScheduleAdvance,
+  ScheduleRecord,
   Store,
   StoreCapabilities,
 } from "../../src/store.ts";
@@ -43,6 +46,8 @@ import {
   EXPIRED_COLUMNS,
   holdersByRow,
   JOB_COLUMNS,
+  SCHEDULE_COLUMNS,
+  scheduleValues,
   toClaimedJob,
   toExpiredJob,
   toFinishedJob,
@@ -50,6 +55,7 @@ import {
   toJobRow,
   toRelatives,
   toResolvedWaiting,
+  toScheduleRecord,
   toWorkerInfo,
   workerInfoColumn,
 } from "../../src/rows.ts";
@@ -82,6 +88,8 @@ export class PostgresStore implements Store<TransactionSql> {
   readonly #queues: string;
   readonly #parents: string;
   readonly #workers: string;
+  readonly #schedules: string;
+  readonly #leaders: string;
   readonly #channel: string;
 
   /** Wraps `sql`; nothing is sent until the first operation. */
@@ -95,6 +103,8 @@ export class PostgresStore implements Store<TransactionSql> {
     this.#queues = `${this.#schema}.queues`;
     this.#parents = `${this.#schema}.job_parents`;
     this.#workers = `${this.#schema}.workers`;
+    this.#schedules = `${this.#schema}.schedules`;
+    this.#leaders = `${this.#schema}.leaders`;
     this.#channel = `errand:${settings.schema}:${settings.namespace}`;
   }
 
@@ -349,6 +359,68 @@ export class PostgresStore implements Store<TransactionSql> {
 
   async workerRemove(p: { id: string }): Promise<void> {
     await this.#query(`DELETE FROM ${this.#workers} WHERE namespace = $1 AND id = $2`, [this.namespace, p.id]);
+  }
+
+  async leaderAcquire(p: LeaderAcquire): Promise<boolean> {
+    const rows = await this.#query(
+      `INSERT INTO ${this.#leaders} AS l (namespace, name, holder, until) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (namespace, name) DO UPDATE SET holder = excluded.holder, until = excluded.until
+       WHERE l.holder = excluded.holder OR l.until < $5
+       RETURNING holder`,
+      [this.namespace, p.name, p.holder, p.until, p.now],
+    );
+    return rows.length > 0;
+  }
+
+  async leaderRelease(p: { name: string; holder: string }): Promise<void> {
+    await this.#query(`DELETE FROM ${this.#leaders} WHERE namespace = $1 AND name = $2 AND holder = $3`, [
+      this.namespace,
+      p.name,
+      p.holder,
+    ]);
+  }
+
+  async scheduleAdvance(p: ScheduleAdvance): Promise<boolean> {
+    const rows = await this.#query(
+      `UPDATE ${this.#schedules} SET next_run_at = $1, last_run_at = $2, last_job_id = $3
+       WHERE namespace = $4 AND id = $5 AND fingerprint = $6 AND next_run_at = $7 RETURNING id`,
+      [p.nextRunAt, p.lastRunAt, p.lastJobId, this.namespace, p.id, p.fingerprint, p.from],
+    );
+    return rows.length > 0;
+  }
+
+  async scheduleDelete(p: { id: string }): Promise<boolean> {
+    const rows = await this.#query(`DELETE FROM ${this.#schedules} WHERE namespace = $1 AND id = $2 RETURNING id`, [
+      this.namespace,
+      p.id,
+    ]);
+    return rows.length > 0;
+  }
+
+  async scheduleGet(id: string): Promise<ScheduleRecord | null> {
+    const rows = await this.#query(
+      `SELECT ${SCHEDULE_COLUMNS.join(", ")} FROM ${this.#schedules} WHERE namespace = $1 AND id = $2`,
+      [this.namespace, id],
+    );
+    return rows.length ? toScheduleRecord(rows[0]) : null;
+  }
+
+  async scheduleList(): Promise<ScheduleRecord[]> {
+    const rows = await this.#query(
+      `SELECT ${SCHEDULE_COLUMNS.join(", ")} FROM ${this.#schedules} WHERE namespace = $1 ORDER BY id`,
+      [this.namespace],
+    );
+    return rows.map(toScheduleRecord);
+  }
+
+  async scheduleSave(p: { schedule: ScheduleRecord }): Promise<void> {
+    const columns = SCHEDULE_COLUMNS.filter((c) => c !== "id" && c !== "created_at");
+    await this.#query(
+      `INSERT INTO ${this.#schedules} (namespace, ${SCHEDULE_COLUMNS.join(", ")})
+       VALUES ($1, ${SCHEDULE_COLUMNS.map((_, i) => `$${i + 2}`).join(", ")})
+       ON CONFLICT (namespace, id) DO UPDATE SET ${columns.map((c) => `${c} = excluded.${c}`).join(", ")}`,
+      [this.namespace, ...scheduleValues(p.schedule)],
+    );
   }
 
   async jobList(p: JobListParams): Promise<JobRow[]> {

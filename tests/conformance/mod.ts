@@ -13,6 +13,7 @@ import { leaseCases } from "./leases.ts";
 import { lifecycleCases } from "./lifecycle.ts";
 import { operatorCases } from "./operators.ts";
 import { retentionCases } from "./retention.ts";
+import { scheduleCases } from "./schedules.ts";
 import { transactionCases } from "./transactions.ts";
 import { uniqueCases } from "./unique.ts";
 import { versionCases } from "./versions.ts";
@@ -35,5 +36,6 @@ export function runConformance(kind: StoreKind<unknown>): void {
     lifecycleCases(kind);
     transactionCases(kind);
     retentionCases(kind);
+    scheduleCases(kind);
   });
 }

@@ -1,7 +1,9 @@
 /**
  * A worker process for the multi-process tests. Configured by environment:
  * ERRAND_CHILD_STORE (libsql | postgres), ERRAND_CHILD_URL, ERRAND_CHILD_SCHEMA,
- * ERRAND_CHILD_LOG (a file it appends "start <id>" and "done <id>" lines to).
+ * ERRAND_CHILD_LOG (a file it appends "start <id>" and "done <id>" lines to),
+ * ERRAND_CHILD_SCHEDULE (when set, registers the every-second schedule "tick" at
+ * start, as an application would on every start, and logs "scheduled <result>").
  * Prints "ready" once started; shuts down gracefully on SIGTERM.
  */
 import { appendFileSync } from "node:fs";
@@ -35,6 +37,7 @@ const errand = createErrand({
   store,
   logger,
   lease: "2s",
+  leaderLease: "2s",
   pollInterval: "50ms",
   maintenance: { rescue: "250ms" },
   queues: { default: { concurrency: 8 } },
@@ -48,6 +51,10 @@ const errand = createErrand({
   },
 });
 await errand.start();
+if (env("ERRAND_CHILD_SCHEDULE")) {
+  const result = await errand.schedule("tick", "record", { n: -1 }, "* * * * * *", { catchUp: 10 });
+  log(`scheduled ${result}`);
+}
 console.log("ready");
 process.on("SIGTERM", async () => {
   logger?.info("SIGTERM");

@@ -1,0 +1,192 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { defineJobs, type Errand, job, NotFoundError, ValidationError } from "../../mod.ts";
+import { FakeClock } from "../../src/testing.ts";
+import type { StoreKind } from "../support/stores.ts";
+import { eventually } from "../support/wait.ts";
+import { errandOn, withDatabase } from "./harness.ts";
+
+const jobs = defineJobs({ report: job<{ name: string }>() });
+
+/** 2026-01-01T00:00:00Z, where every fake clock starts unless told otherwise. */
+const T0 = Date.UTC(2026, 0, 1);
+const MINUTE = 60_000;
+
+/** The occurrence jobs of `name` as `runAt state`, oldest first. */
+async function occurrences(errand: Errand<typeof jobs, unknown>, name: string): Promise<string[]> {
+  const { jobs: found } = await errand.list({ kind: "report", limit: 1000 });
+  return found
+    .filter((j) => (j.payload as { name: string }).name === name)
+    .sort((a, b) => a.runAt.getTime() - b.runAt.getTime())
+    .map((j) => `${j.runAt.toISOString().slice(11, 19)} ${j.state}`);
+}
+
+/** Recurring jobs: upsert on every start, firing by one leader, time zones, catch-up. */
+export function scheduleCases(kind: StoreKind<unknown>): void {
+  describe("recurring jobs", () => {
+    it("schedule() with the same definition on 10 restarts keeps one definition and enqueues nothing extra", () =>
+      withDatabase(kind, async (db, track) => {
+        const results: (string | null)[] = [];
+        for (let i = 0; i < 10; i++) {
+          const { errand } = errandOn(db, { jobs, handlers: { report: () => {} } });
+          await errand.start();
+          results.push(await errand.schedule("hourly", "report", { name: "h" }, "0 * * * *"));
+          await errand.shutdown();
+        }
+        assert.equal(typeof results[0], "string", "the first call enqueues the next occurrence");
+        assert.deepEqual(results.slice(1), Array(9).fill(null));
+        const observer = track(errandOn(db, { jobs, mode: "enqueue" }).errand);
+        const [schedule, ...others] = await observer.schedules();
+        assert.equal(others.length, 0);
+        assert.equal(schedule.id, "hourly");
+        assert.equal(schedule.cron, "0 * * * *");
+        assert.equal(schedule.nextRunAt.toISOString(), "2026-01-01T01:00:00.000Z");
+        assert.deepEqual(await occurrences(observer, "h"), ["01:00:00 scheduled"]);
+        assert.equal((await observer.get(results[0]!))!.runAt.toISOString(), "2026-01-01T01:00:00.000Z");
+      }));
+
+    it("a changed cron or payload replaces the definition and its pending occurrence; unschedule removes it", () =>
+      withDatabase(kind, async (db, track) => {
+        const { errand } = errandOn(db, { jobs, mode: "enqueue" });
+        track(errand);
+        const first = await errand.schedule("digest", "report", { name: "d" }, "0 * * * *");
+        const second = await errand.schedule("digest", "report", { name: "d" }, "*/30 * * * *");
+        assert.ok(first && second && first !== second);
+        assert.equal((await errand.get(first))!.state, "cancelled", "the old definition's occurrence is cancelled");
+        assert.equal((await errand.get(second))!.runAt.toISOString(), "2026-01-01T00:30:00.000Z");
+        const [schedule] = await errand.schedules();
+        assert.equal(schedule.cron, "*/30 * * * *");
+        assert.equal(schedule.nextRunAt.toISOString(), "2026-01-01T00:30:00.000Z");
+
+        const third = await errand.schedule("digest", "report", { name: "d2" }, "*/30 * * * *");
+        assert.ok(third && third !== second, "a new payload is a change");
+        assert.deepEqual((await errand.get(third))!.payload, { name: "d2" });
+        assert.equal((await errand.get(second))!.state, "cancelled");
+        assert.equal(await errand.schedule("digest", "report", { name: "d2" }, "*/30 * * * *"), null);
+        assert.equal(
+          typeof await errand.schedule("digest", "report", { name: "d2" }, "*/30 * * * *", { priority: 5 }),
+          "string",
+          "so is a new option",
+        );
+
+        assert.equal(await errand.unschedule("digest"), true);
+        assert.equal(await errand.unschedule("digest"), false);
+        assert.deepEqual(await errand.schedules(), []);
+        assert.deepEqual(await occurrences(errand, "d2"), ["00:30:00 cancelled", "00:30:00 cancelled"]);
+      }));
+
+    it("fires 6-field and 5-field expressions once per occurrence, on the leader's clock", () =>
+      withDatabase(kind, async (db, track) => {
+        const { errand, clock } = errandOn(db, { jobs, handlers: { report: () => {} } });
+        track(errand);
+        await errand.start();
+        await errand.schedule("seconds", "report", { name: "s" }, "*/10 * * * * *");
+        await errand.schedule("minutes", "report", { name: "m" }, "* * * * *");
+        const last = async (id: string) =>
+          (await errand.schedules()).find((s) => s.id === id)!.lastRunAt?.toISOString().slice(11, 19);
+        for (let i = 1; i <= 6; i++) {
+          clock.advance(10_000);
+          // The leader's next tick is set on its clock after it fired: move time on only then.
+          const expected = new Date(T0 + i * 10_000).toISOString().slice(11, 19);
+          await eventually(async () => (await last("seconds")) === expected, `occurrence ${i}`);
+        }
+        await eventually(async () => {
+          const s = await occurrences(errand, "s");
+          return s.every((o) => o.endsWith("completed")) && s;
+        }, "the occurrences to run");
+        assert.deepEqual(await occurrences(errand, "s"), [
+          "00:00:10 completed",
+          "00:00:20 completed",
+          "00:00:30 completed",
+          "00:00:40 completed",
+          "00:00:50 completed",
+          "00:01:00 completed",
+        ]);
+        await eventually(async () => (await occurrences(errand, "m")).join() === "00:01:00 completed", "minutes");
+        const seconds = (await errand.schedules()).find((s) => s.id === "seconds")!;
+        assert.equal(seconds.lastRunAt?.toISOString(), "2026-01-01T00:01:00.000Z");
+        assert.equal(seconds.nextRunAt.toISOString(), "2026-01-01T00:01:10.000Z");
+      }));
+
+    it("reads the cron in its time zone across a daylight-saving change", () =>
+      withDatabase(kind, async (db, track) => {
+        // Berlin leaves summer time (UTC+2) for UTC+1 on 2026-10-25.
+        const clock = new FakeClock(Date.UTC(2026, 9, 24));
+        const { errand } = errandOn(db, { jobs, clock, handlers: { report: () => {} } });
+        track(errand);
+        await errand.start();
+        await errand.schedule("morning", "report", { name: "b" }, "0 9 * * *", { timezone: "Europe/Berlin" });
+        const next = async () => (await errand.schedules())[0].nextRunAt.toISOString();
+        assert.equal(await next(), "2026-10-24T07:00:00.000Z");
+        const last = async () => (await errand.schedules())[0].lastRunAt?.toISOString();
+        clock.advance(7 * 60 * MINUTE);
+        await eventually(async () => (await last()) === "2026-10-24T07:00:00.000Z", "the first morning");
+        assert.equal(await next(), "2026-10-25T08:00:00.000Z", "the next morning is an hour later in UTC");
+        clock.advance(25 * 60 * MINUTE);
+        await eventually(async () => (await last()) === "2026-10-25T08:00:00.000Z", "the second morning");
+        assert.equal(await next(), "2026-10-26T08:00:00.000Z");
+      }));
+
+    it("after occurrences were missed, a leader enqueues only the latest catchUp of them", () =>
+      withDatabase(kind, async (db, track) => {
+        const { errand: registrar } = errandOn(db, { jobs, mode: "enqueue" });
+        track(registrar);
+        await registrar.schedule("one", "report", { name: "one" }, "* * * * *");
+        await registrar.schedule("three", "report", { name: "three" }, "* * * * *", { catchUp: 3 });
+        // No leader ran for ten and a half minutes.
+        const clock = new FakeClock(T0 + 10.5 * MINUTE);
+        const { errand } = errandOn(db, { jobs, clock, handlers: { report: () => {} } });
+        track(errand);
+        await errand.start();
+        await eventually(async () => (await occurrences(registrar, "three")).length === 4, "the catch-up");
+        await eventually(async () => (await occurrences(registrar, "one")).length === 2, "the catch-up");
+        // The first occurrence was enqueued in advance by schedule(); then the latest missed ones.
+        const runAts = async (name: string) => (await occurrences(registrar, name)).map((o) => o.slice(0, 8));
+        assert.deepEqual(await runAts("one"), ["00:01:00", "00:10:00"]);
+        assert.deepEqual(await runAts("three"), ["00:01:00", "00:08:00", "00:09:00", "00:10:00"]);
+        const { jobs: all } = await registrar.list({ kind: "report", limit: 100 });
+        assert.equal(all.length, 6);
+        const three = (await registrar.schedules()).find((s) => s.id === "three")!;
+        assert.equal(three.lastRunAt?.toISOString(), "2026-01-01T00:10:00.000Z");
+        assert.equal(three.nextRunAt.toISOString(), "2026-01-01T00:11:00.000Z");
+      }));
+
+    it("trigger(id) enqueues an occurrence now; bad definitions are clear errors that write nothing", () =>
+      withDatabase(kind, async (db, track) => {
+        const { errand } = errandOn(db, { jobs, handlers: { report: () => {} } });
+        track(errand);
+        await errand.start();
+        await errand.schedule("nightly", "report", { name: "n" }, "0 3 * * *");
+        const id = await errand.trigger("nightly");
+        await eventually(async () => (await errand.get(id))?.state === "completed", "the triggered run");
+        await assert.rejects(errand.trigger("missing"), NotFoundError);
+
+        const bad: [() => Promise<unknown>, RegExp][] = [
+          [() => errand.schedule("x", "report", { name: "x" }, "* * *"), /has 3 field\(s\); give 5 .* or 6/],
+          [
+            () => errand.schedule("x", "report", { name: "x" }, "61 * * * *"),
+            /Invalid cron expression "61 \* \* \* \*"/,
+          ],
+          [
+            () => errand.schedule("x", "report", { name: "x" }, "* * * * *", { timezone: "Mars/Olympus" }),
+            /Invalid time zone "Mars\/Olympus": give an IANA name/,
+          ],
+          [
+            () => errand.schedule("x", "report", { name: "x" }, "* * * * *", { sequential: true }),
+            /"sequential" .* needs topics/,
+          ],
+          [
+            () => errand.schedule("x", "report", { name: "x" }, "* * * * *", { delay: "1m" } as never),
+            /schedule\(\) does not take option "delay"/,
+          ],
+          [() => errand.schedule("x", "report", { name: "x" }, "* * * * *", { catchUp: 0 }), /"catchUp" must be/],
+          [() => errand.schedule("bad id!", "report", { name: "x" }, "* * * * *"), /Invalid schedule id "bad id!"/],
+          [() => errand.schedule("x", "nope" as never, { name: "x" } as never, "* * * * *"), /Unknown job kind "nope"/],
+        ];
+        for (const [call, message] of bad) {
+          await assert.rejects(call(), (e: Error) => e instanceof ValidationError && message.test(e.message));
+        }
+        assert.deepEqual((await errand.schedules()).map((s) => s.id), ["nightly"]);
+      }));
+  });
+}
