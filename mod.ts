@@ -45,9 +45,11 @@ export type {
 export type { EnqueueOptions, JobEnqueueOptions } from "./src/enqueue.ts";
 export type { UniqueOptions } from "./src/unique.ts";
 export type { ScheduleInfo, ScheduleOptions } from "./src/schedules.ts";
+export { partitionOf } from "./src/partition.ts";
+export type { PartitionInfo, PartitionKey, TopicOptions } from "./src/partition.ts";
 export type { ErrandMode, ErrandOptions, Handlers, QueueOptions } from "./src/options.ts";
 export { defineJobs, job } from "./src/job.ts";
-export type { JobDefinition, JobDefinitions, JobOptions, PayloadOf } from "./src/job.ts";
+export type { JobDefinition, JobDefinitions, JobOptions, KindTopic, PayloadOf } from "./src/job.ts";
 export type { AnyPayloadValidator, PayloadValidator, StandardSchemaResult, StandardSchemaV1 } from "./src/validate.ts";
 export type { Handler, JobContext } from "./src/executor.ts";
 export { backoff } from "./src/retry.ts";

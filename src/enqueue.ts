@@ -10,6 +10,7 @@ import { type Duration, parseDuration } from "./duration.ts";
 import { ValidationError } from "./errors.ts";
 import { checkPriority, type JobDefinition } from "./job.ts";
 import { checkName } from "./names.ts";
+import { partitionOf } from "./partition.ts";
 import { checkRetryPolicy, type RetryPolicy } from "./retry.ts";
 import type { JobInsertRow } from "./store.ts";
 import { checkUnique, uniqueKeyOf, type UniqueOptions } from "./unique.ts";
@@ -52,6 +53,8 @@ export interface RowContext {
   readonly now: number;
   readonly newId: (now: number) => string;
   readonly maxPayloadBytes: number;
+  /** The partition count of each topic. */
+  readonly topics: ReadonlyMap<string, number>;
 }
 
 /** Builds the row for one job; throws {@link ValidationError} on bad input. */
@@ -87,6 +90,7 @@ export async function buildInsertRow(
   if (timeoutMs === 0) throw new ValidationError(`Option "timeout" must be greater than 0`);
   const unique = options.unique === undefined ? undefined : checkUnique(key, options.unique);
   const encoded = encodePayload(key, payload, ctx.maxPayloadBytes);
+  const topic = definition.topic?.name ?? null;
   return {
     id: ctx.newId(ctx.now),
     kind: definition.name ?? key,
@@ -103,5 +107,7 @@ export async function buildInsertRow(
     retry: options.retry === undefined ? null : JSON.stringify(checkRetryPolicy(options.retry)),
     uniqueKey: unique ? await uniqueKeyOf(unique, payload, ctx.now) : null,
     uniqueScope: unique?.scope ?? null,
+    topic,
+    partition: topic === null ? null : partitionOf(definition.topic!.key(payload), ctx.topics.get(topic)!),
   };
 }

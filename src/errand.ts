@@ -14,6 +14,7 @@ import { NotFoundError, StateError, ValidationError } from "./errors.ts";
 import type { Handler } from "./executor.ts";
 import type { JobDefinition, JobDefinitions, PayloadOf } from "./job.ts";
 import { parseCron } from "./cron.ts";
+import { type PartitionInfo, toPartitionInfo } from "./partition.ts";
 import { Heartbeat, liveWorkers } from "./heartbeat.ts";
 import { Leadership } from "./leader.ts";
 import { toJobInfo } from "./job_info.ts";
@@ -211,6 +212,20 @@ export interface Errand<J extends JobDefinitions, TTx> extends Enqueuer<J, TTx> 
    * @throws {NotFoundError} When there is no such schedule.
    */
   trigger(id: string): Promise<string>;
+  /**
+   * Fails the head of a partition at once (a poison job blocking its
+   * partition), whatever its attempts, lease or state, with a reason naming
+   * the call; the next job of the partition can then run. A running head's
+   * signal aborts and its worker's later writes are rejected.
+   * Returns the failed job, or null when the partition has no unfinished job.
+   * @throws {ValidationError} When the topic is not configured or the partition is out of range.
+   */
+  forceFailPartitionHead(topic: string, partition: number): Promise<JobInfo | null>;
+  /**
+   * The partitions of a topic that have had jobs: depth, head job and lag.
+   * @throws {ValidationError} When the topic is not configured.
+   */
+  partitions(topic: string): Promise<PartitionInfo[]>;
   /** Adds `n` slots to the worker of `queue` (starting one if needed). */
   addWorkers(queue: string, n: number): void;
   /** Removes `n` slots from the worker of `queue`; resolves once the running jobs fit. */
@@ -513,6 +528,8 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
       cron: parsed.expression,
       timezone: parsed.timezone,
       catchUp: catchUp ?? 1,
+      topic: row.topic,
+      partition: row.partition,
     });
   }
 
@@ -531,6 +548,39 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     checkName("schedule id", id);
     await this.#ensureReady();
     return await this.#schedules.trigger(id);
+  }
+
+  async forceFailPartitionHead(topic: string, partition: number): Promise<JobInfo | null> {
+    const count = this.#topic(topic);
+    if (!Number.isInteger(partition) || partition < 0 || partition >= count) {
+      throw new ValidationError(`Topic "${topic}" has partitions 0 to ${count - 1}, got "${String(partition)}"`);
+    }
+    await this.#ensureReady();
+    const head = await this.#store.partitionHead({ topic, partition });
+    if (!head) return null;
+    const failed = await this.#store.jobTransition({
+      id: head.id,
+      from: ["scheduled", "available", "running", "waiting"],
+      state: "failed",
+      finishedAt: this.#options.clock.now(),
+      reason: `Force-failed as the head of partition ${partition} of topic "${topic}"`,
+    });
+    // The head finished meanwhile: the next job is the head now, and not the one the caller meant to fail.
+    if (!failed) return null;
+    for (const worker of this.#workers.values()) {
+      worker.cancel(head.id);
+      worker.wake();
+    }
+    await this.#resolveChildren([head.id]);
+    const row = await this.#store.jobGet(head.id);
+    return row && toJobInfo(row);
+  }
+
+  async partitions(topic: string): Promise<PartitionInfo[]> {
+    this.#topic(topic);
+    await this.#ensureReady();
+    const now = this.#options.clock.now();
+    return (await this.#store.partitionList({ topic })).map((row) => toPartitionInfo(row, now));
   }
 
   addWorkers(queue: string, n: number): void {
@@ -586,7 +636,12 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
       Object.hasOwn(this.#jobs, kind) ? this.#jobs[kind] : undefined,
       payload,
       options ?? {},
-      { now: this.#options.clock.now(), newId: this.#newId, maxPayloadBytes: this.#options.maxPayloadBytes },
+      {
+        now: this.#options.clock.now(),
+        newId: this.#newId,
+        maxPayloadBytes: this.#options.maxPayloadBytes,
+        topics: this.#options.topics,
+      },
       () => Object.keys(this.#jobs).map((k) => `"${k}"`).join(", "),
       parents,
     );
@@ -696,6 +751,16 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     return this.#kinds.get(identity(kind, version))?.definition.retry ?? this.#options.retry;
   }
 
+  /** The partition count of a configured topic. @throws {ValidationError} When it is not configured. */
+  #topic(topic: string): number {
+    const count = this.#options.topics.get(topic);
+    if (count === undefined) {
+      const known = [...this.#options.topics.keys()].map((t) => `"${t}"`).join(", ") || "none";
+      throw new ValidationError(`There is no topic "${topic}"; configured topics: ${known}`);
+    }
+    return count;
+  }
+
   /** The kinds this instance has handlers for, as `name@version`. */
   #handledKinds(): string[] {
     return [...this.#kinds].filter(([, k]) => k.handler).map(([id]) => id);
@@ -728,7 +793,8 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
       },
       finish: async (f, claim) => {
         const { saved, hasChildren } = await this.#completer.push(f);
-        if (saved && f.state === "available") this.#workers.get(claim.queue)?.wake();
+        // A retried job is available again; a partition's next job can run once its head finished.
+        if (saved && (f.state === "available" || claim.topic !== null)) this.#workers.get(claim.queue)?.wake();
         if (hasChildren && (f.state === "completed" || f.state === "failed")) await this.#resolveChildren([f.id]);
       },
       enqueue: (after, kind, payload, options) => this.#enqueueOne(after, kind, payload, options ?? {}),

@@ -8,6 +8,7 @@
 import { type Duration, parseDuration } from "./duration.ts";
 import { ValidationError } from "./errors.ts";
 import { checkName } from "./names.ts";
+import type { PartitionKey } from "./partition.ts";
 import { checkRetryPolicy, type RetryPolicy } from "./retry.ts";
 import { type AnyPayloadValidator, isPayloadValidator, type PayloadValidator } from "./validate.ts";
 
@@ -55,6 +56,14 @@ export interface JobOptions<T = unknown> {
    * written; a stored payload that fails it at run time is discarded.
    */
   validate?: PayloadValidator<T>;
+  /**
+   * The topic its jobs go to (one of `createErrand({ topics })`): jobs with
+   * the same partition key run strictly one after another, in enqueue order.
+   * Needs `partitionKey`.
+   */
+  topic?: string;
+  /** The partition key of a payload (a customer id, an order id); needs `topic`. */
+  partitionKey?: (payload: T) => PartitionKey;
 }
 
 /** A declared job kind, carrying its payload type `T`. */
@@ -75,8 +84,18 @@ export interface JobDefinition<T> {
   readonly version: number;
   /** Its payload validator, if it has one. */
   readonly validate: AnyPayloadValidator | undefined;
+  /** Its topic and partition key, if it has one. */
+  readonly topic: KindTopic<T> | undefined;
   /** Type-only marker of the payload type; never set at run time. */
   readonly payloadType?: T;
+}
+
+/** A kind's topic, and how its payloads map to partition keys. */
+export interface KindTopic<T> {
+  /** The topic's name. */
+  readonly name: string;
+  /** The partition key of a payload. */
+  key(payload: T): PartitionKey;
 }
 
 /** The payload type of a job definition. */
@@ -111,6 +130,14 @@ export function job<T>(options: JobOptions<T> = {}): JobDefinition<T> {
   if (options.validate !== undefined && !isPayloadValidator(options.validate)) {
     throw new ValidationError(`Option "validate" must be a function or a Standard Schema validator`);
   }
+  if ((options.topic === undefined) !== (options.partitionKey === undefined)) {
+    throw new ValidationError(
+      `Options "topic" and "partitionKey" go together: a kind in a topic needs partitionKey(payload), and only such a kind takes one`,
+    );
+  }
+  if (options.partitionKey !== undefined && typeof options.partitionKey !== "function") {
+    throw new ValidationError(`Option "partitionKey" must be a function of the payload`);
+  }
   return {
     name,
     queue: checkName("queue", options.queue ?? "default"),
@@ -122,6 +149,9 @@ export function job<T>(options: JobOptions<T> = {}): JobDefinition<T> {
       : positive(parseDuration(options.timeout, "timeout"), "timeout"),
     version,
     validate: options.validate as AnyPayloadValidator | undefined,
+    topic: options.topic === undefined
+      ? undefined
+      : { name: checkName("topic", options.topic), key: options.partitionKey! } as KindTopic<T>,
   };
 }
 

@@ -36,6 +36,9 @@ export function toJobInfo(row: JobRow): JobInfo {
     finishedAt: row.finishedAt === null ? null : new Date(row.finishedAt),
     runs: runs.map(toRunInfo),
     reason: row.reason,
+    topic: row.topic,
+    partition: row.partition,
+    seq: row.seq,
   };
 }
 

@@ -11,6 +11,7 @@ import type { JobDefinitions, PayloadOf } from "./job.ts";
 import { consoleLogger, type Logger } from "./logger.ts";
 import type { MaintenanceIntervals, Retention } from "./maintenance.ts";
 import { checkName } from "./names.ts";
+import { checkTopics, type TopicOptions } from "./partition.ts";
 import { checkRetryPolicy, defaultRetryPolicy, type RetryPolicy } from "./retry.ts";
 import type { Store } from "./store.ts";
 
@@ -48,6 +49,12 @@ export interface ErrandOptions<J extends JobDefinitions, Ctx, TTx> {
   mode?: ErrandMode;
   /** Handed to every handler as `job.context`. */
   context?: Ctx;
+  /**
+   * The topics kinds may send jobs to, each with its fixed partition count:
+   * `{ orders: { partitions: 8 } }`. Jobs of one partition run one at a time,
+   * in enqueue order.
+   */
+  topics?: Record<string, TopicOptions>;
   /** Concurrency per queue; queues of kinds with handlers get the default. */
   queues?: Record<string, QueueOptions>;
   /** The handler of each kind this instance runs. */
@@ -121,6 +128,8 @@ export interface ResolvedOptions {
   readonly intervals: MaintenanceIntervals;
   /** Concurrency of every queue this instance works, by name. */
   readonly queues: ReadonlyMap<string, number>;
+  /** The partition count of each topic. */
+  readonly topics: ReadonlyMap<string, number>;
 }
 
 const DEFAULT_CONCURRENCY = 6;
@@ -148,6 +157,15 @@ export function resolveOptions<J extends JobDefinitions, Ctx, TTx>(
         `There is a handler for "${key}", which is not a kind in "jobs"; known kinds are ${
           Object.keys(options.jobs).join(", ")
         }`,
+      );
+    }
+  }
+  const topics = checkTopics(options.topics);
+  for (const [key, definition] of Object.entries(options.jobs)) {
+    const topic = definition.topic?.name;
+    if (topic !== undefined && !topics.has(topic)) {
+      throw new ValidationError(
+        `Kind "${key}" sends its jobs to topic "${topic}", which is not configured; add topics: { ${topic}: { partitions: 8 } } (any count from 1 to 1024)`,
       );
     }
   }
@@ -183,6 +201,7 @@ export function resolveOptions<J extends JobDefinitions, Ctx, TTx>(
       prune: atLeast("maintenance.prune", parseDuration(intervals.prune ?? "1m", "maintenance.prune"), 1),
     },
     queues,
+    topics,
   };
 }
 

@@ -16,6 +16,7 @@ import type {
   JobInsertRow,
   JobRelatives,
   JobRow,
+  PartitionRow,
   ResolvedWaiting,
   ScheduleRecord,
 } from "./store.ts";
@@ -35,6 +36,7 @@ export const CLAIMED_COLUMNS: readonly string[] = [
   "started_at",
   "timeout_ms",
   "retry",
+  "topic",
 ];
 
 /** The columns {@link toJobRow} reads. */
@@ -48,6 +50,9 @@ export const JOB_COLUMNS: readonly string[] = [
   "lease_until",
   "runs",
   "reason",
+  "topic",
+  '"partition"',
+  "seq",
 ];
 
 /** The columns {@link toExpiredJob} reads. */
@@ -72,6 +77,7 @@ export function toClaimedJob(r: StoredRow): ClaimedJob {
     startedAt: Number(r.started_at),
     timeoutMs: numberOrNull(r.timeout_ms),
     retry: textOrNull(r.retry),
+    topic: textOrNull(r.topic),
   };
 }
 
@@ -87,6 +93,9 @@ export function toJobRow(r: StoredRow): JobRow {
     leaseUntil: numberOrNull(r.lease_until),
     runs: (typeof r.runs === "string" ? JSON.parse(r.runs) : r.runs) as RunRecord[],
     reason: textOrNull(r.reason),
+    topic: textOrNull(r.topic),
+    partition: numberOrNull(r.partition),
+    seq: numberOrNull(r.seq),
   };
 }
 
@@ -214,6 +223,8 @@ export const SCHEDULE_COLUMNS: readonly string[] = [
   "cron",
   "timezone",
   "catch_up",
+  "topic",
+  '"partition"',
   "fingerprint",
   "next_run_at",
   "next_job_id",
@@ -238,6 +249,8 @@ export function scheduleValues(s: ScheduleRecord): (string | number | Uint8Array
     s.cron,
     s.timezone,
     s.catchUp,
+    s.topic,
+    s.partition,
     s.fingerprint,
     s.nextRunAt,
     s.nextJobId,
@@ -258,6 +271,8 @@ export function toScheduleRecord(r: StoredRow): ScheduleRecord {
     cron: String(r.cron),
     timezone: String(r.timezone),
     catchUp: Number(r.catch_up),
+    topic: textOrNull(r.topic),
+    partition: numberOrNull(r.partition),
     fingerprint: String(r.fingerprint),
     nextRunAt: Number(r.next_run_at),
     nextJobId: textOrNull(r.next_job_id),
@@ -265,5 +280,21 @@ export function toScheduleRecord(r: StoredRow): ScheduleRecord {
     lastJobId: textOrNull(r.last_job_id),
     createdAt: Number(r.created_at),
     updatedAt: Number(r.updated_at),
+  };
+}
+
+/** A partition from a row with `partition`, `depth` and its head's `id`, `kind`, `state`, `attempt`, `run_at`, `started_at` (null without a head). */
+export function toPartitionRow(r: StoredRow): PartitionRow {
+  return {
+    partition: Number(r.partition),
+    depth: Number(r.depth),
+    head: r.id === null || r.id === undefined ? null : {
+      id: String(r.id),
+      kind: String(r.kind),
+      state: String(r.state) as JobState,
+      attempt: Number(r.attempt),
+      runAt: Number(r.run_at),
+      startedAt: numberOrNull(r.started_at),
+    },
   };
 }

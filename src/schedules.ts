@@ -298,6 +298,8 @@ export class Schedules {
       parents: [],
       uniqueKey,
       uniqueScope: uniqueKey === null ? null : "any",
+      topic: schedule.topic,
+      partition: schedule.partition,
     };
   }
 
@@ -319,6 +321,8 @@ async function fingerprintOf(d: ScheduleDefinition): Promise<string> {
     d.cron,
     d.timezone,
     d.catchUp,
+    d.topic,
+    d.partition,
   ]);
   const text = new TextEncoder().encode(fields);
   const bytes = new Uint8Array(text.length + d.payload.length);

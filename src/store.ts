@@ -61,6 +61,14 @@ export interface JobInsertRow extends JobFields, JobRunSettings {
   readonly uniqueKey: string | null;
   /** How long `uniqueKey` holds; null when `uniqueKey` is. */
   readonly uniqueScope: "active" | "any" | null;
+  /**
+   * The topic and partition of a partitioned job, or null. The store gives it
+   * the next sequence number of its partition in the same atomic write; jobs of
+   * one partition commit in sequence order.
+   */
+  readonly topic: string | null;
+  /** The partition in `topic`, or null. */
+  readonly partition: number | null;
 }
 
 /** Parameters of {@link Store.jobInsertMany}. */
@@ -100,6 +108,8 @@ export interface ClaimedJob extends JobFields, JobRunSettings {
   readonly fence: number;
   /** When this run was claimed. */
   readonly startedAt: number;
+  /** Its topic, or null: finishing it lets the next job of its partition run. */
+  readonly topic: string | null;
 }
 
 /** A state change after a claim, applied only while the claim still holds. */
@@ -159,8 +169,24 @@ export interface JobRow extends JobFields {
   readonly leaseUntil: number | null;
   /** Its runs that did not complete, oldest first. */
   readonly runs: readonly RunRecord[];
-  /** Why errand cancelled it (a continuation whose parent failed), or null. */
+  /** Why errand cancelled or failed it (a continuation whose parent failed, a forced head), or null. */
   readonly reason: string | null;
+  /** Its topic, or null. */
+  readonly topic: string | null;
+  /** Its partition in the topic, or null. */
+  readonly partition: number | null;
+  /** Its sequence number in the partition, or null. */
+  readonly seq: number | null;
+}
+
+/** A partition of a topic, as read by {@link Store.partitionList}. */
+export interface PartitionRow {
+  /** The partition number. */
+  readonly partition: number;
+  /** How many of its jobs have not finished. */
+  readonly depth: number;
+  /** Its oldest unfinished job (which blocks the rest), or null when none. */
+  readonly head: Pick<JobRow, "id" | "kind" | "state" | "attempt" | "runAt" | "startedAt"> | null;
 }
 
 /** The parents and children of a job, as read by {@link Store.jobRelatives}. */
@@ -207,6 +233,8 @@ export interface JobTransition {
   readonly finishedAt: number | null;
   /** Raise `maxAttempts` to `attempt + 1` if the attempts are used up (a manual retry). */
   readonly grantAttempt?: boolean;
+  /** Why, stored as the job's `reason`; unchanged when absent. */
+  readonly reason?: string;
 }
 
 /** How many jobs of one queue, kind and version are in one state, as counted by {@link Store.jobCounts}. */
@@ -238,6 +266,10 @@ export interface ScheduleRecord extends Omit<JobFields, "id" | "runAt" | "create
   readonly catchUp: number;
   /** A hash of everything above but the id: a change of it is a change of the definition. */
   readonly fingerprint: string;
+  /** The topic and partition of its occurrences, or null. */
+  readonly topic: string | null;
+  /** The partition in `topic`, or null. */
+  readonly partition: number | null;
   /** The next occurrence not yet fired. */
   readonly nextRunAt: number;
   /** The job enqueued in advance for `nextRunAt` when the definition was saved, or null. */
@@ -292,7 +324,9 @@ export interface Store<TTx = unknown> {
    * Claims up to `limit` due jobs (available, or scheduled with `runAt <= now`)
    * of one queue unless it is paused, taking them in priority, run time, id
    * order (returned in any order): sets them running with a new
-   * fence, increments the attempt, sets the lease.
+   * fence, increments the attempt, sets the lease. A partitioned job is due
+   * only as the head of its partition: no job of the partition with a lower
+   * sequence number is scheduled, available, running or waiting.
    */
   jobClaim(params: JobClaimParams): Promise<ClaimedJob[]>;
   /** Counts jobs by queue, kind, version and state (groups with no jobs are left out). */
@@ -363,6 +397,10 @@ export interface Store<TTx = unknown> {
   leaderAcquire(params: LeaderAcquire): Promise<boolean>;
   /** Gives up the named leadership if `holder` holds it. */
   leaderRelease(params: { readonly name: string; readonly holder: string }): Promise<void>;
+  /** The oldest unfinished job of a partition, or null. */
+  partitionHead(params: { readonly topic: string; readonly partition: number }): Promise<JobRow | null>;
+  /** The partitions of `topic` that have had jobs, by number. */
+  partitionList(params: { readonly topic: string }): Promise<PartitionRow[]>;
   /** Records that a schedule fired, if its definition and next occurrence are still as read; returns whether it applied. */
   scheduleAdvance(params: ScheduleAdvance): Promise<boolean>;
   /** Deletes a schedule; returns whether there was one. */

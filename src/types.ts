@@ -115,8 +115,14 @@ export interface JobInfo {
   readonly finishedAt: Date | null;
   /** Every run so far, oldest first. */
   readonly runs: readonly RunInfo[];
-  /** Why errand cancelled it (a continuation whose parent failed or was cancelled), or null. */
+  /** Why errand cancelled or failed it (a continuation whose parent failed, a force-failed partition head), or null. */
   readonly reason: string | null;
+  /** Its topic, or null. */
+  readonly topic: string | null;
+  /** Its partition in the topic, or null. */
+  readonly partition: number | null;
+  /** Its place in the partition (sequence numbers rise in enqueue order), or null. */
+  readonly seq: number | null;
 }
 
 /** One run of a job, as returned by `get()`. */

@@ -137,6 +137,29 @@ export const LIBSQL_MIGRATIONS: readonly LibsqlMigration[] = [
       ) WITHOUT ROWID`,
     ],
   },
+  {
+    version: 6,
+    name: "topics and partitions",
+    statements: [
+      "ALTER TABLE errand_jobs ADD COLUMN topic TEXT",
+      'ALTER TABLE errand_jobs ADD COLUMN "partition" INTEGER',
+      "ALTER TABLE errand_jobs ADD COLUMN seq INTEGER",
+      "ALTER TABLE errand_schedules ADD COLUMN topic TEXT",
+      'ALTER TABLE errand_schedules ADD COLUMN "partition" INTEGER',
+      "DROP INDEX errand_jobs_claim",
+      `CREATE INDEX errand_jobs_claim ON errand_jobs (namespace, queue, priority, run_at, id)
+        WHERE state IN ('available', 'scheduled') AND topic IS NULL`,
+      `CREATE INDEX errand_jobs_partition ON errand_jobs (namespace, topic, "partition", seq)
+        WHERE state IN ('scheduled', 'available', 'running', 'waiting')`,
+      `CREATE TABLE errand_partitions (
+        namespace TEXT NOT NULL,
+        topic TEXT NOT NULL,
+        "partition" INTEGER NOT NULL,
+        next_seq INTEGER NOT NULL,
+        PRIMARY KEY (namespace, topic, "partition")
+      ) WITHOUT ROWID`,
+    ],
+  },
 ];
 
 /** The newest schema version this errand understands. */

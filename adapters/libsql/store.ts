@@ -37,6 +37,7 @@ import type {
   JobTransition,
   LeaderAcquire,
   LeaseRef,
+  PartitionRow,
   ResolvedWaiting,
   ScheduleAdvance,
   ScheduleRecord,
@@ -56,6 +57,7 @@ import {
   toFinishedJob,
   toJobCount,
   toJobRow,
+  toPartitionRow,
   toRelatives,
   toResolvedWaiting,
   toScheduleRecord,
@@ -158,14 +160,28 @@ export class LibsqlStore implements Store<Transaction> {
   }
 
   async jobClaim(p: JobClaimParams): Promise<ClaimedJob[]> {
+    const kinds = JSON.stringify(p.kinds);
     const rs = await this.#write({
       sql: `UPDATE errand_jobs SET state = 'running', attempt = attempt + 1, fence = fence + 1,
               started_at = ?, lease_until = ?, worker_id = ?
             WHERE id IN (
-              SELECT id FROM errand_jobs
-              WHERE namespace = ? AND queue = ? AND state IN ('available', 'scheduled') AND run_at <= ?
-                AND kind || '@' || version IN (SELECT value FROM json_each(?))
-                AND NOT EXISTS (SELECT 1 FROM errand_queues WHERE namespace = ? AND queue = ? AND paused)
+              SELECT id FROM (
+                SELECT * FROM (
+                  SELECT id, priority, run_at FROM errand_jobs
+                  WHERE namespace = ? AND queue = ? AND state IN ('available', 'scheduled') AND run_at <= ?
+                    AND topic IS NULL AND kind || '@' || version IN (SELECT value FROM json_each(?))
+                  ORDER BY priority, run_at, id LIMIT ?)
+                UNION ALL
+                -- The head of each partition: its oldest unfinished job.
+                SELECT h.id, h.priority, h.run_at FROM errand_partitions AS p
+                JOIN errand_jobs AS h ON h.id = (
+                  SELECT e.id FROM errand_jobs AS e
+                  WHERE e.namespace = p.namespace AND e.topic = p.topic AND e."partition" = p."partition"
+                    AND e.state IN ('scheduled', 'available', 'running', 'waiting')
+                  ORDER BY e.seq LIMIT 1)
+                WHERE p.namespace = ? AND h.queue = ? AND h.state IN ('available', 'scheduled') AND h.run_at <= ?
+                  AND h.kind || '@' || h.version IN (SELECT value FROM json_each(?)))
+              WHERE NOT EXISTS (SELECT 1 FROM errand_queues WHERE namespace = ? AND queue = ? AND paused)
               ORDER BY priority, run_at, id LIMIT ?)
             RETURNING ${CLAIMED_COLUMNS.join(", ")}`,
       args: [
@@ -175,7 +191,12 @@ export class LibsqlStore implements Store<Transaction> {
         this.namespace,
         p.queue,
         p.now,
-        JSON.stringify(p.kinds),
+        kinds,
+        p.limit,
+        this.namespace,
+        p.queue,
+        p.now,
+        kinds,
         this.namespace,
         p.queue,
         p.limit,
@@ -227,14 +248,15 @@ export class LibsqlStore implements Store<Transaction> {
   async jobInsertMany(p: JobInsertParams<Transaction>): Promise<(string | null)[]> {
     // One INSERT per chunk with the rows as literals (payloads as blob literals): SQLite parses
     // literals faster than it binds parameters or reads JSON, and a script prepares no statement.
+    const { allocate, seqs } = this.#sequences(p.rows);
     const chunks: string[] = [];
     for (let i = 0; i < p.rows.length; i += INSERT_CHUNK) {
-      chunks.push(p.rows.slice(i, i + INSERT_CHUNK).map((r) => this.#rowLiteral(r)).join(",\n"));
+      chunks.push(p.rows.slice(i, i + INSERT_CHUNK).map((r, k) => this.#rowLiteral(r, seqs[i + k])).join(",\n"));
     }
     const insert = (values: string) =>
       `INSERT INTO errand_jobs
          (id, namespace, kind, version, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms,
-          retry, unique_key, unique_scope)
+          retry, unique_key, unique_scope, topic, "partition", seq)
        VALUES ${values}`;
     // A continuation's links to its parents are written in the same transaction.
     const linksOf = (rows: readonly JobInsertRow[]) =>
@@ -249,7 +271,7 @@ export class LibsqlStore implements Store<Transaction> {
     if (!p.rows.some((r) => r.uniqueKey !== null)) {
       // Without unique keys nothing needs reading back: a script prepares no
       // statement object that would hold native memory until garbage collection.
-      const statements = chunks.map(insert);
+      const statements = [...allocate, ...chunks.map(insert)];
       if (hasParents) statements.push(...link(sqlString(linksOf(p.rows))));
       const script = statements.map((statement) => `${statement};`).join("\n");
       if (p.tx) {
@@ -264,6 +286,7 @@ export class LibsqlStore implements Store<Transaction> {
     }
     const insertUnique = async (tx: Transaction) => {
       const inserted = new Set<string>();
+      if (allocate.length) await tx.executeMultiple(allocate.map((a) => `${a};`).join("\n"));
       for (const c of chunks) {
         const rs = await tx.execute(`${insert(c)} ON CONFLICT DO NOTHING RETURNING id`);
         for (const row of rs.rows) inserted.add(String(row.id));
@@ -289,11 +312,41 @@ export class LibsqlStore implements Store<Transaction> {
       : await this.#run(() => this.#inWriteTransaction(insertUnique));
   }
 
-  /** A row of the INSERT of {@link LibsqlStore.jobInsertMany}, as literals. */
-  #rowLiteral(r: JobInsertRow): string {
+  /** A row of the INSERT of {@link LibsqlStore.jobInsertMany}, as literals, with its sequence number's expression. */
+  #rowLiteral(r: JobInsertRow, seq: string): string {
     const values = [r.id, this.namespace, r.kind, r.version, r.queue, r.state, r.priority].map(sqlLiteral);
-    const rest = [r.maxAttempts, r.runAt, r.createdAt, r.timeoutMs, r.retry, r.uniqueKey, r.uniqueScope].map(sqlLiteral);
-    return `(${values.join(", ")}, X'${toHex(r.payload)}', ${rest.join(", ")})`;
+    const rest = [r.maxAttempts, r.runAt, r.createdAt, r.timeoutMs, r.retry, r.uniqueKey, r.uniqueScope, r.topic]
+      .map(sqlLiteral);
+    return `(${values.join(", ")}, X'${toHex(r.payload)}', ${rest.join(", ")}, ${sqlLiteral(r.partition)}, ${seq})`;
+  }
+
+  /**
+   * The sequence numbers of partitioned rows: statements that advance each
+   * partition's counter by its rows, and per row an expression reading its
+   * number back from the counter (`NULL` for other rows), all in one script.
+   */
+  #sequences(rows: readonly JobInsertRow[]): { allocate: string[]; seqs: string[] } {
+    const groups = new Map<string, { topic: string; partition: number; n: number }>();
+    const rank = rows.map((r) => {
+      if (r.topic === null || r.partition === null) return 0;
+      const key = `${r.topic}\u0000${r.partition}`;
+      const group = groups.get(key) ?? { topic: r.topic, partition: r.partition, n: 0 };
+      groups.set(key, group);
+      return ++group.n;
+    });
+    const where = (topic: string, partition: number) =>
+      `namespace = ${sqlString(this.namespace)} AND topic = ${sqlString(topic)} AND "partition" = ${partition}`;
+    const allocate = [...groups.values()].map(({ topic, partition, n }) =>
+      `INSERT INTO errand_partitions (namespace, topic, "partition", next_seq)
+       VALUES (${sqlString(this.namespace)}, ${sqlString(topic)}, ${partition}, ${n})
+       ON CONFLICT (namespace, topic, "partition") DO UPDATE SET next_seq = next_seq + excluded.next_seq`
+    );
+    const seqs = rows.map((r, i) => {
+      if (r.topic === null || r.partition === null) return "NULL";
+      const n = groups.get(`${r.topic}\u0000${r.partition}`)!.n;
+      return `(SELECT next_seq FROM errand_partitions WHERE ${where(r.topic, r.partition)}) - ${n - rank[i]}`;
+    });
+    return { allocate, seqs };
   }
 
   async jobCounts(): Promise<JobCount[]> {
@@ -325,7 +378,7 @@ export class LibsqlStore implements Store<Transaction> {
   async jobTransition(p: JobTransition): Promise<boolean> {
     const rs = await this.#write({
       sql: `UPDATE errand_jobs SET state = ?, run_at = coalesce(?, run_at), finished_at = ?, fence = fence + 1,
-              lease_until = NULL, worker_id = NULL,
+              lease_until = NULL, worker_id = NULL, reason = coalesce(?, reason),
               max_attempts = CASE WHEN ? AND attempt >= max_attempts THEN attempt + 1 ELSE max_attempts END
             WHERE id = ? AND namespace = ? AND state IN (SELECT value FROM json_each(?))
             RETURNING id`,
@@ -333,6 +386,7 @@ export class LibsqlStore implements Store<Transaction> {
         p.state,
         p.runAt ?? null,
         p.finishedAt,
+        p.reason ?? null,
         p.grantAttempt ? 1 : 0,
         p.id,
         this.namespace,
@@ -389,6 +443,34 @@ export class LibsqlStore implements Store<Transaction> {
       sql: "DELETE FROM errand_workers WHERE namespace = ? AND id = ?",
       args: [this.namespace, p.id],
     });
+  }
+
+  async partitionHead(p: { topic: string; partition: number }): Promise<JobRow | null> {
+    const rs = await this.#exec({
+      sql: `SELECT ${JOB_COLUMNS.join(", ")} FROM errand_jobs
+            WHERE namespace = ? AND topic = ? AND "partition" = ? AND state IN ('scheduled', 'available', 'running', 'waiting')
+            ORDER BY seq LIMIT 1`,
+      args: [this.namespace, p.topic, p.partition],
+    });
+    return rs.rows.length ? toJobRow(rs.rows[0]) : null;
+  }
+
+  async partitionList(p: { topic: string }): Promise<PartitionRow[]> {
+    const rs = await this.#exec({
+      sql: `SELECT p."partition" AS "partition",
+              (SELECT count(*) FROM errand_jobs AS e WHERE e.namespace = p.namespace AND e.topic = p.topic
+                 AND e."partition" = p."partition" AND e.state IN ('scheduled', 'available', 'running', 'waiting')) AS depth,
+              h.id, h.kind, h.state, h.attempt, h.run_at, h.started_at
+            FROM errand_partitions AS p
+            LEFT JOIN errand_jobs AS h ON h.id = (
+              SELECT e.id FROM errand_jobs AS e
+              WHERE e.namespace = p.namespace AND e.topic = p.topic AND e."partition" = p."partition"
+                AND e.state IN ('scheduled', 'available', 'running', 'waiting')
+              ORDER BY e.seq LIMIT 1)
+            WHERE p.namespace = ? AND p.topic = ? ORDER BY p."partition"`,
+      args: [this.namespace, p.topic],
+    });
+    return rs.rows.map(toPartitionRow);
   }
 
   async leaderAcquire(p: LeaderAcquire): Promise<boolean> {

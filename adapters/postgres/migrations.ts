@@ -130,6 +130,24 @@ CREATE TABLE {schema}.leaders (
   PRIMARY KEY (namespace, name)
 );`,
   },
+  {
+    version: 6,
+    name: "topics and partitions",
+    sql: `ALTER TABLE {schema}.jobs ADD COLUMN topic text, ADD COLUMN "partition" integer, ADD COLUMN seq bigint;
+ALTER TABLE {schema}.schedules ADD COLUMN topic text, ADD COLUMN "partition" integer;
+DROP INDEX {schema}.jobs_claim;
+CREATE INDEX jobs_claim ON {schema}.jobs (namespace, queue, priority, run_at, id)
+  WHERE state IN ('available', 'scheduled') AND topic IS NULL;
+CREATE INDEX jobs_partition ON {schema}.jobs (namespace, topic, "partition", seq)
+  WHERE state IN ('scheduled', 'available', 'running', 'waiting');
+CREATE TABLE {schema}.partitions (
+  namespace text NOT NULL,
+  topic text NOT NULL,
+  "partition" integer NOT NULL,
+  next_seq bigint NOT NULL,
+  PRIMARY KEY (namespace, topic, "partition")
+);`,
+  },
 ];
 
 /** The newest schema version this errand understands. */

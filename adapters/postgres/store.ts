@@ -34,6 +34,7 @@ import type {
   JobTransition,
   LeaderAcquire,
   LeaseRef,
+  PartitionRow,
   ResolvedWaiting,
   ScheduleAdvance,
   ScheduleRecord,
@@ -53,6 +54,7 @@ import {
   toFinishedJob,
   toJobCount,
   toJobRow,
+  toPartitionRow,
   toRelatives,
   toResolvedWaiting,
   toScheduleRecord,
@@ -90,6 +92,7 @@ export class PostgresStore implements Store<TransactionSql> {
   readonly #workers: string;
   readonly #schedules: string;
   readonly #leaders: string;
+  readonly #partitions: string;
   readonly #channel: string;
 
   /** Wraps `sql`; nothing is sent until the first operation. */
@@ -105,6 +108,7 @@ export class PostgresStore implements Store<TransactionSql> {
     this.#workers = `${this.#schema}.workers`;
     this.#schedules = `${this.#schema}.schedules`;
     this.#leaders = `${this.#schema}.leaders`;
+    this.#partitions = `${this.#schema}.partitions`;
     this.#channel = `errand:${settings.schema}:${settings.namespace}`;
   }
 
@@ -141,8 +145,22 @@ export class PostgresStore implements Store<TransactionSql> {
       `UPDATE ${this.#jobs} AS j SET state = 'running', attempt = j.attempt + 1, fence = j.fence + 1,
          started_at = $1, lease_until = $2, worker_id = $3
        FROM (SELECT id FROM ${this.#jobs}
-             WHERE namespace = $4 AND queue = $5 AND state IN ('available', 'scheduled') AND run_at <= $6
-               AND kind || '@' || version = ANY($7::text[])
+             WHERE id IN (
+                 (SELECT id FROM ${this.#jobs}
+                  WHERE namespace = $4 AND queue = $5 AND state IN ('available', 'scheduled') AND run_at <= $6
+                    AND topic IS NULL AND kind || '@' || version = ANY($7::text[])
+                  ORDER BY priority, run_at, id LIMIT $8)
+                 UNION ALL
+                 -- The head of each partition: its oldest unfinished job.
+                 (SELECT h.id FROM ${this.#partitions} AS p
+                  CROSS JOIN LATERAL (
+                    SELECT e.id, e.queue, e.state, e.run_at, e.kind, e.version FROM ${this.#jobs} AS e
+                    WHERE e.namespace = p.namespace AND e.topic = p.topic AND e."partition" = p."partition"
+                      AND e.state IN ('scheduled', 'available', 'running', 'waiting')
+                    ORDER BY e.seq LIMIT 1) AS h
+                  WHERE p.namespace = $4 AND h.queue = $5 AND h.state IN ('available', 'scheduled') AND h.run_at <= $6
+                    AND h.kind || '@' || h.version = ANY($7::text[])))
+               AND namespace = $4 AND state IN ('available', 'scheduled')
                AND NOT EXISTS (SELECT 1 FROM ${this.#queues} WHERE namespace = $4 AND queue = $5 AND paused)
              ORDER BY priority, run_at, id LIMIT $8 FOR UPDATE SKIP LOCKED) AS picked,
             (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit
@@ -228,20 +246,34 @@ export class PostgresStore implements Store<TransactionSql> {
     const notify = notifyWanted && this.#settings.notify;
     const unique = r.some((x) => x.uniqueKey !== null);
     const [result] = await this.#query(
-      `WITH inserted AS (
+      `WITH r AS (
+         SELECT * FROM unnest($2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::int[], $8::bytea[],
+                              $9::int[], $10::bigint[], $11::bigint[], $12::int[], $13::text[], $14::text[], $15::text[],
+                              $16::text[], $17::int[]) WITH ORDINALITY
+           AS r(id, kind, version, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms, retry,
+                unique_key, unique_scope, topic, part, ord)),
+       counts AS (SELECT topic, part, count(*) AS n FROM r WHERE topic IS NOT NULL GROUP BY topic, part),
+       -- Each partition's counter advances by its rows, under a row lock held to commit: a partition's jobs
+       -- commit in sequence order.
+       alloc AS (
+         INSERT INTO ${this.#partitions} AS p (namespace, topic, "partition", next_seq)
+         SELECT $1, topic, part, n FROM counts
+         ON CONFLICT (namespace, topic, "partition") DO UPDATE SET next_seq = p.next_seq + excluded.next_seq
+         RETURNING topic, "partition" AS part, next_seq),
+       inserted AS (
          INSERT INTO ${this.#jobs}
            (id, namespace, kind, version, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms,
-            retry, unique_key, unique_scope)
-         SELECT id, $1, kind, version, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms,
-                retry, unique_key, unique_scope
-         FROM unnest($2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::int[], $8::bytea[], $9::int[],
-                     $10::bigint[], $11::bigint[], $12::int[], $13::text[], $14::text[], $15::text[])
-           AS r(id, kind, version, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms, retry,
-                unique_key, unique_scope)
+            retry, unique_key, unique_scope, topic, "partition", seq)
+         SELECT r.id, $1, r.kind, r.version, r.queue, r.state, r.priority, r.payload, r.max_attempts, r.run_at,
+                r.created_at, r.timeout_ms, r.retry, r.unique_key, r.unique_scope, r.topic, r.part,
+                a.next_seq - c.n + row_number() OVER (PARTITION BY r.topic, r.part ORDER BY r.ord)
+         FROM r LEFT JOIN alloc AS a ON a.topic = r.topic AND a.part = r.part
+                LEFT JOIN counts AS c ON c.topic = r.topic AND c.part = r.part
+         ORDER BY r.ord
          ${unique ? "ON CONFLICT DO NOTHING" : ""}
          RETURNING id)
        SELECT ${unique ? "coalesce(array_agg(id), '{}') AS ids" : "count(*) AS n"}${
-        notify ? ", pg_notify($16, '')" : ""
+        notify ? ", pg_notify($18, '')" : ""
       } FROM inserted`,
       [
         this.namespace,
@@ -259,6 +291,8 @@ export class PostgresStore implements Store<TransactionSql> {
         r.map((x) => x.retry),
         r.map((x) => x.uniqueKey),
         r.map((x) => x.uniqueScope),
+        r.map((x) => x.topic),
+        r.map((x) => x.partition),
         ...(notify ? [this.#channel] : []),
       ],
       tx,
@@ -302,11 +336,11 @@ export class PostgresStore implements Store<TransactionSql> {
     const [result] = await this.#query(
       `WITH changed AS (
          UPDATE ${this.#jobs} SET state = $3, run_at = coalesce($4, run_at), finished_at = $5, fence = fence + 1,
-           lease_until = NULL, worker_id = NULL,
+           lease_until = NULL, worker_id = NULL, reason = coalesce($8, reason),
            max_attempts = CASE WHEN $6 AND attempt >= max_attempts THEN attempt + 1 ELSE max_attempts END
          WHERE id = $1 AND namespace = $2 AND state = ANY($7::text[])
          RETURNING 1)
-       SELECT count(*) AS n${notify ? ", pg_notify($8, '')" : ""} FROM changed`,
+       SELECT count(*) AS n${notify ? ", pg_notify($9, '')" : ""} FROM changed`,
       [
         p.id,
         this.namespace,
@@ -315,6 +349,7 @@ export class PostgresStore implements Store<TransactionSql> {
         p.finishedAt,
         p.grantAttempt ?? false,
         p.from,
+        p.reason ?? null,
         ...(notify ? [this.#channel] : []),
       ],
     );
@@ -359,6 +394,34 @@ export class PostgresStore implements Store<TransactionSql> {
 
   async workerRemove(p: { id: string }): Promise<void> {
     await this.#query(`DELETE FROM ${this.#workers} WHERE namespace = $1 AND id = $2`, [this.namespace, p.id]);
+  }
+
+  async partitionHead(p: { topic: string; partition: number }): Promise<JobRow | null> {
+    const rows = await this.#query(
+      `SELECT ${JOB_COLUMNS.join(", ")} FROM ${this.#jobs}
+       WHERE namespace = $1 AND topic = $2 AND "partition" = $3 AND state IN ('scheduled', 'available', 'running', 'waiting')
+       ORDER BY seq LIMIT 1`,
+      [this.namespace, p.topic, p.partition],
+    );
+    return rows.length ? toJobRow(rows[0]) : null;
+  }
+
+  async partitionList(p: { topic: string }): Promise<PartitionRow[]> {
+    const rows = await this.#query(
+      `SELECT p."partition",
+         (SELECT count(*) FROM ${this.#jobs} AS e WHERE e.namespace = p.namespace AND e.topic = p.topic
+            AND e."partition" = p."partition" AND e.state IN ('scheduled', 'available', 'running', 'waiting')) AS depth,
+         h.id, h.kind, h.state, h.attempt, h.run_at, h.started_at
+       FROM ${this.#partitions} AS p
+       LEFT JOIN LATERAL (
+         SELECT e.* FROM ${this.#jobs} AS e
+         WHERE e.namespace = p.namespace AND e.topic = p.topic AND e."partition" = p."partition"
+           AND e.state IN ('scheduled', 'available', 'running', 'waiting')
+         ORDER BY e.seq LIMIT 1) AS h ON true
+       WHERE p.namespace = $1 AND p.topic = $2 ORDER BY p."partition"`,
+      [this.namespace, p.topic],
+    );
+    return rows.map(toPartitionRow);
   }
 
   async leaderAcquire(p: LeaderAcquire): Promise<boolean> {

@@ -141,6 +141,8 @@ export function executionCases(kind: StoreKind<unknown>): void {
             retry: null,
             uniqueKey: null,
             uniqueScope: null,
+            topic: null,
+            partition: null,
             parents: [],
           }],
         });

@@ -14,6 +14,7 @@ import { lifecycleCases } from "./lifecycle.ts";
 import { operatorCases } from "./operators.ts";
 import { retentionCases } from "./retention.ts";
 import { scheduleCases } from "./schedules.ts";
+import { topicCases } from "./topics.ts";
 import { transactionCases } from "./transactions.ts";
 import { uniqueCases } from "./unique.ts";
 import { versionCases } from "./versions.ts";
@@ -37,5 +38,6 @@ export function runConformance(kind: StoreKind<unknown>): void {
     transactionCases(kind);
     retentionCases(kind);
     scheduleCases(kind);
+    topicCases(kind);
   });
 }

@@ -1,0 +1,111 @@
+/**
+ * Topics and partitions: a kind with a `topic` sends every job to one of the
+ * topic's fixed number of partitions, chosen by hashing the job's partition
+ * key. Within a partition jobs run strictly one after another in enqueue
+ * order; different partitions run in parallel.
+ *
+ * The hash is documented and stable, so every runtime and store puts a key in
+ * the same partition: the key as text (a number as `String(n)`, so `7` and
+ * `"7"` are the same key), encoded as UTF-8, hashed with 32-bit FNV-1a, mixed
+ * with MurmurHash3's 32-bit finalizer, modulo the partition count.
+ *
+ * @module
+ */
+import { ValidationError } from "./errors.ts";
+import { checkName } from "./names.ts";
+import type { PartitionRow } from "./store.ts";
+import type { JobState } from "./types.ts";
+
+/** A partition key: what must run in order (a customer id, an order id). */
+export type PartitionKey = string | number;
+
+/** Options of one topic in `createErrand({ topics })`. */
+export interface TopicOptions {
+  /** How many partitions the topic has, 1 to 1024; fixed for the topic's life. */
+  partitions: number;
+}
+
+/** A partition as `partitions(topic)` describes it. */
+export interface PartitionInfo {
+  /** The partition number, from 0. */
+  readonly partition: number;
+  /** How many of its jobs have not finished (the head included). */
+  readonly depth: number;
+  /** Its oldest unfinished job, which every later job of the partition waits for; null when it is empty. */
+  readonly head: {
+    readonly id: string;
+    readonly kind: string;
+    readonly state: JobState;
+    readonly attempt: number;
+    readonly runAt: Date;
+    readonly startedAt: Date | null;
+  } | null;
+  /** How long the head has been due without finishing, in ms (0 when there is none, or it is not due yet). */
+  readonly lagMs: number;
+}
+
+/** A partition's description at `now`. */
+export function toPartitionInfo(row: PartitionRow, now: number): PartitionInfo {
+  const head = row.head;
+  return {
+    partition: row.partition,
+    depth: row.depth,
+    head: head && {
+      id: head.id,
+      kind: head.kind,
+      state: head.state,
+      attempt: head.attempt,
+      runAt: new Date(head.runAt),
+      startedAt: head.startedAt === null ? null : new Date(head.startedAt),
+    },
+    lagMs: head && head.state !== "waiting" ? Math.max(0, now - head.runAt) : 0,
+  };
+}
+
+/** Most partitions a topic may have. */
+export const MAX_PARTITIONS = 1024;
+
+/**
+ * The partition of `key` in a topic of `partitions` partitions.
+ * @throws {ValidationError} When the key is not a non-empty string or a finite number.
+ *
+ * @example The same key always lands in the same partition
+ * ```ts
+ * import { partitionOf } from "@errand/errand";
+ * const p = partitionOf("customer-42", 16); // a whole number from 0 to 15
+ * ```
+ */
+export function partitionOf(key: PartitionKey, partitions: number): number {
+  const text = typeof key === "number" && Number.isFinite(key) ? String(key) : key;
+  if (typeof text !== "string" || text.length === 0) {
+    throw new ValidationError(`A partition key must be a non-empty string or a finite number, got "${String(key)}"`);
+  }
+  let h = 0x811c9dc5;
+  for (const byte of new TextEncoder().encode(text)) h = Math.imul(h ^ byte, 0x01000193);
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return (h >>> 0) % partitions;
+}
+
+/** Checks the `topics` option; returns the partition count of each topic. */
+export function checkTopics(topics: Record<string, TopicOptions> | undefined): Map<string, number> {
+  const checked = new Map<string, number>();
+  if (topics === undefined) return checked;
+  if (typeof topics !== "object" || topics === null) {
+    throw new ValidationError('Option "topics" must be an object such as { orders: { partitions: 8 } }');
+  }
+  for (const [topic, options] of Object.entries(topics)) {
+    checkName("topic", topic);
+    const n = options?.partitions;
+    if (!Number.isInteger(n) || n < 1 || n > MAX_PARTITIONS) {
+      throw new ValidationError(
+        `Option "topics.${topic}.partitions" must be a whole number from 1 to ${MAX_PARTITIONS}, got "${String(n)}"`,
+      );
+    }
+    checked.set(topic, n);
+  }
+  return checked;
+}

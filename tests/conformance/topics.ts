@@ -1,0 +1,211 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { backoff, createErrand, defineJobs, job, partitionOf, ValidationError } from "../../mod.ts";
+import type { StoreKind } from "../support/stores.ts";
+import { eventually } from "../support/wait.ts";
+import { errandOn, withDatabase } from "./harness.ts";
+
+type Order = { customer: string; n: number };
+
+const jobs = defineJobs({
+  order: job<Order>({
+    topic: "orders",
+    partitionKey: (p) => p.customer,
+    attempts: 2,
+    retry: backoff.fixed("1m"),
+  }),
+  prepare: job<{ n: number }>(),
+});
+const topics = { orders: { partitions: 8 } };
+
+/** Two customers whose keys land in different partitions of "orders". */
+const [alice, bob] = (() => {
+  const a = "alice";
+  let b = "bob";
+  for (let i = 0; partitionOf(b, 8) === partitionOf(a, 8); i++) b = `bob-${i}`;
+  return [a, b];
+})();
+
+/** Topics: jobs of one partition key run one at a time in enqueue order; other keys are not held up. */
+export function topicCases(kind: StoreKind<unknown>): void {
+  describe("topics and partitions", () => {
+    it("runs one key's jobs strictly in enqueue order, one at a time, and other keys in parallel", () =>
+      withDatabase(kind, async (db, track) => {
+        const ran: string[] = [];
+        let running = 0;
+        let overlap = 0;
+        let releaseAlice: () => void = () => {};
+        const aliceBlocked = new Promise<void>((r) => (releaseAlice = r));
+        const { errand } = errandOn(db, {
+          jobs,
+          topics,
+          queues: { default: { concurrency: 8 } },
+          handlers: {
+            order: async (p) => {
+              if (p.customer === alice) {
+                running++;
+                overlap = Math.max(overlap, running);
+                // Alice's first job waits until Bob's ran: different partitions are not held up.
+                if (p.n === 0) await aliceBlocked;
+                await new Promise((r) => setTimeout(r, 1));
+                running--;
+              } else releaseAlice();
+              ran.push(`${p.customer}:${p.n}`);
+            },
+          },
+        });
+        track(errand);
+        await errand.enqueueMany(
+          Array.from({ length: 10 }, (_, n) => ({ kind: "order", payload: { customer: alice, n } })),
+        );
+        await errand.enqueue("order", { customer: bob, n: 0 });
+        await errand.start();
+        await eventually(() => ran.length === 11, "every order");
+        assert.deepEqual(
+          ran.filter((r) => r.startsWith(`${alice}:`)),
+          Array.from({ length: 10 }, (_, n) => `${alice}:${n}`),
+        );
+        assert.ok(ran.indexOf(`${bob}:0`) < ran.indexOf(`${alice}:0`), "Bob's order did not wait for Alice's");
+        assert.equal(overlap, 1, "no two jobs of one partition ran at once");
+        const { jobs: stored } = await errand.list({ kind: "order", limit: 100 });
+        const first = stored.find((j) => (j.payload as Order).customer === alice && (j.payload as Order).n === 0)!;
+        assert.equal(first.topic, "orders");
+        assert.equal(first.partition, partitionOf(alice, 8));
+        assert.equal(typeof first.seq, "number");
+      }));
+
+    it("a retrying head keeps its place; a terminal failure lets the next job run", () =>
+      withDatabase(kind, async (db, track) => {
+        const ran: string[] = [];
+        const { errand, clock } = errandOn(db, {
+          jobs,
+          topics,
+          handlers: {
+            order: (p, j) => {
+              ran.push(`${p.n}@${j.attempt}`);
+              if (p.n === 0 && j.attempt === 1) throw new Error("first try fails");
+              if (p.n === 1) throw new Error("always fails");
+            },
+          },
+        });
+        track(errand);
+        for (const n of [0, 1, 2]) await errand.enqueue("order", { customer: alice, n });
+        await errand.start();
+        await eventually(() => ran.length === 1, "the first attempt");
+        await new Promise((r) => setTimeout(r, 50));
+        assert.deepEqual(ran, ["0@1"], "the later jobs wait behind the retrying head");
+        clock.advance(60_000);
+        await eventually(() => ran.length === 3, "the retry and the next job");
+        clock.advance(60_000);
+        await eventually(() => ran.length === 5, "job 1's last attempt and job 2");
+        assert.deepEqual(ran, ["0@1", "0@2", "1@1", "1@2", "2@1"]);
+      }));
+
+    it("a delayed head blocks until its time; a waiting continuation head until its parent succeeds", () =>
+      withDatabase(kind, async (db, track) => {
+        const ran: string[] = [];
+        let releaseParent: () => void = () => {};
+        const parentBlocked = new Promise<void>((r) => (releaseParent = r));
+        const { errand, clock } = errandOn(db, {
+          jobs,
+          topics,
+          handlers: {
+            order: (p) => void ran.push(`${p.customer === alice ? "alice" : "bob"}:${p.n}`),
+            prepare: async () => {
+              await parentBlocked;
+              ran.push("prepare");
+            },
+          },
+        });
+        track(errand);
+        await errand.enqueue("order", { customer: alice, n: 0 }, { delay: "1h" });
+        await errand.enqueue("order", { customer: alice, n: 1 });
+        // Bob's head is a continuation of a job outside the topic.
+        const parent = await errand.enqueue("prepare", { n: 0 });
+        await errand.enqueueAfter(parent.id, "order", { customer: bob, n: 0 });
+        await errand.enqueue("order", { customer: bob, n: 1 });
+        await errand.start();
+        await new Promise((r) => setTimeout(r, 100));
+        assert.deepEqual(ran, [], "both partitions wait for their heads");
+        const heads = (await errand.partitions("orders")).filter((p) => p.depth > 0);
+        assert.deepEqual(heads.map((p) => [p.depth, p.head?.state]).sort(), [[2, "scheduled"], [2, "waiting"]]);
+        releaseParent();
+        await eventually(() => ran.length === 3, "the parent, then Bob's orders");
+        assert.deepEqual(ran, ["prepare", "bob:0", "bob:1"]);
+        clock.advance(3_600_000);
+        await eventually(() => ran.length === 5, "Alice's orders after the delay");
+        assert.deepEqual(ran.slice(3), ["alice:0", "alice:1"]);
+      }));
+
+    it("forceFailPartitionHead fails a poison head at once and frees its partition", () =>
+      withDatabase(kind, async (db, track) => {
+        const ran: number[] = [];
+        let aborted = false;
+        const { errand } = errandOn(db, {
+          jobs,
+          topics,
+          handlers: {
+            order: async (p, j) => {
+              if (p.n === 0) {
+                await new Promise<void>((resolve) => j.signal.addEventListener("abort", () => resolve()));
+                aborted = true;
+                return;
+              }
+              ran.push(p.n);
+            },
+          },
+        });
+        track(errand);
+        const poison = await errand.enqueue("order", { customer: alice, n: 0 });
+        await errand.enqueue("order", { customer: alice, n: 1 });
+        await errand.start();
+        await eventually(async () => (await errand.get(poison.id))?.state === "running", "the poison head to run");
+        const partition = partitionOf(alice, 8);
+        const [before] = (await errand.partitions("orders")).filter((p) => p.partition === partition);
+        assert.equal(before.depth, 2);
+        assert.equal(before.head?.id, poison.id);
+
+        const failed = await errand.forceFailPartitionHead("orders", partition);
+        assert.equal(failed?.id, poison.id);
+        assert.equal(failed?.state, "failed");
+        assert.match(failed?.reason ?? "", /Force-failed as the head of partition \d+ of topic "orders"/);
+        await eventually(() => ran.length === 1 && aborted, "the next job, and the poison run's abort");
+        assert.equal((await errand.get(poison.id))?.state, "failed", "the aborted run's late outcome was rejected");
+        assert.equal(await errand.forceFailPartitionHead("orders", partition), null, "an empty partition has no head");
+        await assert.rejects(errand.forceFailPartitionHead("orders", 8), /Topic "orders" has partitions 0 to 7/);
+        await assert.rejects(errand.partitions("nope"), /There is no topic "nope"; configured topics: "orders"/);
+      }));
+
+    it("sequence numbers follow commit order, also for jobs enqueued in the application's transaction", () =>
+      withDatabase(kind, async (db, track) => {
+        const { errand } = errandOn(db, { jobs, topics, mode: "enqueue" });
+        track(errand);
+        await errand.start();
+        const a = await errand.enqueue("order", { customer: alice, n: 0 });
+        const inTx = await db.transaction((tx) =>
+          errand.enqueueMany([
+            { kind: "order", payload: { customer: alice, n: 1 } },
+            { kind: "order", payload: { customer: alice, n: 2 } },
+          ], { tx })
+        );
+        const b = await errand.enqueue("order", { customer: alice, n: 3 });
+        const seqs = await Promise.all([a, ...inTx, b].map(async (r) => (await errand.get(r.id))!.seq));
+        assert.deepEqual(seqs, [1, 2, 3, 4]);
+      }));
+
+    it("a kind's topic must be configured, with a partition count from 1 to 1024", () => {
+      assert.throws(
+        () => createErrand({ jobs, store: { jobClaim() {} } as never }),
+        (e: Error) =>
+          e instanceof ValidationError &&
+          /Kind "order" sends its jobs to topic "orders", which is not configured; add topics: \{ orders: \{ partitions: 8 \} \}/
+            .test(e.message),
+      );
+      assert.throws(
+        () => createErrand({ jobs, store: { jobClaim() {} } as never, topics: { orders: { partitions: 2000 } } }),
+        /Option "topics.orders.partitions" must be a whole number from 1 to 1024, got "2000"/,
+      );
+      assert.throws(() => job<Order>({ topic: "orders" }), /Options "topic" and "partitionKey" go together/);
+    });
+  });
+}
