@@ -10,7 +10,7 @@ import { type Duration, parseDuration } from "./duration.ts";
 import { ValidationError } from "./errors.ts";
 import { checkPriority, type JobDefinition } from "./job.ts";
 import { checkName } from "./names.ts";
-import { partitionOf } from "./partition.ts";
+import { partitionOf, type Placement } from "./partition.ts";
 import { checkRetryPolicy, type RetryPolicy } from "./retry.ts";
 import type { JobInsertRow } from "./store.ts";
 import { checkUnique, uniqueKeyOf, type UniqueOptions } from "./unique.ts";
@@ -57,7 +57,11 @@ export interface RowContext {
   readonly topics: ReadonlyMap<string, number>;
 }
 
-/** Builds the row for one job; throws {@link ValidationError} on bad input. */
+/**
+ * Builds the row for one job; throws {@link ValidationError} on bad input. A
+ * kind with a topic goes to its key's partition; another kind goes to
+ * `placement` when given (a sequential recurring job's partition).
+ */
 export async function buildInsertRow(
   key: string,
   definition: JobDefinition<unknown> | undefined,
@@ -66,6 +70,7 @@ export async function buildInsertRow(
   ctx: RowContext,
   knownKinds: () => string,
   parents: readonly string[] = [],
+  placement?: Placement,
 ): Promise<JobInsertRow> {
   if (!definition) throw new ValidationError(`Unknown job kind "${key}"; known kinds are ${knownKinds()}`);
   if (typeof options !== "object" || options === null) {
@@ -90,7 +95,7 @@ export async function buildInsertRow(
   if (timeoutMs === 0) throw new ValidationError(`Option "timeout" must be greater than 0`);
   const unique = options.unique === undefined ? undefined : checkUnique(key, options.unique);
   const encoded = encodePayload(key, payload, ctx.maxPayloadBytes);
-  const topic = definition.topic?.name ?? null;
+  const topic = definition.topic?.name ?? placement?.topic ?? null;
   return {
     id: ctx.newId(ctx.now),
     kind: definition.name ?? key,
@@ -108,6 +113,8 @@ export async function buildInsertRow(
     uniqueKey: unique ? await uniqueKeyOf(unique, payload, ctx.now) : null,
     uniqueScope: unique?.scope ?? null,
     topic,
-    partition: topic === null ? null : partitionOf(definition.topic!.key(payload), ctx.topics.get(topic)!),
+    partition: definition.topic
+      ? partitionOf(definition.topic.key(payload), ctx.topics.get(definition.topic.name)!)
+      : placement?.partition ?? null,
   };
 }

@@ -14,7 +14,13 @@ import { NotFoundError, StateError, ValidationError } from "./errors.ts";
 import type { Handler } from "./executor.ts";
 import type { JobDefinition, JobDefinitions, PayloadOf } from "./job.ts";
 import { parseCron } from "./cron.ts";
-import { type PartitionInfo, toPartitionInfo } from "./partition.ts";
+import {
+  isSequentialTopic,
+  type PartitionInfo,
+  type Placement,
+  sequentialPlacement,
+  toPartitionInfo,
+} from "./partition.ts";
 import { Heartbeat, liveWorkers } from "./heartbeat.ts";
 import { Leadership } from "./leader.ts";
 import { toJobInfo } from "./job_info.ts";
@@ -23,7 +29,7 @@ import { Maintenance } from "./maintenance.ts";
 import { checkName } from "./names.ts";
 import { checkCount, type ErrandMode, type ErrandOptions, type ResolvedOptions, resolveOptions } from "./options.ts";
 import type { RetryPolicy } from "./retry.ts";
-import type { JobInsertRow, JobTransition, Store } from "./store.ts";
+import type { ClaimedJob, JobInsertRow, JobTransition, Store } from "./store.ts";
 import { JOB_STATES, type JobInfo, type JobState, type WorkerInfo } from "./types.ts";
 import {
   checkScheduleOptions,
@@ -510,9 +516,14 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
   ): Promise<string | null> {
     checkName("schedule id", id);
     checkScheduleOptions(id, options);
-    const { timezone, catchUp, sequential: _, ...jobOptions } = options;
+    const { timezone, catchUp, sequential, ...jobOptions } = options;
     const parsed = parseCron(cron, timezone);
-    const row = await this.#row(kind, payload, jobOptions);
+    const row = await this.#row(kind, payload, jobOptions, [], sequential ? sequentialPlacement(id) : undefined);
+    if (sequential && row.topic !== sequentialPlacement(id).topic) {
+      throw new ValidationError(
+        `Option "sequential" of schedule "${id}" cannot apply: kind "${kind}" has topic "${row.topic}", which orders its jobs by partition key; drop "sequential"`,
+      );
+    }
     await this.#validate([{ kind, payload }]);
     await this.#ensureReady();
     return await this.#schedules.save({
@@ -630,6 +641,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     payload: unknown,
     options: EnqueueOptions<TTx>,
     parents: readonly string[] = [],
+    placement?: Placement,
   ): Promise<JobInsertRow> {
     return buildInsertRow(
       kind,
@@ -644,18 +656,26 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
       },
       () => Object.keys(this.#jobs).map((k) => `"${k}"`).join(", "),
       parents,
+      placement,
     );
   }
 
-  /** Enqueues one job, a continuation of `after` when given. */
+  /**
+   * Enqueues one job, a continuation of `after` when given. A continuation
+   * enqueued by a sequential recurring job (`from`) joins its partition.
+   */
   async #enqueueOne(
     after: string | readonly string[] | undefined,
     kind: string,
     payload: unknown,
     options: EnqueueOptions<TTx>,
+    from?: ClaimedJob,
   ): Promise<EnqueueResult> {
     const parents = after === undefined ? [] : parentIds(after);
-    const row = await this.#row(kind, payload, options, parents);
+    const placement = from?.topic && isSequentialTopic(from.topic)
+      ? { topic: from.topic, partition: from.partition ?? 0 }
+      : undefined;
+    const row = await this.#row(kind, payload, options, parents, placement);
     await this.#validate([{ kind, payload }]);
     if (parents.length && !options.tx) {
       // Inside the application's transaction a parent may be new in the same transaction: not checked there.
@@ -797,7 +817,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
         if (saved && (f.state === "available" || claim.topic !== null)) this.#workers.get(claim.queue)?.wake();
         if (hasChildren && (f.state === "completed" || f.state === "failed")) await this.#resolveChildren([f.id]);
       },
-      enqueue: (after, kind, payload, options) => this.#enqueueOne(after, kind, payload, options ?? {}),
+      enqueue: (after, kind, payload, options, from) => this.#enqueueOne(after, kind, payload, options ?? {}, from),
     };
     const worker = new QueueWorker(queue, slots, env);
     this.#workers.set(queue, worker);

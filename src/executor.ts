@@ -85,12 +85,16 @@ export interface ExecutorEnv<TTx> {
   kind(name: string, version: number): RunnableKind<TTx> | undefined;
   /** Hands the outcome of a run to the completer; settles once it is saved or given up on. */
   finish(finish: JobFinish, claim: ClaimedJob): Promise<void>;
-  /** Enqueues from inside a handler (`job.enqueue`, or `job.enqueueAfter` with `after`). */
+  /**
+   * Enqueues from inside a handler (`job.enqueue`, or `job.enqueueAfter` with
+   * `after` and the running job as `from`, whose sequential partition it joins).
+   */
   enqueue(
     after: string | readonly string[] | undefined,
     kind: string,
     payload: unknown,
     options: EnqueueOptions<TTx> | undefined,
+    from?: ClaimedJob,
   ): Promise<EnqueueResult>;
 }
 
@@ -215,7 +219,7 @@ async function run<TTx>(
     retryIn: (delay) => decide({ type: "retryIn", delayMs: parseDuration(delay, "retryIn") }),
     explain: (message) => void (note = checkText("explain", message)),
     enqueue: (kind, payload, options) => env.enqueue(undefined, kind, payload, options),
-    enqueueAfter: (parents, kind, payload, options) => env.enqueue(parents, kind, payload, options),
+    enqueueAfter: (parents, kind, payload, options) => env.enqueue(parents, kind, payload, options, claim),
   };
   Promise.resolve()
     .then(() => kind.handler(payload, jobContext))

@@ -62,6 +62,25 @@ export function toPartitionInfo(row: PartitionRow, now: number): PartitionInfo {
   };
 }
 
+/** Where a partitioned job goes. */
+export interface Placement {
+  readonly topic: string;
+  readonly partition: number;
+}
+
+/**
+ * The partition of a `sequential` recurring job: a topic of its own (which no
+ * configured topic can be named: those start with a letter or digit) with one partition.
+ */
+export function sequentialPlacement(scheduleId: string): Placement {
+  return { topic: `@schedule:${scheduleId}`, partition: 0 };
+}
+
+/** Whether `topic` is a sequential recurring job's, whose continuations join its partition. */
+export function isSequentialTopic(topic: string): boolean {
+  return topic.startsWith("@schedule:");
+}
+
 /** Most partitions a topic may have. */
 export const MAX_PARTITIONS = 1024;
 

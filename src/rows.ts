@@ -37,6 +37,7 @@ export const CLAIMED_COLUMNS: readonly string[] = [
   "timeout_ms",
   "retry",
   "topic",
+  '"partition"',
 ];
 
 /** The columns {@link toJobRow} reads. */
@@ -78,6 +79,7 @@ export function toClaimedJob(r: StoredRow): ClaimedJob {
     timeoutMs: numberOrNull(r.timeout_ms),
     retry: textOrNull(r.retry),
     topic: textOrNull(r.topic),
+    partition: numberOrNull(r.partition),
   };
 }
 

@@ -59,8 +59,11 @@ export interface ScheduleOptions
    */
   catchUp?: number;
   /**
-   * Run occurrences one at a time, in order. Needs topics, which this version
-   * of errand does not have yet: passing `true` is an error.
+   * Run occurrences one at a time, in order: every occurrence, and every
+   * continuation an occurrence enqueues with `job.enqueueAfter`, goes to one
+   * partition of the schedule's own, so none overlaps the one before. Not for
+   * a kind with a topic (its partition key orders it already).
+   * @default false
    */
   sequential?: boolean;
 }
@@ -102,7 +105,7 @@ const SCHEDULE_OPTIONS = ["priority", "attempts", "queue", "retry", "timeout", "
 
 /**
  * Checks the options of schedule `id` beyond the job options (which the row builder checks).
- * @throws {ValidationError} On an unknown option, `sequential: true` or a bad `catchUp`.
+ * @throws {ValidationError} On an unknown option or a bad `catchUp`.
  */
 export function checkScheduleOptions(id: string, options: ScheduleOptions): void {
   if (typeof options !== "object" || options === null) {
@@ -115,10 +118,8 @@ export function checkScheduleOptions(id: string, options: ScheduleOptions): void
       );
     }
   }
-  if (options.sequential) {
-    throw new ValidationError(
-      `Option "sequential" of schedule "${id}" needs topics, which this version of errand does not have yet; drop it (occurrences may then overlap)`,
-    );
+  if (options.sequential !== undefined && typeof options.sequential !== "boolean") {
+    throw new ValidationError(`Option "sequential" of schedule "${id}" must be true or false`);
   }
   checkCount("catchUp", options.catchUp ?? 1, 1);
 }

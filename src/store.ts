@@ -110,6 +110,8 @@ export interface ClaimedJob extends JobFields, JobRunSettings {
   readonly startedAt: number;
   /** Its topic, or null: finishing it lets the next job of its partition run. */
   readonly topic: string | null;
+  /** Its partition in the topic, or null. */
+  readonly partition: number | null;
 }
 
 /** A state change after a claim, applied only while the claim still holds. */

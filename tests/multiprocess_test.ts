@@ -10,8 +10,8 @@ import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
 import { describe, it } from "node:test";
 import { runtimeCommand } from "./support/runtime.ts";
-import { createErrand } from "../mod.ts";
-import { processJobs } from "./support/process_jobs.ts";
+import { createErrand, partitionOf } from "../mod.ts";
+import { processJobs, processTopics } from "./support/process_jobs.ts";
 import { libsqlKind, postgresKind, type StoreKind, type TestDatabase } from "./support/stores.ts";
 import { eventually } from "./support/wait.ts";
 
@@ -97,7 +97,7 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
       const logs = [1, 2].map((i) => `${tmpdir()}/errand-mp-${Date.now()}-${i}.log`);
       const children: ChildProcess[] = [];
       try {
-        const errand = createErrand({ jobs: processJobs, store: db.store(), mode: "enqueue" });
+        const errand = createErrand({ jobs: processJobs, topics: processTopics, store: db.store(), mode: "enqueue" });
         // Both workers are up before the jobs arrive, so that neither drains them all alone.
         children.push(...await Promise.all(logs.map((log) => startWorker(kind, db, log))));
         await errand.enqueueMany(Array.from({ length: 2000 }, (_, n) => ({ kind: "record" as const, payload: { n } })));
@@ -131,7 +131,7 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
       const logs = Array.from({ length: 8 }, (_, i) => `${tmpdir()}/errand-eight-${Date.now()}-${i}.log`);
       const children: ChildProcess[] = [];
       try {
-        const errand = createErrand({ jobs: processJobs, store: db.store(), mode: "enqueue" });
+        const errand = createErrand({ jobs: processJobs, topics: processTopics, store: db.store(), mode: "enqueue" });
         await errand.start();
         const t0 = Date.now();
         const phase = (what: string) =>
@@ -171,7 +171,7 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
       const [logA, logB] = ["a", "b"].map((i) => `${tmpdir()}/errand-kill-${Date.now()}-${i}.log`);
       const children: ChildProcess[] = [];
       try {
-        const errand = createErrand({ jobs: processJobs, store: db.store(), mode: "enqueue" });
+        const errand = createErrand({ jobs: processJobs, topics: processTopics, store: db.store(), mode: "enqueue" });
         const ids = (await errand.enqueueMany(
           Array.from({ length: 12 }, (_, n) => ({ kind: "slow" as const, payload: { n } })),
         )).map((r) => r.id);
@@ -201,7 +201,7 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
       const [logA, logB] = ["a", "b"].map((i) => `${tmpdir()}/errand-cron-${Date.now()}-${i}.log`);
       const children: ChildProcess[] = [];
       try {
-        const errand = createErrand({ jobs: processJobs, store: db.store(), mode: "enqueue" });
+        const errand = createErrand({ jobs: processJobs, topics: processTopics, store: db.store(), mode: "enqueue" });
         const lastRunAt = async () => (await errand.schedules())[0]?.lastRunAt?.getTime() ?? 0;
         // A starts first and leads; B starts with the same schedule() call, as every process would.
         const a = await startWorker(kind, db, logA, { ERRAND_CHILD_SCHEDULE: "1" });
@@ -233,6 +233,93 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
         const next = Math.ceil(killedAt / 1000) * 1000;
         assert.equal(runAts.filter((t) => t === next).length, 1, "the occurrence after the kill fired exactly once");
         assert.ok(runAts[runAts.length - 1] >= killedAt + 3_000);
+      } finally {
+        await stopAll(children);
+        await db.close();
+      }
+    });
+
+    it("a topic of 16 partitions on three processes, one killed and restarted twice: order per key holds", async () => {
+      const db = await kind.open();
+      const stamp = Date.now();
+      const logFile = (name: string) => `${tmpdir()}/errand-topic-${stamp}-${name}.log`;
+      const children: ChildProcess[] = [];
+      const logs: string[] = [];
+      const start = async (name: string) => {
+        logs.push(logFile(name));
+        const child = await startWorker(kind, db, logFile(name));
+        children.push(child);
+        return child;
+      };
+      try {
+        const errand = createErrand({ jobs: processJobs, topics: processTopics, store: db.store(), mode: "enqueue" });
+        const t0 = Date.now();
+        // 5,000 jobs over 200 keys, enqueued in order (the order every key's jobs must run in).
+        for (let b = 0; b < 5_000; b += 500) {
+          await errand.enqueueMany(Array.from({ length: 500 }, (_, i) => ({
+            kind: "ordered" as const,
+            payload: { key: `k${(b + i) % 200}`, n: b + i },
+          })));
+        }
+        await Promise.all(["a", "b", "c1"].map(start));
+        const completed = async () => (await errand.counts()).byState.completed;
+        await eventually(async () => (await completed()) >= 1_500, "a third of the jobs", 60_000);
+        await stop(children[2], "SIGKILL");
+        await start("c2");
+        await eventually(async () => (await completed()) >= 3_000, "two thirds of the jobs", 60_000);
+        await stop(children[3], "SIGKILL");
+        await start("c3");
+        await eventually(async () => (await completed()) === 5_000, "every job", 90_000);
+        const elapsed = Date.now() - t0;
+
+        // Runs as the handlers logged them; a run cut by SIGKILL has a start and no end.
+        type Run = { id: string; key: string; n: number; start: number; end: number };
+        const runs: Run[] = [];
+        let cut = 0;
+        for (const file of logs) {
+          const open = new Map<string, Run>();
+          for (const line of readFileSync(file, "utf8").split("\n")) {
+            const [what, id, key, n, time] = line.split(" ");
+            if (what === "start" && key) open.set(id, { id, key, n: Number(n), start: Number(time), end: NaN });
+            if (what === "end") {
+              runs.push({ ...open.get(id)!, end: Number(time) });
+              open.delete(id);
+            }
+          }
+          cut += open.size;
+        }
+        // Every job ran; per key, the last successful runs follow enqueue order.
+        const last = new Map<string, Run>();
+        for (const run of runs) if (!last.has(run.id) || last.get(run.id)!.end < run.end) last.set(run.id, run);
+        assert.equal(last.size, 5_000, "every job ran to the end");
+        const byKey = new Map<string, Run[]>();
+        for (const run of last.values()) byKey.set(run.key, [...byKey.get(run.key) ?? [], run]);
+        let outOfOrder = 0;
+        for (const keyRuns of byKey.values()) {
+          keyRuns.sort((x, y) => x.end - y.end);
+          for (let i = 1; i < keyRuns.length; i++) if (keyRuns[i].n < keyRuns[i - 1].n) outOfOrder++;
+        }
+        // No two runs of one partition overlapped in time.
+        const byPartition = new Map<number, Run[]>();
+        for (const run of runs) {
+          const p = partitionOf(run.key, 16);
+          byPartition.set(p, [...byPartition.get(p) ?? [], run]);
+        }
+        let overlaps = 0;
+        for (const partitionRuns of byPartition.values()) {
+          partitionRuns.sort((x, y) => x.start - y.start);
+          for (let i = 1; i < partitionRuns.length; i++) {
+            if (partitionRuns[i].start < partitionRuns[i - 1].end) overlaps++;
+          }
+        }
+        console.log(
+          `topic test (${kind.name}): 5,000 jobs, 200 keys, 16 partitions, 3 processes, 2 kills: ` +
+            `${Math.round(5_000 / (elapsed / 1000))} jobs/s over ${elapsed} ms; ${runs.length} complete runs, ` +
+            `${cut} cut by a kill, ${runs.length - 5_000} finished runs repeated after a kill (at least once), ` +
+            `${outOfOrder} out of order, ${overlaps} overlaps`,
+        );
+        assert.equal(outOfOrder, 0, "per-key order equals enqueue order");
+        assert.equal(overlaps, 0, "a partition never ran two jobs at once");
       } finally {
         await stopAll(children);
         await db.close();

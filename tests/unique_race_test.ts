@@ -7,7 +7,7 @@ import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, it } from "node:test";
 import { createErrand, type EnqueueResult } from "../mod.ts";
-import { processJobs } from "./support/process_jobs.ts";
+import { processJobs, processTopics } from "./support/process_jobs.ts";
 import { runtimeCommand } from "./support/runtime.ts";
 import { libsqlKind, postgresKind, type StoreKind } from "./support/stores.ts";
 
@@ -19,7 +19,7 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
       const db = await kind.open();
       try {
         // Create the schema first, so that the race is about the job, not the migration.
-        await createErrand({ jobs: processJobs, store: db.store(), mode: "enqueue" }).start();
+        await createErrand({ jobs: processJobs, topics: processTopics, store: db.store(), mode: "enqueue" }).start();
         const children = [0, 1].map(() => {
           const [command, args] = runtimeCommand(enqueuer);
           return spawn(command, [...args], {
@@ -48,7 +48,7 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
         assert.equal(results.length, 100);
         assert.equal(results.filter((r) => r.inserted).length, 1, "exactly one insert");
         assert.equal(new Set(results.map((r) => r.id)).size, 1, "every call returns the one job's id");
-        const errand = createErrand({ jobs: processJobs, store: db.store(), mode: "enqueue" });
+        const errand = createErrand({ jobs: processJobs, topics: processTopics, store: db.store(), mode: "enqueue" });
         assert.equal((await errand.list()).jobs.length, 1);
       } finally {
         await db.close();

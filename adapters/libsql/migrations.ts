@@ -150,7 +150,7 @@ export const LIBSQL_MIGRATIONS: readonly LibsqlMigration[] = [
       `CREATE INDEX errand_jobs_claim ON errand_jobs (namespace, queue, priority, run_at, id)
         WHERE state IN ('available', 'scheduled') AND topic IS NULL`,
       `CREATE INDEX errand_jobs_partition ON errand_jobs (namespace, topic, "partition", seq)
-        WHERE state IN ('scheduled', 'available', 'running', 'waiting')`,
+        WHERE topic IS NOT NULL AND state IN ('scheduled', 'available', 'running', 'waiting')`,
       `CREATE TABLE errand_partitions (
         namespace TEXT NOT NULL,
         topic TEXT NOT NULL,

@@ -139,7 +139,7 @@ DROP INDEX {schema}.jobs_claim;
 CREATE INDEX jobs_claim ON {schema}.jobs (namespace, queue, priority, run_at, id)
   WHERE state IN ('available', 'scheduled') AND topic IS NULL;
 CREATE INDEX jobs_partition ON {schema}.jobs (namespace, topic, "partition", seq)
-  WHERE state IN ('scheduled', 'available', 'running', 'waiting');
+  WHERE topic IS NOT NULL AND state IN ('scheduled', 'available', 'running', 'waiting');
 CREATE TABLE {schema}.partitions (
   namespace text NOT NULL,
   topic text NOT NULL,

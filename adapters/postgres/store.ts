@@ -141,28 +141,32 @@ export class PostgresStore implements Store<TransactionSql> {
   }
 
   async jobClaim(p: JobClaimParams): Promise<ClaimedJob[]> {
+    // Two locking reads, each planned on its own: due jobs outside topics by the claim index, and the
+    // due heads of partitions (looked up by primary key); the first `limit` of both are claimed.
     const rows = await this.#query(
       `UPDATE ${this.#jobs} AS j SET state = 'running', attempt = j.attempt + 1, fence = j.fence + 1,
          started_at = $1, lease_until = $2, worker_id = $3
-       FROM (SELECT id FROM ${this.#jobs}
-             WHERE id IN (
-                 (SELECT id FROM ${this.#jobs}
-                  WHERE namespace = $4 AND queue = $5 AND state IN ('available', 'scheduled') AND run_at <= $6
-                    AND topic IS NULL AND kind || '@' || version = ANY($7::text[])
-                  ORDER BY priority, run_at, id LIMIT $8)
-                 UNION ALL
-                 -- The head of each partition: its oldest unfinished job.
-                 (SELECT h.id FROM ${this.#partitions} AS p
-                  CROSS JOIN LATERAL (
-                    SELECT e.id, e.queue, e.state, e.run_at, e.kind, e.version FROM ${this.#jobs} AS e
-                    WHERE e.namespace = p.namespace AND e.topic = p.topic AND e."partition" = p."partition"
-                      AND e.state IN ('scheduled', 'available', 'running', 'waiting')
-                    ORDER BY e.seq LIMIT 1) AS h
-                  WHERE p.namespace = $4 AND h.queue = $5 AND h.state IN ('available', 'scheduled') AND h.run_at <= $6
-                    AND h.kind || '@' || h.version = ANY($7::text[])))
-               AND namespace = $4 AND state IN ('available', 'scheduled')
-               AND NOT EXISTS (SELECT 1 FROM ${this.#queues} WHERE namespace = $4 AND queue = $5 AND paused)
-             ORDER BY priority, run_at, id LIMIT $8 FOR UPDATE SKIP LOCKED) AS picked,
+       FROM (SELECT id FROM (
+               SELECT * FROM (SELECT id, priority, run_at FROM ${this.#jobs}
+                WHERE namespace = $4 AND queue = $5 AND state IN ('available', 'scheduled') AND run_at <= $6
+                  AND topic IS NULL AND kind || '@' || version = ANY($7::text[])
+                ORDER BY priority, run_at, id LIMIT $8 FOR UPDATE SKIP LOCKED) AS plain
+               UNION ALL
+               SELECT * FROM (SELECT id, priority, run_at FROM ${this.#jobs}
+                WHERE id = ANY(ARRAY(
+                    -- The head of each partition: its oldest unfinished job.
+                    SELECT h.id FROM ${this.#partitions} AS p
+                    CROSS JOIN LATERAL (
+                      SELECT e.id, e.queue, e.state, e.run_at, e.kind, e.version FROM ${this.#jobs} AS e
+                      WHERE e.namespace = p.namespace AND e.topic = p.topic AND e."partition" = p."partition"
+                        AND e.state IN ('scheduled', 'available', 'running', 'waiting')
+                      ORDER BY e.seq LIMIT 1) AS h
+                    WHERE p.namespace = $4 AND h.queue = $5 AND h.state IN ('available', 'scheduled')
+                      AND h.run_at <= $6 AND h.kind || '@' || h.version = ANY($7::text[])))
+                  AND state IN ('available', 'scheduled')
+                FOR UPDATE SKIP LOCKED) AS heads) AS due
+             WHERE NOT EXISTS (SELECT 1 FROM ${this.#queues} WHERE namespace = $4 AND queue = $5 AND paused)
+             ORDER BY priority, run_at, id LIMIT $8) AS picked,
             (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit
        WHERE j.id = picked.id
        RETURNING ${CLAIMED_COLUMNS.map((c) => `j.${c}`).join(", ")}`,

@@ -146,9 +146,54 @@ export function scheduleCases(kind: StoreKind<unknown>): void {
         assert.deepEqual(await runAts("three"), ["00:01:00", "00:08:00", "00:09:00", "00:10:00"]);
         const { jobs: all } = await registrar.list({ kind: "report", limit: 100 });
         assert.equal(all.length, 6);
-        const three = (await registrar.schedules()).find((s) => s.id === "three")!;
+        // The schedule advances right after its occurrences are written.
+        const three = await eventually(async () => {
+          const s = (await registrar.schedules()).find((s) => s.id === "three")!;
+          return s.lastRunAt !== null && s;
+        }, "the schedule to advance");
         assert.equal(three.lastRunAt?.toISOString(), "2026-01-01T00:10:00.000Z");
         assert.equal(three.nextRunAt.toISOString(), "2026-01-01T00:11:00.000Z");
+      }));
+
+    it("sequential: true runs occurrences one at a time, with an occurrence's continuations before the next", () =>
+      withDatabase(kind, async (db, track) => {
+        const ran: string[] = [];
+        let running = 0;
+        let overlap = 0;
+        let release: () => void = () => {};
+        const { errand, clock } = errandOn(db, {
+          jobs,
+          queues: { default: { concurrency: 4 } },
+          handlers: {
+            report: async (p, job) => {
+              running++;
+              overlap = Math.max(overlap, running);
+              ran.push(`start ${p.name}`);
+              if (p.name === "slow") {
+                await job.enqueueAfter(job.id, "report", { name: "follow-up" });
+                await new Promise<void>((r) => (release = r));
+              }
+              running--;
+            },
+          },
+        });
+        track(errand);
+        await errand.start();
+        await errand.schedule("slow", "report", { name: "slow" }, "*/10 * * * * *", { sequential: true });
+        const fired = async (second: number) =>
+          (await errand.schedules())[0].lastRunAt?.getTime() === T0 + second * 1000;
+        clock.advance(10_000);
+        await eventually(async () => ran.length === 1 && await fired(10), "the first occurrence");
+        // The next occurrence is due and enqueued while the first still runs: it waits.
+        clock.advance(10_000);
+        await eventually(() => fired(20), "the second occurrence");
+        await new Promise((r) => setTimeout(r, 50));
+        assert.deepEqual(ran, ["start slow"]);
+        release();
+        await eventually(() => ran.length === 3, "the follow-up, then the second occurrence");
+        release();
+        assert.deepEqual(ran, ["start slow", "start follow-up", "start slow"]);
+        assert.equal(overlap, 1, "no two ran at once");
       }));
 
     it("trigger(id) enqueues an occurrence now; bad definitions are clear errors that write nothing", () =>
@@ -172,8 +217,8 @@ export function scheduleCases(kind: StoreKind<unknown>): void {
             /Invalid time zone "Mars\/Olympus": give an IANA name/,
           ],
           [
-            () => errand.schedule("x", "report", { name: "x" }, "* * * * *", { sequential: true }),
-            /"sequential" .* needs topics/,
+            () => errand.schedule("x", "report", { name: "x" }, "* * * * *", { sequential: "yes" as never }),
+            /Option "sequential" of schedule "x" must be true or false/,
           ],
           [
             () => errand.schedule("x", "report", { name: "x" }, "* * * * *", { delay: "1m" } as never),

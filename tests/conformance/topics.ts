@@ -207,5 +207,16 @@ export function topicCases(kind: StoreKind<unknown>): void {
       );
       assert.throws(() => job<Order>({ topic: "orders" }), /Options "topic" and "partitionKey" go together/);
     });
+
+    it("a recurring job of a kind with a topic cannot also be sequential", () =>
+      withDatabase(kind, async (db, track) => {
+        const { errand } = errandOn(db, { jobs, topics, mode: "enqueue" });
+        track(errand);
+        await assert.rejects(
+          errand.schedule("nightly", "order", { customer: alice, n: 0 }, "0 3 * * *", { sequential: true }),
+          /kind "order" has topic "orders", which orders its jobs by partition key; drop "sequential"/,
+        );
+        assert.deepEqual(await errand.schedules(), []);
+      }));
   });
 }

@@ -10,7 +10,7 @@ import postgres from "postgres";
 import { libsqlStore } from "../../adapters/libsql/mod.ts";
 import { postgresStore } from "../../adapters/postgres/mod.ts";
 import { createErrand, type Store } from "../../mod.ts";
-import { processJobs } from "./process_jobs.ts";
+import { processJobs, processTopics } from "./process_jobs.ts";
 
 const env = (name: string) => process.env[name] ?? "";
 const sql = env("ERRAND_CHILD_STORE") === "postgres" ? postgres(env("ERRAND_CHILD_URL"), { max: 10 }) : null;
@@ -18,7 +18,7 @@ const client = sql ? null : createClient({ url: env("ERRAND_CHILD_URL") });
 const store = (sql ? postgresStore(sql, { schema: env("ERRAND_CHILD_SCHEMA") }) : libsqlStore(client!)) as Store<
   unknown
 >;
-const errand = createErrand({ jobs: processJobs, store, mode: "enqueue" });
+const errand = createErrand({ jobs: processJobs, topics: processTopics, store, mode: "enqueue" });
 await errand.start();
 console.log("ready");
 await new Promise((resolve) => process.stdin.once("data", resolve));

@@ -1,7 +1,8 @@
 /**
  * A worker process for the multi-process tests. Configured by environment:
  * ERRAND_CHILD_STORE (libsql | postgres), ERRAND_CHILD_URL, ERRAND_CHILD_SCHEMA,
- * ERRAND_CHILD_LOG (a file it appends "start <id>" and "done <id>" lines to),
+ * ERRAND_CHILD_LOG (a file it appends "start <id>" and "done <id>" lines to, and
+ * "start|end <id> <key> <n> <time>" for the partitioned kind "ordered"),
  * ERRAND_CHILD_SCHEDULE (when set, registers the every-second schedule "tick" at
  * start, as an application would on every start, and logs "scheduled <result>").
  * Prints "ready" once started; shuts down gracefully on SIGTERM.
@@ -13,7 +14,7 @@ import postgres from "postgres";
 import { libsqlStore } from "../../adapters/libsql/mod.ts";
 import { postgresStore } from "../../adapters/postgres/mod.ts";
 import { createErrand, type Store } from "../../mod.ts";
-import { processJobs } from "./process_jobs.ts";
+import { processJobs, processTopics } from "./process_jobs.ts";
 
 const env = (name: string) => process.env[name] ?? "";
 const log = (line: string) => appendFileSync(env("ERRAND_CHILD_LOG"), `${line}\n`);
@@ -34,6 +35,7 @@ const logger = process.env.ERRAND_TEST_TIMING
 
 const errand = createErrand({
   jobs: processJobs,
+  topics: processTopics,
   store,
   logger,
   lease: "2s",
@@ -43,6 +45,12 @@ const errand = createErrand({
   queues: { default: { concurrency: 8 } },
   handlers: {
     record: (_p, job) => log(`done ${job.id}`),
+    // Times are in ms since the epoch with a fraction, comparable across processes.
+    ordered: async (p, job) => {
+      log(`start ${job.id} ${p.key} ${p.n} ${performance.timeOrigin + performance.now()}`);
+      await new Promise((r) => setTimeout(r, 1));
+      log(`end ${job.id} ${p.key} ${p.n} ${performance.timeOrigin + performance.now()}`);
+    },
     slow: async (_p, job) => {
       log(`start ${job.id}`);
       await new Promise((r) => setTimeout(r, 300));
