@@ -249,6 +249,16 @@ export class PostgresStore implements Store<TransactionSql> {
   ): Promise<(string | null)[]> {
     const notify = notifyWanted && this.#settings.notify;
     const unique = r.some((x) => x.uniqueKey !== null);
+    const partitioned = r.some((x) => x.topic !== null);
+    const sequences =
+      `counts AS (SELECT topic, part, count(*) AS n FROM r WHERE topic IS NOT NULL GROUP BY topic, part),
+       -- Each partition's counter advances by its rows, under a row lock held to commit: a partition's jobs
+       -- commit in sequence order.
+       alloc AS (
+         INSERT INTO ${this.#partitions} AS p (namespace, topic, "partition", next_seq)
+         SELECT $1, topic, part, n FROM counts
+         ON CONFLICT (namespace, topic, "partition") DO UPDATE SET next_seq = p.next_seq + excluded.next_seq
+         RETURNING topic, "partition" AS part, next_seq),`;
     const [result] = await this.#query(
       `WITH r AS (
          SELECT * FROM unnest($2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::int[], $8::bytea[],
@@ -256,23 +266,22 @@ export class PostgresStore implements Store<TransactionSql> {
                               $16::text[], $17::int[]) WITH ORDINALITY
            AS r(id, kind, version, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms, retry,
                 unique_key, unique_scope, topic, part, ord)),
-       counts AS (SELECT topic, part, count(*) AS n FROM r WHERE topic IS NOT NULL GROUP BY topic, part),
-       -- Each partition's counter advances by its rows, under a row lock held to commit: a partition's jobs
-       -- commit in sequence order.
-       alloc AS (
-         INSERT INTO ${this.#partitions} AS p (namespace, topic, "partition", next_seq)
-         SELECT $1, topic, part, n FROM counts
-         ON CONFLICT (namespace, topic, "partition") DO UPDATE SET next_seq = p.next_seq + excluded.next_seq
-         RETURNING topic, "partition" AS part, next_seq),
+       ${partitioned ? sequences : ""}
        inserted AS (
          INSERT INTO ${this.#jobs}
            (id, namespace, kind, version, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms,
             retry, unique_key, unique_scope, topic, "partition", seq)
          SELECT r.id, $1, r.kind, r.version, r.queue, r.state, r.priority, r.payload, r.max_attempts, r.run_at,
                 r.created_at, r.timeout_ms, r.retry, r.unique_key, r.unique_scope, r.topic, r.part,
-                a.next_seq - c.n + row_number() OVER (PARTITION BY r.topic, r.part ORDER BY r.ord)
-         FROM r LEFT JOIN alloc AS a ON a.topic = r.topic AND a.part = r.part
-                LEFT JOIN counts AS c ON c.topic = r.topic AND c.part = r.part
+                ${
+        partitioned ? "a.next_seq - c.n + row_number() OVER (PARTITION BY r.topic, r.part ORDER BY r.ord)" : "NULL"
+      }
+         FROM r ${
+        partitioned
+          ? `LEFT JOIN alloc AS a ON a.topic = r.topic AND a.part = r.part
+             LEFT JOIN counts AS c ON c.topic = r.topic AND c.part = r.part`
+          : ""
+      }
          ORDER BY r.ord
          ${unique ? "ON CONFLICT DO NOTHING" : ""}
          RETURNING id)
