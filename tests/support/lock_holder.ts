@@ -6,7 +6,8 @@
 import process from "node:process";
 import { createClient } from "@libsql/client";
 
-const client = createClient({ url: `file:${process.argv[2]}` });
+// The busy timeout lets it wait for a write the errand under test is making at that moment.
+const client = createClient({ url: `file:${process.argv[2]}`, timeout: 5_000 });
 const tx = await client.transaction("write");
 await tx.execute("DELETE FROM errand_jobs WHERE 0");
 console.log("locked");
