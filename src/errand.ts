@@ -26,6 +26,7 @@ import { Leadership } from "./leader.ts";
 import { toJobInfo } from "./job_info.ts";
 import { LeaseKeeper } from "./leases.ts";
 import { Maintenance } from "./maintenance.ts";
+import { every, type Periodic } from "./periodic.ts";
 import { checkName } from "./names.ts";
 import { checkCount, type ErrandMode, type ErrandOptions, type ResolvedOptions, resolveOptions } from "./options.ts";
 import type { RetryPolicy } from "./retry.ts";
@@ -295,6 +296,9 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
   readonly #context: Ctx | undefined;
   #ready: Promise<void> | undefined;
   #phase: Phase = "new";
+  /** Whether the namespace has partitions (topics configured here, or seen in the store). */
+  #partitioned: boolean;
+  #partitionWatch: Periodic | undefined;
   #unlisten: (() => Promise<void>) | undefined;
 
   constructor(options: ErrandOptions<J, Ctx, TTx>) {
@@ -316,6 +320,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
       this.#kinds.set(id, { definition, handler });
     }
     this.#workerId = `${this.#newId(Date.now()).slice(-10)}`;
+    this.#partitioned = this.#options.topics.size > 0;
     const { clock, logger } = this.#options;
     const store = this.#store as Store<unknown>;
     this.#completer = new Completer(store, clock, logger);
@@ -365,10 +370,23 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     if (this.#phase !== "new") return;
     this.#phase = "started";
     if (this.mode !== "work") return;
+    const { clock, logger } = this.#options;
     for (const [queue, slots] of this.#options.queues) this.#worker(queue, slots);
     this.#leases.start();
     this.#maintenance.start();
     this.#schedules.start();
+    // Another process may start using partitions (a sequential recurring job): look until some exist.
+    if (!this.#partitioned) {
+      this.#partitionWatch = every(
+        clock,
+        this.#options.intervals.promote,
+        "Looking for partitions",
+        logger,
+        async () => {
+          if (!this.#partitioned) this.#partitioned = await this.#store.partitionsExist();
+        },
+      );
+    }
     await this.#heartbeat.start();
     if (this.#store.capabilities.listen && this.#store.listen) {
       this.#unlisten = await this.#store.listen(() => {
@@ -626,6 +644,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     await this.#unlisten?.().catch((err) => logger.warn("Stopping the listener failed", { error: String(err) }));
     logger.debug("Shutdown: stopping maintenance");
     await this.#maintenance.stop();
+    await this.#partitionWatch?.stop();
     logger.debug("Shutdown: draining workers", { drainMs });
     await Promise.all([...this.#workers.values()].map((w) => w.stop(drainMs)));
     logger.debug("Shutdown: saving outcomes");
@@ -744,6 +763,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
   async #insertRows(rows: JobInsertRow[], tx: TTx | undefined): Promise<EnqueueResult[]> {
     if (rows.length === 0) return [];
     await this.#ensureReady();
+    if (rows.some((r) => r.topic !== null)) this.#partitioned = true;
     const available = rows.filter((r) => r.state === "available");
     const holders = await this.#store.jobInsertMany({ rows, notify: available.length > 0, tx });
     // A unique row can lose to a holder that finished before it could be read: insert it again.
@@ -801,6 +821,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
       pollMs,
       claimBatch,
       kinds,
+      heads: () => this.#partitioned,
       kind: (name, version) => {
         const k = this.#kinds.get(identity(name, version));
         if (!k?.handler) return undefined;

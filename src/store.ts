@@ -98,6 +98,11 @@ export interface JobClaimParams {
   readonly leaseUntil: number;
   /** Recorded as the claimer. */
   readonly workerId: string;
+  /**
+   * Also claim partition heads. False while the namespace has no partitions,
+   * so that a store can leave the search for heads out of the claim.
+   */
+  readonly heads: boolean;
 }
 
 /** A job handed to a worker by a claim. */
@@ -327,8 +332,9 @@ export interface Store<TTx = unknown> {
    * of one queue unless it is paused, taking them in priority, run time, id
    * order (returned in any order): sets them running with a new
    * fence, increments the attempt, sets the lease. A partitioned job is due
-   * only as the head of its partition: no job of the partition with a lower
-   * sequence number is scheduled, available, running or waiting.
+   * only as the head of its partition (no job of the partition with a lower
+   * sequence number is scheduled, available, running or waiting), and only
+   * with `heads`.
    */
   jobClaim(params: JobClaimParams): Promise<ClaimedJob[]>;
   /** Counts jobs by queue, kind, version and state (groups with no jobs are left out). */
@@ -399,6 +405,8 @@ export interface Store<TTx = unknown> {
   leaderAcquire(params: LeaderAcquire): Promise<boolean>;
   /** Gives up the named leadership if `holder` holds it. */
   leaderRelease(params: { readonly name: string; readonly holder: string }): Promise<void>;
+  /** Whether any partition of any topic has had jobs in this namespace. */
+  partitionsExist(): Promise<boolean>;
   /** The oldest unfinished job of a partition, or null. */
   partitionHead(params: { readonly topic: string; readonly partition: number }): Promise<JobRow | null>;
   /** The partitions of `topic` that have had jobs, by number. */

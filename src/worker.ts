@@ -32,6 +32,8 @@ export interface WorkerEnv<TTx> extends ExecutorEnv<TTx> {
   readonly claimBatch: number;
   /** Names of the kinds on this queue that this instance has handlers for. */
   readonly kinds: readonly string[];
+  /** Whether claims must also look for partition heads (the namespace has partitions). */
+  heads(): boolean;
 }
 
 /** Runs the jobs of one queue with a number of slots. */
@@ -129,6 +131,7 @@ export class QueueWorker<TTx> {
           now,
           leaseUntil: now + env.leaseMs,
           workerId: env.workerId,
+          heads: env.heads(),
         });
         failures = 0;
       } catch (err) {

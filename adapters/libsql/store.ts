@@ -161,26 +161,24 @@ export class LibsqlStore implements Store<Transaction> {
 
   async jobClaim(p: JobClaimParams): Promise<ClaimedJob[]> {
     const kinds = JSON.stringify(p.kinds);
-    const rs = await this.#write({
-      sql: `UPDATE errand_jobs SET state = 'running', attempt = attempt + 1, fence = fence + 1,
-              started_at = ?, lease_until = ?, worker_id = ?
-            WHERE id IN (
-              SELECT id FROM (
-                SELECT * FROM (
-                  SELECT id, priority, run_at FROM errand_jobs
+    const plain = `SELECT id, priority, run_at FROM errand_jobs
                   WHERE namespace = ? AND queue = ? AND state IN ('available', 'scheduled') AND run_at <= ?
                     AND topic IS NULL AND kind || '@' || version IN (SELECT value FROM json_each(?))
-                  ORDER BY priority, run_at, id LIMIT ?)
-                UNION ALL
-                -- The head of each partition: its oldest unfinished job.
-                SELECT h.id, h.priority, h.run_at FROM errand_partitions AS p
+                  ORDER BY priority, run_at, id LIMIT ?`;
+    // The head of each partition: its oldest unfinished job.
+    const heads = `SELECT h.id, h.priority, h.run_at FROM errand_partitions AS p
                 JOIN errand_jobs AS h ON h.id = (
                   SELECT e.id FROM errand_jobs AS e
                   WHERE e.namespace = p.namespace AND e.topic = p.topic AND e."partition" = p."partition"
                     AND e.state IN ('scheduled', 'available', 'running', 'waiting')
                   ORDER BY e.seq LIMIT 1)
                 WHERE p.namespace = ? AND h.queue = ? AND h.state IN ('available', 'scheduled') AND h.run_at <= ?
-                  AND h.kind || '@' || h.version IN (SELECT value FROM json_each(?)))
+                  AND h.kind || '@' || h.version IN (SELECT value FROM json_each(?))`;
+    const rs = await this.#write({
+      sql: `UPDATE errand_jobs SET state = 'running', attempt = attempt + 1, fence = fence + 1,
+              started_at = ?, lease_until = ?, worker_id = ?
+            WHERE id IN (
+              SELECT id FROM (${p.heads ? `SELECT * FROM (${plain}) UNION ALL ${heads}` : plain})
               WHERE NOT EXISTS (SELECT 1 FROM errand_queues WHERE namespace = ? AND queue = ? AND paused)
               ORDER BY priority, run_at, id LIMIT ?)
             RETURNING ${CLAIMED_COLUMNS.join(", ")}`,
@@ -193,10 +191,7 @@ export class LibsqlStore implements Store<Transaction> {
         p.now,
         kinds,
         p.limit,
-        this.namespace,
-        p.queue,
-        p.now,
-        kinds,
+        ...(p.heads ? [this.namespace, p.queue, p.now, kinds] : []),
         this.namespace,
         p.queue,
         p.limit,
@@ -443,6 +438,14 @@ export class LibsqlStore implements Store<Transaction> {
       sql: "DELETE FROM errand_workers WHERE namespace = ? AND id = ?",
       args: [this.namespace, p.id],
     });
+  }
+
+  async partitionsExist(): Promise<boolean> {
+    const rs = await this.#exec({
+      sql: "SELECT EXISTS (SELECT 1 FROM errand_partitions WHERE namespace = ?) AS present",
+      args: [this.namespace],
+    });
+    return Boolean(Number(rs.rows[0].present));
   }
 
   async partitionHead(p: { topic: string; partition: number }): Promise<JobRow | null> {

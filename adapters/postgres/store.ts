@@ -141,20 +141,14 @@ export class PostgresStore implements Store<TransactionSql> {
   }
 
   async jobClaim(p: JobClaimParams): Promise<ClaimedJob[]> {
-    // Two locking reads, each planned on its own: due jobs outside topics by the claim index, and the
-    // due heads of partitions (looked up by primary key); the first `limit` of both are claimed.
-    const rows = await this.#query(
-      `UPDATE ${this.#jobs} AS j SET state = 'running', attempt = j.attempt + 1, fence = j.fence + 1,
-         started_at = $1, lease_until = $2, worker_id = $3
-       FROM (SELECT id FROM (
-               SELECT * FROM (SELECT id, priority, run_at FROM ${this.#jobs}
+    const plain = `SELECT id, priority, run_at FROM ${this.#jobs}
                 WHERE namespace = $4 AND queue = $5 AND state IN ('available', 'scheduled') AND run_at <= $6
                   AND topic IS NULL AND kind || '@' || version = ANY($7::text[])
-                ORDER BY priority, run_at, id LIMIT $8 FOR UPDATE SKIP LOCKED) AS plain
-               UNION ALL
-               SELECT * FROM (SELECT id, priority, run_at FROM ${this.#jobs}
+                ORDER BY priority, run_at, id LIMIT $8 FOR UPDATE SKIP LOCKED`;
+    // The due heads of partitions (each its partition's oldest unfinished job), looked up by primary key
+    // in a locking read planned on its own.
+    const heads = `SELECT id, priority, run_at FROM ${this.#jobs}
                 WHERE id = ANY(ARRAY(
-                    -- The head of each partition: its oldest unfinished job.
                     SELECT h.id FROM ${this.#partitions} AS p
                     CROSS JOIN LATERAL (
                       SELECT e.id, e.queue, e.state, e.run_at, e.kind, e.version FROM ${this.#jobs} AS e
@@ -164,7 +158,13 @@ export class PostgresStore implements Store<TransactionSql> {
                     WHERE p.namespace = $4 AND h.queue = $5 AND h.state IN ('available', 'scheduled')
                       AND h.run_at <= $6 AND h.kind || '@' || h.version = ANY($7::text[])))
                   AND state IN ('available', 'scheduled')
-                FOR UPDATE SKIP LOCKED) AS heads) AS due
+                FOR UPDATE SKIP LOCKED`;
+    const rows = await this.#query(
+      `UPDATE ${this.#jobs} AS j SET state = 'running', attempt = j.attempt + 1, fence = j.fence + 1,
+         started_at = $1, lease_until = $2, worker_id = $3
+       FROM (SELECT id FROM (
+               ${p.heads ? `SELECT * FROM (${plain}) AS plain UNION ALL SELECT * FROM (${heads}) AS heads` : plain}
+             ) AS due
              WHERE NOT EXISTS (SELECT 1 FROM ${this.#queues} WHERE namespace = $4 AND queue = $5 AND paused)
              ORDER BY priority, run_at, id LIMIT $8) AS picked,
             (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit
@@ -407,6 +407,14 @@ export class PostgresStore implements Store<TransactionSql> {
 
   async workerRemove(p: { id: string }): Promise<void> {
     await this.#query(`DELETE FROM ${this.#workers} WHERE namespace = $1 AND id = $2`, [this.namespace, p.id]);
+  }
+
+  async partitionsExist(): Promise<boolean> {
+    const [row] = await this.#query(
+      `SELECT EXISTS (SELECT 1 FROM ${this.#partitions} WHERE namespace = $1) AS present`,
+      [this.namespace],
+    );
+    return Boolean(row.present);
   }
 
   async partitionHead(p: { topic: string; partition: number }): Promise<JobRow | null> {

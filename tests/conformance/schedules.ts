@@ -196,6 +196,28 @@ export function scheduleCases(kind: StoreKind<unknown>): void {
         assert.equal(overlap, 1, "no two ran at once");
       }));
 
+    it("a worker that has never seen a partition finds a sequential schedule registered elsewhere", () =>
+      withDatabase(kind, async (db, track) => {
+        // Another instance leads (and runs nothing); the worker below neither leads nor has topics.
+        const { errand: leader } = errandOn(db, { jobs, leaderLease: "1h" });
+        track(leader);
+        await leader.start();
+        const { errand: registrar } = errandOn(db, { jobs, mode: "enqueue" });
+        track(registrar);
+        await registrar.schedule("elsewhere", "report", { name: "e" }, "*/10 * * * * *", { sequential: true });
+        const ran: string[] = [];
+        const { errand: worker, clock } = errandOn(db, { jobs, handlers: { report: (p) => void ran.push(p.name) } });
+        track(worker);
+        await worker.start();
+        // Its claims leave partition heads out until its look for partitions (every promote interval) finds one.
+        for (let i = 0; i < 15 && ran.length === 0; i++) {
+          clock.advance(1_000);
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        await eventually(() => ran.length === 1, "the first occurrence");
+        assert.deepEqual(ran, ["e"]);
+      }));
+
     it("trigger(id) enqueues an occurrence now; bad definitions are clear errors that write nothing", () =>
       withDatabase(kind, async (db, track) => {
         const { errand } = errandOn(db, { jobs, handlers: { report: () => {} } });
