@@ -278,7 +278,8 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
         let cut = 0;
         for (const file of logs) {
           const open = new Map<string, Run>();
-          for (const line of readFileSync(file, "utf8").split("\n")) {
+          // A process killed before it ran anything never created its log.
+          for (const line of existsSync(file) ? readFileSync(file, "utf8").split("\n") : []) {
             const [what, id, key, n, time] = line.split(" ");
             if (what === "start" && key) open.set(id, { id, key, n: Number(n), start: Number(time), end: NaN });
             if (what === "end") {
