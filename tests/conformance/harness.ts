@@ -2,7 +2,7 @@
 import { createErrand, defineJobs, type Errand, type ErrandOptions, job, type JobDefinitions } from "../../mod.ts";
 import { FakeClock } from "../../src/testing.ts";
 import type { StoreKind, TestDatabase } from "../support/stores.ts";
-import { quietLogger } from "../support/wait.ts";
+import { eventually, quietLogger } from "../support/wait.ts";
 
 /** The kinds most sections use. */
 export const testJobs = defineJobs({
@@ -55,4 +55,14 @@ export function errandOn<J extends JobDefinitions, TTx>(
     store: db.store(options.namespace),
   });
   return { errand, clock, logger };
+}
+
+/**
+ * Waits until `check()` holds after the test moved a fake clock. A background
+ * loop (worker poll, cron leader) sets its next timer only when its current
+ * round ends; a round still running when the test moved the clock sets a timer
+ * that a fake clock fires only at its next move, so each try moves it 1 ms.
+ */
+export async function eventuallyOnClock(clock: FakeClock, check: () => Promise<boolean>, what: string): Promise<void> {
+  await eventually(async () => (await check()) || (clock.advance(1), false), what);
 }

@@ -4,7 +4,7 @@ import { defineJobs, type Errand, job, NotFoundError, ValidationError } from "..
 import { FakeClock } from "../../src/testing.ts";
 import type { StoreKind } from "../support/stores.ts";
 import { eventually } from "../support/wait.ts";
-import { errandOn, withDatabase } from "./harness.ts";
+import { errandOn, eventuallyOnClock, withDatabase } from "./harness.ts";
 
 const jobs = defineJobs({ report: job<{ name: string }>() });
 
@@ -19,16 +19,6 @@ async function occurrences(errand: Errand<typeof jobs, unknown>, name: string): 
     .filter((j) => (j.payload as { name: string }).name === name)
     .sort((a, b) => a.runAt.getTime() - b.runAt.getTime())
     .map((j) => `${j.runAt.toISOString().slice(11, 19)} ${j.state}`);
-}
-
-/**
- * Waits until `fired()` holds after the test moved `clock` to an occurrence. The
- * leader sets its next timer only when its current tick ends; a tick still
- * running when the test moved the clock sets a timer that a fake clock fires
- * only at its next move, so each wait nudges the clock by a millisecond.
- */
-async function leaderFired(clock: FakeClock, fired: () => Promise<boolean>, what: string): Promise<void> {
-  await eventually(async () => (await fired()) || (clock.advance(1), false), what);
 }
 
 /** Recurring jobs: upsert on every start, firing by one leader, time zones, catch-up. */
@@ -98,7 +88,7 @@ export function scheduleCases(kind: StoreKind<unknown>): void {
           clock.advance(10_000);
           // The leader's next tick is set on its clock after it fired: move time on only then.
           const expected = new Date(T0 + i * 10_000).toISOString().slice(11, 19);
-          await leaderFired(clock, async () => (await last("seconds")) === expected, `occurrence ${i}`);
+          await eventuallyOnClock(clock, async () => (await last("seconds")) === expected, `occurrence ${i}`);
         }
         await eventually(async () => {
           const s = await occurrences(errand, "s");
@@ -130,10 +120,10 @@ export function scheduleCases(kind: StoreKind<unknown>): void {
         assert.equal(await next(), "2026-10-24T07:00:00.000Z");
         const last = async () => (await errand.schedules())[0].lastRunAt?.toISOString();
         clock.advance(7 * 60 * MINUTE);
-        await leaderFired(clock, async () => (await last()) === "2026-10-24T07:00:00.000Z", "the first morning");
+        await eventuallyOnClock(clock, async () => (await last()) === "2026-10-24T07:00:00.000Z", "the first morning");
         assert.equal(await next(), "2026-10-25T08:00:00.000Z", "the next morning is an hour later in UTC");
         clock.advance(25 * 60 * MINUTE);
-        await leaderFired(clock, async () => (await last()) === "2026-10-25T08:00:00.000Z", "the second morning");
+        await eventuallyOnClock(clock, async () => (await last()) === "2026-10-25T08:00:00.000Z", "the second morning");
         assert.equal(await next(), "2026-10-26T08:00:00.000Z");
       }));
 
@@ -193,10 +183,10 @@ export function scheduleCases(kind: StoreKind<unknown>): void {
         const fired = async (second: number) =>
           (await errand.schedules())[0].lastRunAt?.getTime() === T0 + second * 1000;
         clock.advance(10_000);
-        await leaderFired(clock, async () => ran.length === 1 && await fired(10), "the first occurrence");
+        await eventuallyOnClock(clock, async () => ran.length === 1 && await fired(10), "the first occurrence");
         // The next occurrence is due and enqueued while the first still runs: it waits.
         clock.advance(10_000);
-        await leaderFired(clock, () => fired(20), "the second occurrence");
+        await eventuallyOnClock(clock, () => fired(20), "the second occurrence");
         await new Promise((r) => setTimeout(r, 50));
         assert.deepEqual(ran, ["start slow"]);
         release();

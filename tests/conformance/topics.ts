@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 import { backoff, createErrand, defineJobs, job, partitionOf, ValidationError } from "../../mod.ts";
 import type { StoreKind } from "../support/stores.ts";
 import { eventually } from "../support/wait.ts";
-import { errandOn, withDatabase } from "./harness.ts";
+import { errandOn, eventuallyOnClock, withDatabase } from "./harness.ts";
 
 type Order = { customer: string; n: number };
 
@@ -99,9 +99,13 @@ export function topicCases(kind: StoreKind<unknown>): void {
           (await errand.list({ kind: "order", state: "scheduled" })).jobs.some((j) => (j.payload as Order).n === n);
         await eventually(() => scheduled(0), "job 0's retry to be scheduled");
         clock.advance(60_000);
-        await eventually(async () => ran.length === 3 && await scheduled(1), "the retry and the next job");
+        await eventuallyOnClock(
+          clock,
+          async () => ran.length === 3 && await scheduled(1),
+          "the retry and the next job",
+        );
         clock.advance(60_000);
-        await eventually(() => ran.length === 5, "job 1's last attempt and job 2");
+        await eventuallyOnClock(clock, async () => ran.length === 5, "job 1's last attempt and job 2");
         assert.deepEqual(ran, ["0@1", "0@2", "1@1", "1@2", "2@1"]);
       }));
 
@@ -137,7 +141,7 @@ export function topicCases(kind: StoreKind<unknown>): void {
         await eventually(() => ran.length === 3, "the parent, then Bob's orders");
         assert.deepEqual(ran, ["prepare", "bob:0", "bob:1"]);
         clock.advance(3_600_000);
-        await eventually(() => ran.length === 5, "Alice's orders after the delay");
+        await eventuallyOnClock(clock, async () => ran.length === 5, "Alice's orders after the delay");
         assert.deepEqual(ran.slice(3), ["alice:0", "alice:1"]);
       }));
 
