@@ -100,7 +100,13 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
         const errand = createErrand({ jobs: processJobs, topics: processTopics, store: db.store(), mode: "enqueue" });
         // Both workers are up before the jobs arrive, so that neither drains them all alone.
         children.push(...await Promise.all(logs.map((log) => startWorker(kind, db, log))));
-        await errand.enqueueMany(Array.from({ length: 2000 }, (_, n) => ({ kind: "record" as const, payload: { n } })));
+        // In batches a little apart, so that the run lasts several poll intervals of both workers.
+        for (let b = 0; b < 2000; b += 100) {
+          await errand.enqueueMany(
+            Array.from({ length: 100 }, (_, n) => ({ kind: "record" as const, payload: { n: b + n } })),
+          );
+          await new Promise((r) => setTimeout(r, 20));
+        }
         const done = await eventually(
           () => {
             const all = logs.flatMap((l) => lines(l, "done "));
