@@ -63,6 +63,10 @@ export function errandOn<J extends JobDefinitions, TTx>(
  * round ends; a round still running when the test moved the clock sets a timer
  * that a fake clock fires only at its next move, so each try moves it 1 ms.
  */
-export async function eventuallyOnClock(clock: FakeClock, check: () => Promise<boolean>, what: string): Promise<void> {
+export async function eventuallyOnClock(
+  clock: FakeClock,
+  check: () => boolean | Promise<boolean>,
+  what: string,
+): Promise<void> {
   await eventually(async () => (await check()) || (clock.advance(1), false), what);
 }

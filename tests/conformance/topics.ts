@@ -105,7 +105,7 @@ export function topicCases(kind: StoreKind<unknown>): void {
           "the retry and the next job",
         );
         clock.advance(60_000);
-        await eventuallyOnClock(clock, async () => ran.length === 5, "job 1's last attempt and job 2");
+        await eventuallyOnClock(clock, () => ran.length === 5, "job 1's last attempt and job 2");
         assert.deepEqual(ran, ["0@1", "0@2", "1@1", "1@2", "2@1"]);
       }));
 
@@ -141,7 +141,7 @@ export function topicCases(kind: StoreKind<unknown>): void {
         await eventually(() => ran.length === 3, "the parent, then Bob's orders");
         assert.deepEqual(ran, ["prepare", "bob:0", "bob:1"]);
         clock.advance(3_600_000);
-        await eventuallyOnClock(clock, async () => ran.length === 5, "Alice's orders after the delay");
+        await eventuallyOnClock(clock, () => ran.length === 5, "Alice's orders after the delay");
         assert.deepEqual(ran.slice(3), ["alice:0", "alice:1"]);
       }));
 
