@@ -233,6 +233,12 @@ export interface Errand<J extends JobDefinitions, TTx> extends Enqueuer<J, TTx> 
    * @throws {ValidationError} When the topic is not configured.
    */
   partitions(topic: string): Promise<PartitionInfo[]>;
+  /**
+   * Deletes a partition's finished jobs but the newest `keep` (by enqueue
+   * order); unfinished jobs are never touched. Returns how many it deleted.
+   * @throws {ValidationError} When the topic is not configured, or the partition or `keep` is out of range.
+   */
+  truncatePartitionHistory(topic: string, partition: number, keep: number): Promise<number>;
   /** Adds `n` slots to the worker of `queue` (starting one if needed). */
   addWorkers(queue: string, n: number): void;
   /** Removes `n` slots from the worker of `queue`; resolves once the running jobs fit. */
@@ -273,6 +279,9 @@ type Phase = "new" | "started" | "stopping" | "stopped";
 
 /** How many children `get()` shows. */
 const CHILDREN_SHOWN = 25;
+
+/** How many finished jobs `truncatePartitionHistory` deletes per statement. */
+const TRIM_BATCH = 1_000;
 
 /** How often an enqueue tries a unique row whose key holder vanished while it was read. */
 const UNIQUE_TRIES = 3;
@@ -331,6 +340,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
       clock,
       logger,
       retention: this.#options.retention,
+      partitionHistory: this.#options.partitionHistory,
       intervals: this.#options.intervals,
       retryPolicy: (kind, version) => this.#retryPolicy(kind, version),
       wake: (queue) => this.#workers.get(queue)?.wake(),
@@ -580,10 +590,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
   }
 
   async forceFailPartitionHead(topic: string, partition: number): Promise<JobInfo | null> {
-    const count = this.#topic(topic);
-    if (!Number.isInteger(partition) || partition < 0 || partition >= count) {
-      throw new ValidationError(`Topic "${topic}" has partitions 0 to ${count - 1}, got "${String(partition)}"`);
-    }
+    this.#partition(topic, partition);
     await this.#ensureReady();
     const head = await this.#store.partitionHead({ topic, partition });
     if (!head) return null;
@@ -603,6 +610,18 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     await this.#resolveChildren([head.id]);
     const row = await this.#store.jobGet(head.id);
     return row && toJobInfo(row);
+  }
+
+  async truncatePartitionHistory(topic: string, partition: number, keep: number): Promise<number> {
+    this.#partition(topic, partition);
+    checkCount("keep", keep, 0);
+    await this.#ensureReady();
+    // In batches, so a long history never takes one long lock.
+    for (let deleted = 0;;) {
+      const n = await this.#store.partitionTrimHistory({ topic, partition, keep, limit: TRIM_BATCH });
+      deleted += n;
+      if (n < TRIM_BATCH) return deleted;
+    }
   }
 
   async partitions(topic: string): Promise<PartitionInfo[]> {
@@ -799,6 +818,14 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
       throw new ValidationError(`There is no topic "${topic}"; configured topics: ${known}`);
     }
     return count;
+  }
+
+  /** @throws {ValidationError} Unless `topic` is configured and `partition` is one of its partitions. */
+  #partition(topic: string, partition: number): void {
+    const count = this.#topic(topic);
+    if (!Number.isInteger(partition) || partition < 0 || partition >= count) {
+      throw new ValidationError(`Topic "${topic}" has partitions 0 to ${count - 1}, got "${String(partition)}"`);
+    }
   }
 
   /** The kinds this instance has handlers for, as `name@version`. */

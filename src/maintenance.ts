@@ -6,7 +6,8 @@
  *   recorded with error `LeaseExpired` and retried or failed like any error,
  *   each write conditional on the lease still being expired under the same fence;
  * - pruning: completed, failed and cancelled jobs older than their retention
- *   are deleted in small batches, so a large backlog never takes one long lock.
+ *   are deleted in small batches, so a large backlog never takes one long lock;
+ *   so are a partition's finished jobs beyond its history cap, when set.
  *
  * @module
  */
@@ -38,6 +39,8 @@ export interface MaintenanceEnv {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly retention: Retention;
+  /** Most finished jobs kept per partition, or undefined for no cap. */
+  readonly partitionHistory: number | undefined;
   readonly intervals: MaintenanceIntervals;
   /** The retry policy of a kind (the default for kinds this instance does not know). */
   retryPolicy(kind: string, version: number): RetryPolicy;
@@ -107,14 +110,22 @@ export class Maintenance {
     }
   }
 
-  /** Deletes finished jobs older than their retention, in batches. */
+  /** Deletes finished jobs older than their retention, and beyond each partition's history cap, in batches. */
   async prune(): Promise<void> {
-    const { store, clock, retention } = this.#env;
+    const { store, clock, retention, partitionHistory } = this.#env;
     for (const state of ["completed", "failed", "cancelled"] as const) {
       const before = clock.now() - retention[state];
-      for (let i = 0; i < PRUNE_BATCHES_PER_RUN; i++) {
-        if ((await store.jobPrune({ state, before, limit: BATCH })) < BATCH) break;
-      }
+      await inBatches(() => store.jobPrune({ state, before, limit: BATCH }));
     }
+    if (partitionHistory !== undefined) {
+      await inBatches(() => store.partitionTrimHistory({ keep: partitionHistory, limit: BATCH }));
+    }
+  }
+}
+
+/** Runs a batched delete until it deletes less than a batch, at most {@link PRUNE_BATCHES_PER_RUN} times. */
+async function inBatches(deleteBatch: () => Promise<number>): Promise<void> {
+  for (let i = 0; i < PRUNE_BATCHES_PER_RUN; i++) {
+    if ((await deleteBatch()) < BATCH) return;
   }
 }

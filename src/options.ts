@@ -107,6 +107,12 @@ export interface ErrandOptions<J extends JobDefinitions, Ctx, TTx> {
    */
   leaderLease?: Duration;
   /**
+   * Most finished jobs kept per partition of a topic (the partition's history),
+   * newest first by sequence number; pruning deletes older ones besides the
+   * time-based `retention`. Unset: only `retention` applies.
+   */
+  partitionHistoryRetention?: number;
+  /**
    * How often maintenance promotes due jobs, rescues expired leases and prunes.
    * @default { promote: "1s", rescue: "5s", prune: "1m" }
    */
@@ -125,6 +131,8 @@ export interface ResolvedOptions {
   readonly maxPayloadBytes: number;
   readonly retry: RetryPolicy;
   readonly retention: Retention;
+  /** Most finished jobs kept per partition, or undefined for no cap. */
+  readonly partitionHistory: number | undefined;
   readonly intervals: MaintenanceIntervals;
   /** Concurrency of every queue this instance works, by name. */
   readonly queues: ReadonlyMap<string, number>;
@@ -195,6 +203,9 @@ export function resolveOptions<J extends JobDefinitions, Ctx, TTx>(
       failed: parseDuration(retention.failed ?? "30d", "retention.failed"),
       cancelled: parseDuration(retention.cancelled ?? "7d", "retention.cancelled"),
     },
+    partitionHistory: options.partitionHistoryRetention === undefined
+      ? undefined
+      : checkCount("partitionHistoryRetention", options.partitionHistoryRetention, 0),
     intervals: {
       promote: atLeast("maintenance.promote", parseDuration(intervals.promote ?? "1s", "maintenance.promote"), 1),
       rescue: atLeast("maintenance.rescue", parseDuration(intervals.rescue ?? "5s", "maintenance.rescue"), 1),

@@ -405,6 +405,15 @@ export interface Store<TTx = unknown> {
   leaderAcquire(params: LeaderAcquire): Promise<boolean>;
   /** Gives up the named leadership if `holder` holds it. */
   leaderRelease(params: { readonly name: string; readonly holder: string }): Promise<void>;
+  /**
+   * Deletes up to `limit` finished jobs (completed, failed, cancelled) of
+   * partitions beyond the newest `keep` of each (by sequence number): of one
+   * partition when `topic` and `partition` are given, else of every one.
+   * Returns how many it deleted.
+   */
+  partitionTrimHistory(
+    params: { readonly topic?: string; readonly partition?: number; readonly keep: number; readonly limit: number },
+  ): Promise<number>;
   /** Whether any partition of any topic has had jobs in this namespace. */
   partitionsExist(): Promise<boolean>;
   /** The oldest unfinished job of a partition, or null. */

@@ -440,6 +440,33 @@ export class LibsqlStore implements Store<Transaction> {
     });
   }
 
+  async partitionTrimHistory(
+    p: { topic?: string; partition?: number; keep: number; limit: number },
+  ): Promise<number> {
+    return await this.#run(() =>
+      this.#inWriteTransaction(async (tx) => {
+        const gone = await tx.execute({
+          sql: `DELETE FROM errand_jobs WHERE id IN (
+                  SELECT id FROM (
+                    SELECT id, row_number() OVER (PARTITION BY topic, "partition" ORDER BY seq DESC) AS newest
+                    FROM errand_jobs
+                    WHERE namespace = ? AND topic IS NOT NULL AND state IN ('completed', 'failed', 'cancelled')
+                      AND (? IS NULL OR (topic = ? AND "partition" = ?)))
+                  WHERE newest > ? LIMIT ?)
+                RETURNING id`,
+          args: [this.namespace, p.topic ?? null, p.topic ?? null, p.partition ?? null, p.keep, p.limit],
+        });
+        if (gone.rows.length) {
+          await tx.execute({
+            sql: "DELETE FROM errand_job_parents WHERE namespace = ? AND job_id IN (SELECT value FROM json_each(?))",
+            args: [this.namespace, JSON.stringify(gone.rows.map((r) => r.id))],
+          });
+        }
+        return gone.rows.length;
+      })
+    );
+  }
+
   async partitionsExist(): Promise<boolean> {
     const rs = await this.#exec({
       sql: "SELECT EXISTS (SELECT 1 FROM errand_partitions WHERE namespace = ?) AS present",

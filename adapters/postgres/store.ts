@@ -409,6 +409,24 @@ export class PostgresStore implements Store<TransactionSql> {
     await this.#query(`DELETE FROM ${this.#workers} WHERE namespace = $1 AND id = $2`, [this.namespace, p.id]);
   }
 
+  async partitionTrimHistory(
+    p: { topic?: string; partition?: number; keep: number; limit: number },
+  ): Promise<number> {
+    const rows = await this.#query(
+      `WITH ranked AS (
+         SELECT id, row_number() OVER (PARTITION BY topic, "partition" ORDER BY seq DESC) AS newest
+         FROM ${this.#jobs}
+         WHERE namespace = $1 AND topic IS NOT NULL AND state IN ('completed', 'failed', 'cancelled')
+           AND ($2::text IS NULL OR (topic = $2 AND "partition" = $3))),
+       gone AS (
+         DELETE FROM ${this.#jobs} WHERE id IN (SELECT id FROM ranked WHERE newest > $4 LIMIT $5) RETURNING id),
+       links AS (DELETE FROM ${this.#parents} WHERE namespace = $1 AND job_id IN (SELECT id FROM gone))
+       SELECT count(*) AS n FROM gone`,
+      [this.namespace, p.topic ?? null, p.partition ?? null, p.keep, p.limit],
+    );
+    return Number(rows[0].n);
+  }
+
   async partitionsExist(): Promise<boolean> {
     const [row] = await this.#query(
       `SELECT EXISTS (SELECT 1 FROM ${this.#partitions} WHERE namespace = $1) AS present`,

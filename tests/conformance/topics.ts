@@ -201,6 +201,42 @@ export function topicCases(kind: StoreKind<unknown>): void {
         assert.deepEqual(seqs, [1, 2, 3, 4]);
       }));
 
+    it("a partition's history is capped by partitionHistoryRetention and can be truncated; unfinished jobs stay", () =>
+      withDatabase(kind, async (db, track) => {
+        const ran: number[] = [];
+        const { errand, clock } = errandOn(db, {
+          jobs,
+          topics,
+          partitionHistoryRetention: 3,
+          maintenance: { prune: "1m" },
+          handlers: { order: (p) => void ran.push(p.n) },
+        });
+        track(errand);
+        const ids: string[] = [];
+        for (let n = 0; n < 6; n++) ids.push((await errand.enqueue("order", { customer: alice, n })).id);
+        // A later job that has not run yet (delayed) is never part of the history.
+        const pending = await errand.enqueue("order", { customer: alice, n: 6 }, { delay: "1h" });
+        await errand.start();
+        await eventually(() => ran.length === 6, "six orders");
+        await eventually(async () => (await errand.get(ids[5]))?.state === "completed", "the last completion");
+        const left = async () => (await Promise.all(ids.map((id) => errand.get(id)))).map((j) => j !== null);
+        clock.advance(60_000);
+        await eventuallyOnClock(
+          clock,
+          async () => (await left()).join() === [false, false, false, true, true, true].join(),
+          "pruning to the newest three",
+        );
+        assert.equal((await errand.get(pending.id))?.state, "scheduled");
+
+        const partition = partitionOf(alice, 8);
+        assert.equal(await errand.truncatePartitionHistory("orders", partition, 1), 2);
+        assert.deepEqual(await left(), [false, false, false, false, false, true]);
+        assert.equal(await errand.truncatePartitionHistory("orders", partition, 1), 0);
+        assert.equal((await errand.get(pending.id))?.state, "scheduled", "unfinished jobs are never deleted");
+        await assert.rejects(errand.truncatePartitionHistory("orders", 8, 1), /partitions 0 to 7/);
+        await assert.rejects(errand.truncatePartitionHistory("orders", 0, -1), /Option "keep" must be a whole number/);
+      }));
+
     it("a kind's topic must be configured, with a partition count from 1 to 1024", () => {
       assert.throws(
         () => createErrand({ jobs, store: { jobClaim() {} } as never }),
