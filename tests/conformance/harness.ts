@@ -59,14 +59,16 @@ export function errandOn<J extends JobDefinitions, TTx>(
 
 /**
  * Waits until `check()` holds after the test moved a fake clock. A background
- * loop (worker poll, cron leader) sets its next timer only when its current
- * round ends; a round still running when the test moved the clock sets a timer
- * that a fake clock fires only at its next move, so each try moves it 1 ms.
+ * loop (worker poll, cron leader, maintenance) sets its next timer only when its
+ * current round ends; a round still running when the test moved the clock sets
+ * a timer that a fake clock fires only at its next move, so each try moves it
+ * `stepMs` (1 ms by default: a nudge that changes no outcome).
  */
 export async function eventuallyOnClock(
   clock: FakeClock,
   check: () => boolean | Promise<boolean>,
   what: string,
+  stepMs = 1,
 ): Promise<void> {
-  await eventually(async () => (await check()) || (clock.advance(1), false), what);
+  await eventually(async () => (await check()) || (clock.advance(stepMs), false), what);
 }
