@@ -8,12 +8,19 @@
 import { monotonicFactory } from "ulid";
 import { Completer } from "./completer.ts";
 import { type ResolveEnv, resolveWaiting } from "./continuations.ts";
+import { parseCron } from "./cron.ts";
 import { type Duration, parseDuration } from "./duration.ts";
 import { buildInsertRow, type EnqueueOptions, type JobEnqueueOptions } from "./enqueue.ts";
 import { NotFoundError, StateError, ValidationError } from "./errors.ts";
 import type { Handler } from "./executor.ts";
+import { Heartbeat, liveWorkers } from "./heartbeat.ts";
 import type { JobDefinition, JobDefinitions, PayloadOf } from "./job.ts";
-import { parseCron } from "./cron.ts";
+import { toJobInfo } from "./job_info.ts";
+import { Leadership } from "./leader.ts";
+import { LeaseKeeper } from "./leases.ts";
+import { Maintenance } from "./maintenance.ts";
+import { checkName } from "./names.ts";
+import { checkCount, type ErrandMode, type ErrandOptions, type ResolvedOptions, resolveOptions } from "./options.ts";
 import {
   isSequentialTopic,
   type PartitionInfo,
@@ -21,17 +28,8 @@ import {
   sequentialPlacement,
   toPartitionInfo,
 } from "./partition.ts";
-import { Heartbeat, liveWorkers } from "./heartbeat.ts";
-import { Leadership } from "./leader.ts";
-import { toJobInfo } from "./job_info.ts";
-import { LeaseKeeper } from "./leases.ts";
-import { Maintenance } from "./maintenance.ts";
 import { every, type Periodic } from "./periodic.ts";
-import { checkName } from "./names.ts";
-import { checkCount, type ErrandMode, type ErrandOptions, type ResolvedOptions, resolveOptions } from "./options.ts";
 import type { RetryPolicy } from "./retry.ts";
-import type { ClaimedJob, JobInsertRow, JobTransition, Store } from "./store.ts";
-import { JOB_STATES, type JobInfo, type JobState, type WorkerInfo } from "./types.ts";
 import {
   checkScheduleOptions,
   type ScheduleInfo,
@@ -39,6 +37,8 @@ import {
   Schedules,
   toScheduleInfo,
 } from "./schedules.ts";
+import type { ClaimedJob, JobInsertRow, JobTransition, Store } from "./store.ts";
+import { JOB_STATES, type JobInfo, type JobState, type WorkerInfo } from "./types.ts";
 import { checkPayload } from "./validate.ts";
 import { QueueWorker, type WorkerEnv } from "./worker.ts";
 

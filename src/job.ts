@@ -151,7 +151,7 @@ export function job<T>(options: JobOptions<T> = {}): JobDefinition<T> {
     validate: options.validate as AnyPayloadValidator | undefined,
     topic: options.topic === undefined
       ? undefined
-      : { name: checkName("topic", options.topic), key: options.partitionKey! } as KindTopic<T>,
+      : { name: checkName("topic", options.topic), key: options.partitionKey! },
   };
 }
 
