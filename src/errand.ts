@@ -18,7 +18,7 @@ import type { JobDefinition, JobDefinitions, PayloadOf } from "./job.ts";
 import { toJobInfo } from "./job_info.ts";
 import { Leadership } from "./leader.ts";
 import { LeaseKeeper } from "./leases.ts";
-import { Maintenance } from "./maintenance.ts";
+import { deleteInBatches, Maintenance } from "./maintenance.ts";
 import { checkName } from "./names.ts";
 import { checkCount, type ErrandMode, type ErrandOptions, type ResolvedOptions, resolveOptions } from "./options.ts";
 import {
@@ -279,9 +279,6 @@ type Phase = "new" | "started" | "stopping" | "stopped";
 
 /** How many children `get()` shows. */
 const CHILDREN_SHOWN = 25;
-
-/** How many finished jobs `truncatePartitionHistory` deletes per statement. */
-const TRIM_BATCH = 1_000;
 
 /** How often an enqueue tries a unique row whose key holder vanished while it was read. */
 const UNIQUE_TRIES = 3;
@@ -616,12 +613,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     this.#partition(topic, partition);
     checkCount("keep", keep, 0);
     await this.#ensureReady();
-    // In batches, so a long history never takes one long lock.
-    for (let deleted = 0;;) {
-      const n = await this.#store.partitionTrimHistory({ topic, partition, keep, limit: TRIM_BATCH });
-      deleted += n;
-      if (n < TRIM_BATCH) return deleted;
-    }
+    return await deleteInBatches((limit) => this.#store.partitionTrimHistory({ topic, partition, keep, limit }));
   }
 
   async partitions(topic: string): Promise<PartitionInfo[]> {

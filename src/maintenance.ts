@@ -115,17 +115,28 @@ export class Maintenance {
     const { store, clock, retention, partitionHistory } = this.#env;
     for (const state of ["completed", "failed", "cancelled"] as const) {
       const before = clock.now() - retention[state];
-      await inBatches(() => store.jobPrune({ state, before, limit: BATCH }));
+      await deleteInBatches((limit) => store.jobPrune({ state, before, limit }), PRUNE_BATCHES_PER_RUN);
     }
     if (partitionHistory !== undefined) {
-      await inBatches(() => store.partitionTrimHistory({ keep: partitionHistory, limit: BATCH }));
+      const keep = partitionHistory;
+      await deleteInBatches((limit) => store.partitionTrimHistory({ keep, limit }), PRUNE_BATCHES_PER_RUN);
     }
   }
 }
 
-/** Runs a batched delete until it deletes less than a batch, at most {@link PRUNE_BATCHES_PER_RUN} times. */
-async function inBatches(deleteBatch: () => Promise<number>): Promise<void> {
-  for (let i = 0; i < PRUNE_BATCHES_PER_RUN; i++) {
-    if ((await deleteBatch()) < BATCH) return;
+/**
+ * Runs a batched delete until a batch comes back short (or after `maxBatches`),
+ * so a large backlog never takes one long lock; returns how many it deleted.
+ */
+export async function deleteInBatches(
+  deleteBatch: (limit: number) => Promise<number>,
+  maxBatches = Infinity,
+): Promise<number> {
+  let deleted = 0;
+  for (let i = 0; i < maxBatches; i++) {
+    const n = await deleteBatch(BATCH);
+    deleted += n;
+    if (n < BATCH) break;
   }
+  return deleted;
 }
