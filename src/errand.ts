@@ -28,6 +28,7 @@ import {
   sequentialPlacement,
   toPartitionInfo,
 } from "./partition.ts";
+import { Ownership, partitionOwner } from "./ownership.ts";
 import { every, type Periodic } from "./periodic.ts";
 import type { RetryPolicy } from "./retry.ts";
 import {
@@ -225,11 +226,14 @@ export interface Errand<J extends JobDefinitions, TTx> extends Enqueuer<J, TTx> 
    * the call; the next job of the partition can then run. A running head's
    * signal aborts and its worker's later writes are rejected.
    * Returns the failed job, or null when the partition has no unfinished job.
+   * `topic` may also be a sequential recurring job's, `@schedule:<id>`, with partition 0.
    * @throws {ValidationError} When the topic is not configured or the partition is out of range.
    */
   forceFailPartitionHead(topic: string, partition: number): Promise<JobInfo | null>;
   /**
-   * The partitions of a topic that have had jobs: depth, head job and lag.
+   * The partitions of a topic that have had jobs: depth, head job, owner and
+   * lag. `topic` may also be a sequential recurring job's, `@schedule:<id>`
+   * (any instance takes its head, so it has no owner).
    * @throws {ValidationError} When the topic is not configured.
    */
   partitions(topic: string): Promise<PartitionInfo[]>;
@@ -296,6 +300,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
   readonly #leases: LeaseKeeper;
   readonly #maintenance: Maintenance;
   readonly #heartbeat: Heartbeat;
+  readonly #ownership: Ownership;
   readonly #schedules: Schedules;
   readonly #resolveEnv: ResolveEnv;
   readonly #workers = new Map<string, QueueWorker<TTx>>();
@@ -357,6 +362,14 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
       // A firing that shutdown interrupts still completes its writes.
       insert: (rows) => this.#insertRows(rows, undefined),
     });
+    this.#ownership = new Ownership(
+      this.#workerId,
+      this.#options.topics,
+      this.#handledKinds().flatMap((kind) => {
+        const topic = this.#kinds.get(kind)!.definition.topic;
+        return topic ? [{ kind, topic: topic.name }] : [];
+      }),
+    );
     this.#heartbeat = new Heartbeat({
       store,
       clock,
@@ -366,6 +379,12 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
         queues: [...this.#workers.values()].map((w) => ({ queue: w.queue, slots: w.slots, busy: w.running })),
         kinds: this.#handledKinds(),
       }),
+      onLive: (workers) => {
+        // Partitions may have come this instance's way.
+        if (this.#ownership.refresh(workers) && this.#partitioned) {
+          for (const worker of this.#workers.values()) worker.wake();
+        }
+      },
     });
   }
 
@@ -620,7 +639,14 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     this.#topic(topic);
     await this.#ensureReady();
     const now = this.#options.clock.now();
-    return (await this.#store.partitionList({ topic })).map((row) => toPartitionInfo(row, now));
+    const [rows, workers] = await Promise.all([this.#store.partitionList({ topic }), liveWorkers(this.#store, now)]);
+    const topicKinds = [...this.#kinds].filter(([, k]) => k.definition.topic?.name === topic)
+      .map(([kind, k]) => ({ queue: k.definition.queue, kind }));
+    return rows.map((row) => {
+      const runs = row.head ? [{ queue: row.head.queue, kind: identity(row.head.kind, row.head.version) }] : topicKinds;
+      const owner = isSequentialTopic(topic) ? null : partitionOwner(workers, topic, row.partition, runs);
+      return toPartitionInfo(row, now, owner);
+    });
   }
 
   addWorkers(queue: string, n: number): void {
@@ -802,8 +828,12 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     return this.#kinds.get(identity(kind, version))?.definition.retry ?? this.#options.retry;
   }
 
-  /** The partition count of a configured topic. @throws {ValidationError} When it is not configured. */
+  /**
+   * The partition count of a configured topic, or 1 for a sequential recurring job's (`@schedule:<id>`).
+   * @throws {ValidationError} When it is neither.
+   */
   #topic(topic: string): number {
+    if (typeof topic === "string" && isSequentialTopic(topic)) return 1;
     const count = this.#options.topics.get(topic);
     if (count === undefined) {
       const known = [...this.#options.topics.keys()].map((t) => `"${t}"`).join(", ") || "none";
@@ -840,7 +870,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
       pollMs,
       claimBatch,
       kinds,
-      heads: () => this.#partitioned,
+      heads: (queue) => this.#partitioned ? this.#ownership.heads(queue) : null,
       kind: (name, version) => {
         const k = this.#kinds.get(identity(name, version));
         if (!k?.handler) return undefined;

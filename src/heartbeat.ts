@@ -5,8 +5,9 @@
  * gone (it crashed or lost the database) and its record is deleted by the
  * next beat of any instance; a graceful shutdown deletes it at once.
  *
- * `counts()` uses the live instances to tell jobs no one can run, and
- * `workers()` lists them for operators.
+ * `counts()` uses the live instances to tell jobs no one can run,
+ * `workers()` lists them for operators, and each instance divides the
+ * partitions of topics among the live instances after every beat.
  *
  * @module
  */
@@ -31,6 +32,8 @@ export interface HeartbeatEnv {
   readonly id: string;
   /** What this instance works now. */
   describe(): Pick<WorkerInfo, "queues" | "kinds">;
+  /** Receives the live instances, read after each beat. */
+  onLive(workers: WorkerInfo[]): void;
 }
 
 /** Records this instance as live while it runs. */
@@ -67,6 +70,7 @@ export class Heartbeat {
     const now = clock.now();
     const worker = { id, startedAt: this.#startedAt, beatAt: now, ...this.#env.describe() };
     await store.workerBeat({ worker, expiredBefore: now - WORKER_EXPIRY_MS });
+    this.#env.onLive(await liveWorkers(store, now));
   }
 }
 

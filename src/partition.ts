@@ -39,13 +39,21 @@ export interface PartitionInfo {
     readonly attempt: number;
     readonly runAt: Date;
     readonly startedAt: Date | null;
+    /** The instance running it, or null when it is not running. */
+    readonly workerId: string | null;
   } | null;
+  /**
+   * The live `"work"` instance that owns the partition (the one that takes its
+   * head, chosen by rendezvous hashing), or null when no live instance can run its head and for a
+   * sequential recurring job's partition, whose head any instance takes.
+   */
+  readonly owner: string | null;
   /** How long the head has been due without finishing, in ms (0 when there is none, or it is not due yet). */
   readonly lagMs: number;
 }
 
-/** A partition's description at `now`. */
-export function toPartitionInfo(row: PartitionRow, now: number): PartitionInfo {
+/** A partition's description at `now`, with its `owner`. */
+export function toPartitionInfo(row: PartitionRow, now: number, owner: string | null): PartitionInfo {
   const head = row.head;
   return {
     partition: row.partition,
@@ -57,7 +65,9 @@ export function toPartitionInfo(row: PartitionRow, now: number): PartitionInfo {
       attempt: head.attempt,
       runAt: new Date(head.runAt),
       startedAt: head.startedAt === null ? null : new Date(head.startedAt),
+      workerId: head.workerId,
     },
+    owner,
     lagMs: head && head.state !== "waiting" ? Math.max(0, now - head.runAt) : 0,
   };
 }
@@ -99,6 +109,11 @@ export function partitionOf(key: PartitionKey, partitions: number): number {
   if (typeof text !== "string" || text.length === 0) {
     throw new ValidationError(`A partition key must be a non-empty string or a finite number, got "${String(key)}"`);
   }
+  return hash32(text) % partitions;
+}
+
+/** The 32-bit hash of `text` that {@link partitionOf} uses: FNV-1a over its UTF-8 bytes, then MurmurHash3's finalizer. */
+export function hash32(text: string): number {
   let h = 0x811c9dc5;
   for (const byte of new TextEncoder().encode(text)) h = Math.imul(h ^ byte, 0x01000193);
   h ^= h >>> 16;
@@ -106,7 +121,7 @@ export function partitionOf(key: PartitionKey, partitions: number): number {
   h ^= h >>> 13;
   h = Math.imul(h, 0xc2b2ae35);
   h ^= h >>> 16;
-  return (h >>> 0) % partitions;
+  return h >>> 0;
 }
 
 /** Checks the `topics` option; returns the partition count of each topic. */

@@ -293,10 +293,13 @@ export function toPartitionRow(r: StoredRow): PartitionRow {
     head: r.id === null || r.id === undefined ? null : {
       id: String(r.id),
       kind: String(r.kind),
+      version: Number(r.version),
+      queue: String(r.queue),
       state: String(r.state) as JobState,
       attempt: Number(r.attempt),
       runAt: Number(r.run_at),
       startedAt: numberOrNull(r.started_at),
+      workerId: textOrNull(r.worker_id),
     },
   };
 }

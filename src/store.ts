@@ -99,10 +99,18 @@ export interface JobClaimParams {
   /** Recorded as the claimer. */
   readonly workerId: string;
   /**
-   * Also claim partition heads. False while the namespace has no partitions,
-   * so that a store can leave the search for heads out of the claim.
+   * Which partition heads to claim as well; null while the namespace has no
+   * partitions, so that a store can leave the search for heads out of the claim.
    */
-  readonly heads: boolean;
+  readonly heads: HeadFilter | null;
+}
+
+/** The partition heads a claim may take. */
+export interface HeadFilter {
+  /** Topics whose heads are taken only from the `owned` partitions; heads of any other topic are all taken. */
+  readonly managed: readonly string[];
+  /** The partitions of `managed` topics whose heads are taken. */
+  readonly owned: readonly { readonly topic: string; readonly partition: number }[];
 }
 
 /** A job handed to a worker by a claim. */
@@ -193,7 +201,12 @@ export interface PartitionRow {
   /** How many of its jobs have not finished. */
   readonly depth: number;
   /** Its oldest unfinished job (which blocks the rest), or null when none. */
-  readonly head: Pick<JobRow, "id" | "kind" | "state" | "attempt" | "runAt" | "startedAt"> | null;
+  readonly head:
+    | Pick<JobRow, "id" | "kind" | "version" | "queue" | "state" | "attempt" | "runAt" | "startedAt"> & {
+      /** The instance running it, or null. */
+      readonly workerId: string | null;
+    }
+    | null;
 }
 
 /** The parents and children of a job, as read by {@link Store.jobRelatives}. */

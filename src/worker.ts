@@ -17,7 +17,7 @@
 import { type Clock, sleep } from "./clock.ts";
 import { execute, type Execution, type ExecutorEnv } from "./executor.ts";
 import type { LeaseKeeper } from "./leases.ts";
-import type { Store } from "./store.ts";
+import type { HeadFilter, Store } from "./store.ts";
 import { Wakeup } from "./wakeup.ts";
 
 /** What a queue worker needs from the rest of errand. */
@@ -32,8 +32,8 @@ export interface WorkerEnv<TTx> extends ExecutorEnv<TTx> {
   readonly claimBatch: number;
   /** Names of the kinds on this queue that this instance has handlers for. */
   readonly kinds: readonly string[];
-  /** Whether claims must also look for partition heads (the namespace has partitions). */
-  heads(): boolean;
+  /** The partition heads a claim on `queue` may take, or null while the namespace has no partitions. */
+  heads(queue: string): HeadFilter | null;
 }
 
 /** Runs the jobs of one queue with a number of slots. */
@@ -131,7 +131,7 @@ export class QueueWorker<TTx> {
           now,
           leaseUntil: now + env.leaseMs,
           workerId: env.workerId,
-          heads: env.heads(),
+          heads: env.heads(this.queue),
         });
         failures = 0;
       } catch (err) {

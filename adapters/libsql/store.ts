@@ -172,7 +172,10 @@ export class LibsqlStore implements Store<Transaction> {
                   WHERE e.namespace = p.namespace AND e.topic = p.topic AND e."partition" = p."partition"
                     AND e.state IN ('scheduled', 'available', 'running', 'waiting')
                   ORDER BY e.seq LIMIT 1)
-                WHERE p.namespace = ? AND h.queue = ? AND h.state IN ('available', 'scheduled') AND h.run_at <= ?
+                WHERE p.namespace = ?
+                  AND (p.topic NOT IN (SELECT value FROM json_each(?))
+                    OR json_array(p.topic, p."partition") IN (SELECT value FROM json_each(?)))
+                  AND h.queue = ? AND h.state IN ('available', 'scheduled') AND h.run_at <= ?
                   AND h.kind || '@' || h.version IN (SELECT value FROM json_each(?))`;
     const rs = await this.#write({
       sql: `UPDATE errand_jobs SET state = 'running', attempt = attempt + 1, fence = fence + 1,
@@ -191,7 +194,16 @@ export class LibsqlStore implements Store<Transaction> {
         p.now,
         kinds,
         p.limit,
-        ...(p.heads ? [this.namespace, p.queue, p.now, kinds] : []),
+        ...(p.heads
+          ? [
+            this.namespace,
+            JSON.stringify(p.heads.managed),
+            JSON.stringify(p.heads.owned.map((o) => [o.topic, o.partition])),
+            p.queue,
+            p.now,
+            kinds,
+          ]
+          : []),
         this.namespace,
         p.queue,
         p.limit,
@@ -490,7 +502,7 @@ export class LibsqlStore implements Store<Transaction> {
       sql: `SELECT p."partition" AS "partition",
               (SELECT count(*) FROM errand_jobs AS e WHERE e.namespace = p.namespace AND e.topic = p.topic
                  AND e."partition" = p."partition" AND e.state IN ('scheduled', 'available', 'running', 'waiting')) AS depth,
-              h.id, h.kind, h.state, h.attempt, h.run_at, h.started_at
+              h.id, h.kind, h.version, h.queue, h.state, h.attempt, h.run_at, h.started_at, h.worker_id
             FROM errand_partitions AS p
             LEFT JOIN errand_jobs AS h ON h.id = (
               SELECT e.id FROM errand_jobs AS e

@@ -155,7 +155,10 @@ export class PostgresStore implements Store<TransactionSql> {
                       WHERE e.namespace = p.namespace AND e.topic = p.topic AND e."partition" = p."partition"
                         AND e.state IN ('scheduled', 'available', 'running', 'waiting')
                       ORDER BY e.seq LIMIT 1) AS h
-                    WHERE p.namespace = $4 AND h.queue = $5 AND h.state IN ('available', 'scheduled')
+                    WHERE p.namespace = $4
+                      AND (p.topic <> ALL($9::text[])
+                        OR (p.topic, p."partition") IN (SELECT * FROM unnest($10::text[], $11::int[])))
+                      AND h.queue = $5 AND h.state IN ('available', 'scheduled')
                       AND h.run_at <= $6 AND h.kind || '@' || h.version = ANY($7::text[])))
                   AND state IN ('available', 'scheduled')
                 FOR UPDATE SKIP LOCKED`;
@@ -170,7 +173,17 @@ export class PostgresStore implements Store<TransactionSql> {
             (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit
        WHERE j.id = picked.id
        RETURNING ${CLAIMED_COLUMNS.map((c) => `j.${c}`).join(", ")}`,
-      [p.now, p.leaseUntil, p.workerId, this.namespace, p.queue, p.now, p.kinds, p.limit],
+      [
+        p.now,
+        p.leaseUntil,
+        p.workerId,
+        this.namespace,
+        p.queue,
+        p.now,
+        p.kinds,
+        p.limit,
+        ...(p.heads ? [p.heads.managed, p.heads.owned.map((o) => o.topic), p.heads.owned.map((o) => o.partition)] : []),
+      ],
     );
     return rows.map(toClaimedJob);
   }
@@ -450,7 +463,7 @@ export class PostgresStore implements Store<TransactionSql> {
       `SELECT p."partition",
          (SELECT count(*) FROM ${this.#jobs} AS e WHERE e.namespace = p.namespace AND e.topic = p.topic
             AND e."partition" = p."partition" AND e.state IN ('scheduled', 'available', 'running', 'waiting')) AS depth,
-         h.id, h.kind, h.state, h.attempt, h.run_at, h.started_at
+         h.id, h.kind, h.version, h.queue, h.state, h.attempt, h.run_at, h.started_at, h.worker_id
        FROM ${this.#partitions} AS p
        LEFT JOIN LATERAL (
          SELECT e.* FROM ${this.#jobs} AS e

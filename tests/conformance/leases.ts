@@ -71,7 +71,7 @@ export function leaseCases(kind: StoreKind<unknown>): void {
           now,
           leaseUntil: now + 10,
           workerId: "w",
-          heads: false,
+          heads: null,
         });
         const [expired] = await store.jobListExpired({ now: now + 20, limit: 10 });
         assert.equal(expired.id, id);

@@ -4,6 +4,7 @@ import { backoff, createErrand, defineJobs, job, partitionOf, ValidationError } 
 import type { StoreKind } from "../support/stores.ts";
 import { eventually } from "../support/wait.ts";
 import { errandOn, eventuallyOnClock, withDatabase } from "./harness.ts";
+import type { FakeClock } from "../../src/testing.ts";
 
 type Order = { customer: string; n: number };
 
@@ -172,6 +173,9 @@ export function topicCases(kind: StoreKind<unknown>): void {
         const [before] = (await errand.partitions("orders")).filter((p) => p.partition === partition);
         assert.equal(before.depth, 2);
         assert.equal(before.head?.id, poison.id);
+        const [self] = await errand.workers();
+        assert.equal(before.head?.workerId, self.id, "the head runs on this instance");
+        assert.equal(before.owner, self.id, "the only live instance owns every partition");
 
         const failed = await errand.forceFailPartitionHead("orders", partition);
         assert.equal(failed?.id, poison.id);
@@ -182,6 +186,79 @@ export function topicCases(kind: StoreKind<unknown>): void {
         assert.equal(await errand.forceFailPartitionHead("orders", partition), null, "an empty partition has no head");
         await assert.rejects(errand.forceFailPartitionHead("orders", 8), /Topic "orders" has partitions 0 to 7/);
         await assert.rejects(errand.partitions("nope"), /There is no topic "nope"; configured topics: "orders"/);
+      }));
+
+    it("partitions are divided among the live instances; one that joins takes its share, one that leaves hands it over", () =>
+      withDatabase(kind, async (db, track) => {
+        const partitions = 16;
+        const wide = { orders: { partitions } };
+        // One customer per partition.
+        const customers: string[] = [];
+        for (let i = 0; customers.length < partitions; i++) {
+          if (!customers.some((c) => partitionOf(c, partitions) === partitionOf(`c${i}`, partitions))) {
+            customers.push(`c${i}`);
+          }
+        }
+        const ranOn = new Map<number, Set<string>>();
+        const instance = (name: string, clock?: FakeClock) =>
+          errandOn(db, {
+            jobs,
+            topics: wide,
+            clock,
+            queues: { default: { concurrency: 4 } },
+            handlers: {
+              order: (p) => {
+                const partition = partitionOf(p.customer, partitions);
+                ranOn.set(partition, new Set([...ranOn.get(partition) ?? [], name]));
+              },
+            },
+          });
+        const a = instance("a");
+        const clock = a.clock;
+        track(a.errand);
+        await a.errand.start();
+        const [{ id: aId }] = await a.errand.workers();
+        /** Enqueues two jobs per partition, waits for them, and returns which instance ran each partition. */
+        let rounds = 0;
+        const round = async () => {
+          ranOn.clear();
+          const completed = 2 * partitions * ++rounds;
+          await a.errand.enqueueMany(
+            customers.flatMap((customer) => [0, 1].map((n) => ({ kind: "order" as const, payload: { customer, n } }))),
+          );
+          await eventuallyOnClock(
+            clock,
+            async () => (await a.errand.counts()).byState.completed === completed,
+            "every partition's jobs",
+          );
+          return [...ranOn].map(([partition, names]) => [partition, [...names].join("+")] as const);
+        };
+
+        for (const [, names] of await round()) assert.equal(names, "a", "alone, A runs every partition");
+
+        // B joins: it takes its share at its first beat; A lets go at its next refresh.
+        const b = instance("b", clock);
+        track(b.errand);
+        await b.errand.start();
+        const bId = (await a.errand.workers()).find((w) => w.id !== aId)!.id;
+        clock.advance(5_000);
+        await eventually(async () => (await a.errand.workers()).every((w) => w.beatAt === clock.now()), "both beats");
+        await new Promise((r) => setTimeout(r, 100));
+        const owners = new Map((await a.errand.partitions("orders")).map((p) => [p.partition, p.owner]));
+        const shared = await round();
+        for (const [partition, names] of shared) {
+          assert.equal(names, owners.get(partition) === aId ? "a" : "b", `partition ${partition} ran on its owner`);
+        }
+        assert.ok(shared.some(([, n]) => n === "a") && shared.some(([, n]) => n === "b"), "both got a share");
+        assert.ok([...owners.values()].every((o) => o === aId || o === bId));
+
+        // B shuts down: it deregisters, and A takes every partition at its next refresh.
+        await b.errand.shutdown();
+        clock.advance(5_000);
+        await eventually(async () => (await a.errand.workers())[0]?.beatAt === clock.now(), "A's beat");
+        await new Promise((r) => setTimeout(r, 100));
+        for (const [, names] of await round()) assert.equal(names, "a", "A runs every partition again");
+        assert.ok((await a.errand.partitions("orders")).every((p) => p.owner === aId));
       }));
 
     it("sequence numbers follow commit order, also for jobs enqueued in the application's transaction", () =>
