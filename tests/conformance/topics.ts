@@ -4,7 +4,7 @@ import { backoff, createErrand, defineJobs, job, partitionOf, ValidationError } 
 import type { StoreKind } from "../support/stores.ts";
 import { eventually } from "../support/wait.ts";
 import { errandOn, eventuallyOnClock, withDatabase } from "./harness.ts";
-import type { FakeClock } from "../../src/testing.ts";
+import { FakeClock } from "../../src/testing.ts";
 
 type Order = { customer: string; n: number };
 
@@ -259,6 +259,63 @@ export function topicCases(kind: StoreKind<unknown>): void {
         await new Promise((r) => setTimeout(r, 100));
         for (const [, names] of await round()) assert.equal(names, "a", "A runs every partition again");
         assert.ok((await a.errand.partitions("orders")).every((p) => p.owner === aId));
+      }));
+
+    it("a stalled owner's head is rescued and run by another instance; the stale run aborts and its outcome is rejected", () =>
+      withDatabase(kind, async (db, track) => {
+        // Instance A's clock stands still while its head runs: A renews nothing, like a hung process.
+        let aborted = false;
+        let releaseStale!: () => void;
+        const a = errandOn(db, {
+          jobs,
+          topics,
+          lease: "30s",
+          handlers: {
+            order: (_p, j) =>
+              new Promise<void>((resolve) => {
+                releaseStale = resolve;
+                j.signal.addEventListener("abort", () => (aborted = true, resolve()));
+              }),
+          },
+        });
+        track(a.errand);
+        const head = await a.errand.enqueue("order", { customer: alice, n: 0 });
+        await a.errand.enqueue("order", { customer: alice, n: 1 });
+        await a.errand.start();
+        await eventually(async () => (await a.errand.get(head.id))?.state === "running", "A to run the head");
+
+        // Instance B lives 31 s later: A's heartbeat and lease have lapsed, so B owns the partition,
+        // rescues the head and runs both jobs in order.
+        const ranOnB: number[] = [];
+        const b = errandOn(db, {
+          jobs,
+          topics,
+          clock: new FakeClock(a.clock.now() + 31_000),
+          handlers: { order: (p) => void ranOnB.push(p.n) },
+        });
+        track(b.errand);
+        await b.errand.start();
+        await eventually(async () => (await b.errand.get(head.id))?.runs.length === 1, "B to rescue the head");
+        // The kind retries after a minute.
+        b.clock.advance(60_000);
+        await eventuallyOnClock(b.clock, () => ranOnB.length === 2, "B to run the rescued head and the next job");
+        assert.deepEqual(ranOnB, [0, 1]);
+        const [{ id: bId }] = await b.errand.workers();
+        const [partition] = await b.errand.partitions("orders");
+        assert.equal(partition.owner, bId, "B owns the partition once A's heartbeat lapsed");
+        const rescued = (await b.errand.get(head.id))!;
+        assert.equal(rescued.attempt, 2);
+        assert.equal(rescued.runs[0].error?.name, "LeaseExpired");
+
+        // A's next renewal finds its lease lost: its run aborts, and what it reports changes nothing.
+        a.clock.advance(10_000);
+        await eventuallyOnClock(a.clock, () => aborted, "the stale run's signal to abort");
+        releaseStale();
+        await new Promise((r) => setTimeout(r, 50));
+        const after = (await b.errand.get(head.id))!;
+        assert.equal(after.state, "completed");
+        assert.equal(after.attempt, 2);
+        assert.equal(after.runs.length, 2);
       }));
 
     it("sequence numbers follow commit order, also for jobs enqueued in the application's transaction", () =>
