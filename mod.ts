@@ -46,7 +46,8 @@ export type { EnqueueOptions, JobEnqueueOptions } from "./src/enqueue.ts";
 export type { UniqueOptions } from "./src/unique.ts";
 export type { ScheduleInfo, ScheduleOptions } from "./src/schedules.ts";
 export { partitionOf } from "./src/partition.ts";
-export type { PartitionInfo, PartitionKey, TopicOptions } from "./src/partition.ts";
+export type { PartitionInfo, PartitionKey, TopicInfo, TopicOptions } from "./src/partition.ts";
+export type { ErrandStats, ThroughputSecond, WaitStats } from "./src/stats.ts";
 export type { ErrandMode, ErrandOptions, Handlers, QueueOptions } from "./src/options.ts";
 export { defineJobs, job } from "./src/job.ts";
 export type { JobDefinition, JobDefinitions, JobOptions, KindTopic, PayloadOf } from "./src/job.ts";
@@ -75,9 +76,11 @@ export {
 export type { ErrandErrorCode } from "./src/errors.ts";
 // The store seam, for writing an adapter of your own (see adapters/ for two).
 export type {
+  ActivityRow,
   ClaimedJob,
   ExpiredJob,
   FinishedJob,
+  HeadFilter,
   JobClaimParams,
   JobCount,
   JobFields,
@@ -91,6 +94,7 @@ export type {
   JobRunSettings,
   JobTransition,
   LeaseRef,
+  PartitionRow,
   ResolvedWaiting,
   Store,
   StoreCapabilities,

@@ -27,10 +27,13 @@ import {
   type Placement,
   sequentialPlacement,
   toPartitionInfo,
+  type TopicInfo,
+  toTopicInfo,
 } from "./partition.ts";
 import { Ownership, partitionOwner } from "./ownership.ts";
 import { every, type Periodic } from "./periodic.ts";
 import type { RetryPolicy } from "./retry.ts";
+import { type ErrandStats, STATS_WINDOW_MS, toStats } from "./stats.ts";
 import {
   checkScheduleOptions,
   type ScheduleInfo,
@@ -67,6 +70,8 @@ export interface ListOptions {
   queue?: string;
   /** Only jobs of this kind (its stored name). */
   kind?: string;
+  /** Only jobs of this topic. */
+  topic?: string;
   /** The `cursor` of the previous page. */
   cursor?: string;
   /**
@@ -237,6 +242,14 @@ export interface Errand<J extends JobDefinitions, TTx> extends Enqueuer<J, TTx> 
    * @throws {ValidationError} When the topic is not configured.
    */
   partitions(topic: string): Promise<PartitionInfo[]>;
+  /** The configured topics, each with its depth, active partitions and oldest waiting head. */
+  topics(): Promise<TopicInfo[]>;
+  /**
+   * Activity over the last 60 s, read from the store (so every instance sees
+   * the same): jobs enqueued, started and finished per second, dispatch wait,
+   * live workers and the database's size.
+   */
+  stats(): Promise<ErrandStats>;
   /**
    * Deletes a partition's finished jobs but the newest `keep` (by enqueue
    * order); unfinished jobs are never touched. Returns how many it deleted.
@@ -467,11 +480,18 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
   async list(options: ListOptions = {}): Promise<JobPage> {
     const limit = checkCount("limit", options.limit ?? 50, 1);
     if (limit > 1000) throw new ValidationError(`Option "limit" must be at most 1000, got "${limit}"`);
+    if (options.state !== undefined && !JOB_STATES.includes(options.state)) {
+      throw new ValidationError(`Option "state" must be one of ${JOB_STATES.join(", ")}, got "${options.state}"`);
+    }
+    for (const name of ["queue", "kind", "topic"] as const) {
+      if (options[name] !== undefined) checkName(name, options[name]);
+    }
     await this.#ensureReady();
     const rows = await this.#store.jobList({
       state: options.state,
       queue: options.queue,
       kind: options.kind,
+      topic: options.topic,
       before: options.cursor,
       limit,
     });
@@ -639,7 +659,34 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     this.#topic(topic);
     await this.#ensureReady();
     const now = this.#options.clock.now();
-    const [rows, workers] = await Promise.all([this.#store.partitionList({ topic }), liveWorkers(this.#store, now)]);
+    return await this.#describePartitions(topic, now, await liveWorkers(this.#store, now));
+  }
+
+  async topics(): Promise<TopicInfo[]> {
+    await this.#ensureReady();
+    const now = this.#options.clock.now();
+    const workers = await liveWorkers(this.#store, now);
+    return await Promise.all(
+      [...this.#options.topics].map(async ([topic, count]) =>
+        toTopicInfo(topic, count, await this.#describePartitions(topic, now, workers))
+      ),
+    );
+  }
+
+  async stats(): Promise<ErrandStats> {
+    await this.#ensureReady();
+    const since = this.#options.clock.now() - STATS_WINDOW_MS;
+    const [activity, workers, storage] = await Promise.all([
+      this.#store.jobActivity({ since }),
+      liveWorkers(this.#store, since + STATS_WINDOW_MS),
+      this.#store.storageBytes(),
+    ]);
+    return toStats(activity, workers, storage, since);
+  }
+
+  /** The partitions of `topic` at `now`, with owners among `workers`. */
+  async #describePartitions(topic: string, now: number, workers: WorkerInfo[]): Promise<PartitionInfo[]> {
+    const rows = await this.#store.partitionList({ topic });
     const topicKinds = [...this.#kinds].filter(([, k]) => k.definition.topic?.name === topic)
       .map(([kind, k]) => ({ queue: k.definition.queue, kind }));
     return rows.map((row) => {

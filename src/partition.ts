@@ -52,6 +52,31 @@ export interface PartitionInfo {
   readonly lagMs: number;
 }
 
+/** A topic as `topics()` describes it. */
+export interface TopicInfo {
+  /** The topic's name. */
+  readonly topic: string;
+  /** Its partition count. */
+  readonly partitions: number;
+  /** Its unfinished jobs. */
+  readonly depth: number;
+  /** How many of its partitions have unfinished jobs. */
+  readonly activePartitions: number;
+  /** The longest time a due head has waited to finish, in ms (the largest `lagMs` of its partitions). */
+  readonly oldestHeadAgeMs: number;
+}
+
+/** A topic's description from its partitions. */
+export function toTopicInfo(topic: string, partitions: number, described: readonly PartitionInfo[]): TopicInfo {
+  return {
+    topic,
+    partitions,
+    depth: described.reduce((n, p) => n + p.depth, 0),
+    activePartitions: described.filter((p) => p.depth > 0).length,
+    oldestHeadAgeMs: Math.max(0, ...described.map((p) => p.lagMs)),
+  };
+}
+
 /** A partition's description at `now`, with its `owner`. */
 export function toPartitionInfo(row: PartitionRow, now: number, owner: string | null): PartitionInfo {
   const head = row.head;

@@ -8,6 +8,7 @@
  */
 import { StoreError } from "./errors.ts";
 import type {
+  ActivityRow,
   ClaimedJob,
   ExpiredJob,
   FinishedJob,
@@ -301,5 +302,18 @@ export function toPartitionRow(r: StoredRow): PartitionRow {
       startedAt: numberOrNull(r.started_at),
       workerId: textOrNull(r.worker_id),
     },
+  };
+}
+
+/** An activity summary from its two result sets: events by second, and dispatch waits. */
+export function toActivityRow(events: readonly StoredRow[], waits: readonly StoredRow[]): ActivityRow {
+  return {
+    events: events.map((r) => ({ what: String(r.what), second: Number(r.second), count: Number(r.count) })),
+    waits: waits.map((r) => ({
+      partitioned: r.partitioned === true || Number(r.partitioned) === 1,
+      count: Number(r.count),
+      totalMs: Number(r.total_ms),
+      maxMs: Number(r.max_ms),
+    })),
   };
 }

@@ -194,6 +194,23 @@ export interface JobRow extends JobFields {
   readonly seq: number | null;
 }
 
+/** What happened in a namespace since a time, as read by {@link Store.jobActivity}. */
+export interface ActivityRow {
+  /**
+   * Counts by second (`second` counts from `since`, from 0): jobs enqueued
+   * (`what` = "enqueued", by creation time), started ("started", by their
+   * latest start) and finished (`what` = the final state, by finish time).
+   */
+  readonly events: readonly { readonly what: string; readonly second: number; readonly count: number }[];
+  /** How long jobs started since then had been due (run time to start), partitioned jobs apart. */
+  readonly waits: readonly {
+    readonly partitioned: boolean;
+    readonly count: number;
+    readonly totalMs: number;
+    readonly maxMs: number;
+  }[];
+}
+
 /** A partition of a topic, as read by {@link Store.partitionList}. */
 export interface PartitionRow {
   /** The partition number. */
@@ -233,6 +250,8 @@ export interface JobListParams {
   readonly queue?: string;
   /** Only jobs of this kind. */
   readonly kind?: string;
+  /** Only jobs of this topic. */
+  readonly topic?: string;
   /** Only ids lower than this (the last id of the previous page). */
   readonly before?: string;
   /** Most jobs to return. */
@@ -433,6 +452,10 @@ export interface Store<TTx = unknown> {
   partitionHead(params: { readonly topic: string; readonly partition: number }): Promise<JobRow | null>;
   /** The partitions of `topic` that have had jobs, by number. */
   partitionList(params: { readonly topic: string }): Promise<PartitionRow[]>;
+  /** Jobs enqueued, started and finished since `since`, and their dispatch waits. */
+  jobActivity(params: { readonly since: number }): Promise<ActivityRow>;
+  /** The space the store's tables take on disk in bytes, or null when the database cannot tell. */
+  storageBytes(): Promise<number | null>;
   /** Records that a schedule fired, if its definition and next occurrence are still as read; returns whether it applied. */
   scheduleAdvance(params: ScheduleAdvance): Promise<boolean>;
   /** Deletes a schedule; returns whether there was one. */

@@ -9,6 +9,7 @@ import { describe, it } from "node:test";
 import { createClient, type Transaction } from "@libsql/client";
 import { createErrand, defineJobs, job, type JobInfo, type PayloadOf, ValidationError } from "../mod.ts";
 import { libsqlStore } from "../adapters/libsql/mod.ts";
+import { adminRouter } from "../adapters/hono/mod.ts";
 
 type Order = { orderId: string; cents: number };
 const jobs = defineJobs({
@@ -56,6 +57,8 @@ describe("types", () => {
     void (() => errand.enqueue("tick", null, { tx }));
     const info: JobInfo | null = await errand.get("01ARZ3NDEKTSV4RRFFQ69G5FAV");
     assert.equal(info, null);
+    // The admin router takes any errand, whatever its jobs, context and transaction type.
+    assert.ok(adminRouter(errand, { authorize: () => true }));
     client.close();
   });
 

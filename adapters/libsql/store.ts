@@ -23,6 +23,7 @@
 import type { Client, InStatement, ResultSet, Transaction } from "@libsql/client";
 import { ErrandError, SchemaVersionError, StoreError, StoreUnavailableError } from "../../src/errors.ts";
 import type {
+  ActivityRow,
   ClaimedJob,
   ExpiredJob,
   FinishedJob,
@@ -52,6 +53,7 @@ import {
   JOB_COLUMNS,
   SCHEDULE_COLUMNS,
   scheduleValues,
+  toActivityRow,
   toClaimedJob,
   toExpiredJob,
   toFinishedJob,
@@ -515,6 +517,41 @@ export class LibsqlStore implements Store<Transaction> {
     return rs.rows.map(toPartitionRow);
   }
 
+  async jobActivity(p: { since: number }): Promise<ActivityRow> {
+    const [events, waits] = await Promise.all([
+      this.#exec({
+        sql: `SELECT 'enqueued' AS what, (created_at - ?2) / 1000 AS second, count(*) AS count FROM errand_jobs
+                WHERE namespace = ?1 AND created_at >= ?2 GROUP BY 2
+              UNION ALL
+              SELECT 'started', (started_at - ?2) / 1000, count(*) FROM errand_jobs
+                WHERE namespace = ?1 AND started_at >= ?2 GROUP BY 2
+              UNION ALL
+              SELECT state, (finished_at - ?2) / 1000, count(*) FROM errand_jobs
+                WHERE namespace = ?1 AND finished_at >= ?2 GROUP BY 1, 2`,
+        args: [this.namespace, p.since],
+      }),
+      this.#exec({
+        sql: `SELECT topic IS NOT NULL AS partitioned, count(*) AS count,
+                sum(max(0, started_at - run_at)) AS total_ms, max(max(0, started_at - run_at)) AS max_ms
+              FROM errand_jobs WHERE namespace = ? AND started_at >= ? GROUP BY 1`,
+        args: [this.namespace, p.since],
+      }),
+    ]);
+    return toActivityRow(events.rows, waits.rows);
+  }
+
+  async storageBytes(): Promise<number | null> {
+    try {
+      const rs = await this.#exec(
+        "SELECT page_count * page_size AS bytes FROM pragma_page_count(), pragma_page_size()",
+      );
+      return Number(rs.rows[0].bytes);
+    } catch {
+      // A remote database may not allow pragmas.
+      return null;
+    }
+  }
+
   async leaderAcquire(p: LeaderAcquire): Promise<boolean> {
     const rs = await this.#write({
       sql: `INSERT INTO errand_leaders (namespace, name, holder, until) VALUES (?, ?, ?, ?)
@@ -579,15 +616,19 @@ export class LibsqlStore implements Store<Transaction> {
   async jobList(p: JobListParams): Promise<JobRow[]> {
     const where = ["namespace = ?"];
     const args: (string | number)[] = [this.namespace];
-    for (const [column, value] of [["state", p.state], ["queue", p.queue], ["kind", p.kind]] as const) {
+    for (
+      const [column, value] of [
+        ["state =", p.state],
+        ["queue =", p.queue],
+        ["kind =", p.kind],
+        ["topic =", p.topic],
+        ["id <", p.before],
+      ] as const
+    ) {
       if (value !== undefined) {
-        where.push(`${column} = ?`);
+        where.push(`${column} ?`);
         args.push(value);
       }
-    }
-    if (p.before !== undefined) {
-      where.push("id < ?");
-      args.push(p.before);
     }
     args.push(p.limit);
     const rs = await this.#exec({

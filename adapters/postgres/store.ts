@@ -20,6 +20,7 @@
 import type { Sql, TransactionSql } from "postgres";
 import { ErrandError, SchemaVersionError, StoreError, StoreUnavailableError } from "../../src/errors.ts";
 import type {
+  ActivityRow,
   ClaimedJob,
   ExpiredJob,
   FinishedJob,
@@ -49,6 +50,7 @@ import {
   JOB_COLUMNS,
   SCHEDULE_COLUMNS,
   scheduleValues,
+  toActivityRow,
   toClaimedJob,
   toExpiredJob,
   toFinishedJob,
@@ -476,6 +478,38 @@ export class PostgresStore implements Store<TransactionSql> {
     return rows.map(toPartitionRow);
   }
 
+  async jobActivity(p: { since: number }): Promise<ActivityRow> {
+    const [events, waits] = await Promise.all([
+      this.#query(
+        `SELECT 'enqueued' AS what, (created_at - $2) / 1000 AS second, count(*) AS count FROM ${this.#jobs}
+           WHERE namespace = $1 AND created_at >= $2 GROUP BY 2
+         UNION ALL
+         SELECT 'started', (started_at - $2) / 1000, count(*) FROM ${this.#jobs}
+           WHERE namespace = $1 AND started_at >= $2 GROUP BY 2
+         UNION ALL
+         SELECT state, (finished_at - $2) / 1000, count(*) FROM ${this.#jobs}
+           WHERE namespace = $1 AND finished_at >= $2 GROUP BY 1, 2`,
+        [this.namespace, p.since],
+      ),
+      this.#query(
+        `SELECT topic IS NOT NULL AS partitioned, count(*) AS count,
+           sum(greatest(0, started_at - run_at)) AS total_ms, max(greatest(0, started_at - run_at)) AS max_ms
+         FROM ${this.#jobs} WHERE namespace = $1 AND started_at >= $2 GROUP BY 1`,
+        [this.namespace, p.since],
+      ),
+    ]);
+    return toActivityRow(events, waits);
+  }
+
+  async storageBytes(): Promise<number | null> {
+    const [row] = await this.#query(
+      `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) AS bytes FROM pg_class AS c
+       JOIN pg_namespace AS n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'`,
+      [this.#settings.schema],
+    );
+    return Number(row.bytes);
+  }
+
   async leaderAcquire(p: LeaderAcquire): Promise<boolean> {
     const rows = await this.#query(
       `INSERT INTO ${this.#leaders} AS l (namespace, name, holder, until) VALUES ($1, $2, $3, $4)
@@ -542,7 +576,13 @@ export class PostgresStore implements Store<TransactionSql> {
     const where = ["namespace = $1"];
     const args: unknown[] = [this.namespace];
     for (
-      const [column, value] of [["state", p.state], ["queue", p.queue], ["kind", p.kind], ["id <", p.before]] as const
+      const [column, value] of [
+        ["state", p.state],
+        ["queue", p.queue],
+        ["kind", p.kind],
+        ["topic", p.topic],
+        ["id <", p.before],
+      ] as const
     ) {
       if (value === undefined) continue;
       args.push(value);

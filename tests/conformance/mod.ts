@@ -14,6 +14,7 @@ import { lifecycleCases } from "./lifecycle.ts";
 import { operatorCases } from "./operators.ts";
 import { retentionCases } from "./retention.ts";
 import { scheduleCases } from "./schedules.ts";
+import { statsCases } from "./stats.ts";
 import { topicCases } from "./topics.ts";
 import { transactionCases } from "./transactions.ts";
 import { uniqueCases } from "./unique.ts";
@@ -39,5 +40,6 @@ export function runConformance(kind: StoreKind<unknown>): void {
     retentionCases(kind);
     scheduleCases(kind);
     topicCases(kind);
+    statsCases(kind);
   });
 }

@@ -1,0 +1,70 @@
+/**
+ * The JSON admin API: jobs, counts, schedules, topics and stats, each route a
+ * thin call to the errand. Errors become JSON bodies in the router's error
+ * handler.
+ *
+ * @module
+ */
+import { Hono } from "hono";
+import { NotFoundError, ValidationError } from "../../mod.ts";
+import { type AdminErrand, jobDurations, listOptions, withoutPayload } from "./present.ts";
+
+/** Settings of the API routes. */
+export interface ApiSettings {
+  /** Whether job and schedule payloads are returned. */
+  readonly showPayloads: boolean;
+  /** Largest page of jobs. */
+  readonly maxPageSize: number;
+}
+
+/** The routes under `/api`. */
+export function apiRoutes(errand: AdminErrand, settings: ApiSettings): Hono {
+  const { showPayloads, maxPageSize } = settings;
+  const api = new Hono();
+
+  api.get("/jobs", async (c) => {
+    const page = await errand.list(listOptions((name) => c.req.query(name), maxPageSize));
+    return c.json({ jobs: page.jobs.map((j) => withoutPayload(j, showPayloads)), cursor: page.cursor });
+  });
+  api.get("/jobs/:id", async (c) => {
+    const job = await errand.get(c.req.param("id"));
+    if (!job) throw new NotFoundError(`There is no job "${c.req.param("id")}"`);
+    return c.json({ ...withoutPayload(job, showPayloads), durations: jobDurations(job, Date.now()) });
+  });
+  api.post("/jobs/:id/retry", async (c) => c.json(withoutPayload(await errand.retry(c.req.param("id")), showPayloads)));
+  api.post(
+    "/jobs/:id/cancel",
+    async (c) => c.json(withoutPayload(await errand.cancel(c.req.param("id")), showPayloads)),
+  );
+  api.delete("/jobs/:id", async (c) => {
+    await errand.delete(c.req.param("id"));
+    return c.json({ deleted: c.req.param("id") });
+  });
+
+  api.get("/counts", async (c) => c.json(await errand.counts()));
+  api.get("/stats", async (c) => c.json(await errand.stats()));
+  api.get("/workers", async (c) => c.json(await errand.workers()));
+
+  api.get("/schedules", async (c) => c.json((await errand.schedules()).map((s) => withoutPayload(s, showPayloads))));
+  api.post("/schedules/:id/trigger", async (c) => c.json({ jobId: await errand.trigger(c.req.param("id")) }));
+
+  api.get("/topics", async (c) => c.json(await errand.topics()));
+  api.get("/topics/:topic/partitions", async (c) => {
+    const topic = await knownTopic(errand, c.req.param("topic"));
+    return c.json(await errand.partitions(topic));
+  });
+  api.post("/topics/:topic/partitions/:n/force-fail", async (c) => {
+    const topic = await knownTopic(errand, c.req.param("topic"));
+    const n = c.req.param("n");
+    if (!/^\d{1,4}$/.test(n)) throw new ValidationError(`A partition is a whole number, got "${n}"`);
+    const failed = await errand.forceFailPartitionHead(topic, Number(n));
+    return c.json({ failed: failed && withoutPayload(failed, showPayloads) });
+  });
+  return api;
+}
+
+/** `topic` if it is configured. @throws {NotFoundError} Otherwise. */
+async function knownTopic(errand: AdminErrand, topic: string): Promise<string> {
+  if (!(await errand.topics()).some((t) => t.topic === topic)) throw new NotFoundError(`There is no topic "${topic}"`);
+  return topic;
+}

@@ -1,0 +1,104 @@
+/**
+ * The dashboard's stylesheet and script, inlined into the page under the
+ * response's nonce: no external scripts, fonts or CDNs, so the page works
+ * offline and at the edge.
+ *
+ * @module
+ */
+
+/** The request header by which the page's script asks for the live part of a page alone. */
+export const LIVE_HEADER = "x-errand-live";
+
+/** The page's styles. */
+export const DASHBOARD_CSS = `
+:root { color-scheme: light dark; --fg: #1d2330; --muted: #5d6675; --line: #d8dde6; --bg: #fff; --panel: #f6f8fb;
+  --ok: #2f9e44; --bad: #e03131; --warn: #f08c00; --info: #1971c2; }
+@media (prefers-color-scheme: dark) { :root { --fg: #e6e9ef; --muted: #9aa3b2; --line: #343a46; --bg: #14171c;
+  --panel: #1c2027; } }
+* { box-sizing: border-box; }
+body { margin: 0; font: 14px/1.45 system-ui, sans-serif; color: var(--fg); background: var(--bg); }
+header { display: flex; gap: 1.5rem; align-items: baseline; padding: .8rem 1.5rem; border-bottom: 1px solid var(--line); }
+header h1 { font-size: 1.1rem; margin: 0; }
+header nav a { margin-right: 1rem; }
+main { padding: 1rem 1.5rem 3rem; max-width: 1200px; }
+a { color: var(--info); text-decoration: none; }
+a:hover { text-decoration: underline; }
+h2 { font-size: 1rem; margin: 1.6rem 0 .5rem; }
+table { border-collapse: collapse; width: 100%; }
+th, td { text-align: left; padding: .3rem .6rem; border-bottom: 1px solid var(--line); vertical-align: top; }
+th { color: var(--muted); font-weight: 600; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+.grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(260px, 1fr)); gap: 1rem; }
+.panel { background: var(--panel); border: 1px solid var(--line); border-radius: 6px; padding: .8rem 1rem; }
+.muted { color: var(--muted); }
+.state { display: inline-block; padding: 0 .45rem; border-radius: 4px; font-size: 12px; border: 1px solid var(--line); }
+.state-completed { color: var(--ok); } .state-failed { color: var(--bad); } .state-cancelled { color: var(--muted); }
+.state-running { color: var(--info); } .state-scheduled, .state-waiting { color: var(--warn); }
+.badge { display: inline-block; min-width: 1.6rem; padding: 0 .4rem; border-radius: 9px; background: var(--info);
+  color: #fff; text-align: center; font-size: 12px; }
+.badge.zero { background: var(--line); color: var(--muted); }
+button { font: inherit; padding: .2rem .7rem; border: 1px solid var(--line); border-radius: 4px; background: var(--panel);
+  color: var(--fg); cursor: pointer; }
+button.danger { border-color: var(--bad); color: var(--bad); }
+form.filters { display: flex; gap: .6rem; flex-wrap: wrap; align-items: end; margin-bottom: .6rem; }
+form.filters label { display: flex; flex-direction: column; font-size: 12px; color: var(--muted); }
+input, select { font: inherit; padding: .15rem .3rem; }
+pre { background: var(--panel); border: 1px solid var(--line); padding: .6rem; overflow: auto; white-space: pre-wrap; }
+svg.chart { width: 100%; height: 80px; }
+svg.chart rect.completed { fill: var(--ok); } svg.chart rect.failed { fill: var(--bad); }
+svg.chart rect.started { fill: var(--info); opacity: .35; }
+#status { min-height: 1.4rem; color: var(--muted); }
+#status.error { color: var(--bad); }
+dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; margin: 0; }
+dl.facts dt { color: var(--muted); }
+dl.facts dd { margin: 0; }
+`;
+
+/**
+ * The page's script: refreshes the live part of the page every few seconds
+ * (unless the user is editing a filter), and sends the action buttons'
+ * requests as JSON, then refreshes.
+ */
+export const DASHBOARD_JS = `
+(() => {
+  const body = document.body;
+  const base = body.dataset.base;
+  const every = Number(body.dataset.refresh) * 1000;
+  const status = document.getElementById("status");
+  const say = (text, isError) => { status.textContent = text; status.className = isError ? "error" : ""; };
+  async function refresh() {
+    const active = document.activeElement;
+    if (active && active.closest && active.closest("form")) return;
+    try {
+      const res = await fetch(location.href, { headers: { "${LIVE_HEADER}": "1" }, credentials: "same-origin" });
+      if (!res.ok) return;
+      const template = document.createElement("template");
+      template.innerHTML = await res.text();
+      const next = template.content.getElementById("live");
+      const live = document.getElementById("live");
+      if (next && live) live.replaceWith(next);
+    } catch (_) { /* offline for a moment: try again next time */ }
+  }
+  document.addEventListener("click", async (event) => {
+    const button = event.target.closest && event.target.closest("button[data-action]");
+    if (!button) return;
+    if (button.dataset.confirm && !confirm(button.dataset.confirm)) return;
+    button.disabled = true;
+    try {
+      const res = await fetch(base + button.dataset.action, {
+        method: button.dataset.method || "POST",
+        headers: { "content-type": "application/json" },
+        body: "{}",
+        credentials: "same-origin",
+      });
+      const answer = await res.json().catch(() => ({}));
+      say(res.ok ? (button.dataset.done || "Done") : (answer.error || "Failed: HTTP " + res.status), !res.ok);
+      if (res.ok && button.dataset.then) location.href = base + button.dataset.then;
+      else await refresh();
+    } finally {
+      button.disabled = false;
+    }
+  });
+  if (every > 0) setInterval(refresh, every);
+})();
+`;

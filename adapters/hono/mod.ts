@@ -1,0 +1,119 @@
+/**
+ * The admin router: a JSON API and a dashboard page for an errand, as a Hono
+ * app any application mounts under a path of its choosing.
+ *
+ * @example Mount it behind your own check
+ * ```ts
+ * import { Hono } from "hono";
+ * import { adminRouter } from "@errand/errand/hono";
+ * import { errand } from "./jobs.ts";
+ *
+ * const app = new Hono();
+ * app.route("/jobs", adminRouter(errand, {
+ *   authorize: (c) => c.req.header("authorization") === `Bearer ${Deno.env.get("ADMIN_TOKEN")}`,
+ * }));
+ * ```
+ *
+ * @module
+ */
+import { type Context, Hono } from "hono";
+import { HTTPException } from "hono/http-exception";
+import { NotFoundError, StateError, ValidationError } from "../../mod.ts";
+import { apiRoutes } from "./api.ts";
+import { mountBase, sendPage } from "./page.ts";
+import { type AdminErrand, listOptions } from "./present.ts";
+import { type Authorize, guardChanges, jsonError, requireAuthorization } from "./security.ts";
+import { jobPage, overview, topicPage } from "./views.ts";
+
+export type { AdminErrand } from "./present.ts";
+export type { Authorize } from "./security.ts";
+
+/** Options of {@link adminRouter}. */
+export interface AdminRouterOptions {
+  /**
+   * Decides whether a request may use the router (every route, the page
+   * included). Required unless `insecure` is true.
+   */
+  authorize?: Authorize;
+  /** Serve without `authorize`: only for a demo on localhost. */
+  insecure?: boolean;
+  /**
+   * Return and show job and schedule payloads.
+   * @default false
+   */
+  showPayloads?: boolean;
+  /**
+   * Largest page of jobs a request gets, whatever it asks for.
+   * @default 100
+   */
+  maxPageSize?: number;
+  /**
+   * Largest request body in bytes.
+   * @default 16384
+   */
+  maxBodyBytes?: number;
+  /**
+   * How often the page refreshes its numbers, in seconds (0: never).
+   * @default 5
+   */
+  refreshSeconds?: number;
+}
+
+/**
+ * A Hono app with the admin API under `/api` and the dashboard at `/`; mount
+ * it with `app.route("/jobs", adminRouter(errand, { authorize }))`.
+ * @throws {ValidationError} Without `authorize` (unless `insecure: true`), or with a bad option.
+ */
+export function adminRouter(errand: AdminErrand, options: AdminRouterOptions): Hono {
+  if (typeof options?.authorize !== "function" && options?.insecure !== true) {
+    throw new ValidationError(
+      'adminRouter() needs "authorize": a function (c) => boolean that checks each request; pass "insecure: true" only for a local demo',
+    );
+  }
+  const maxPageSize = whole("maxPageSize", options.maxPageSize ?? 100, 1);
+  const maxBodyBytes = whole("maxBodyBytes", options.maxBodyBytes ?? 16_384, 2);
+  const refreshSeconds = whole("refreshSeconds", options.refreshSeconds ?? 5, 0);
+  const showPayloads = options.showPayloads === true;
+  const view = (c: Context, pattern: string) => ({ base: mountBase(c, pattern), showPayloads });
+
+  const app = new Hono();
+  app.onError((err, c) => {
+    if (err instanceof ValidationError) return jsonError(c, 400, err.message);
+    if (err instanceof NotFoundError) return jsonError(c, 404, err.message);
+    if (err instanceof StateError) return jsonError(c, 409, err.message);
+    if (err instanceof HTTPException) return err.getResponse();
+    console.error("errand admin: request failed", err);
+    return jsonError(c, 500, "Internal error; the server's log has the details");
+  });
+  app.notFound((c) => jsonError(c, 404, `No admin route ${c.req.method} ${c.req.path}`));
+  app.use("*", requireAuthorization(options.authorize), guardChanges(maxBodyBytes));
+  app.route("/api", apiRoutes(errand, { showPayloads, maxPageSize }));
+
+  app.get("/job/:id", async (c) => {
+    const v = view(c, "/job/:id");
+    const live = await jobPage(errand, v, c.req.param("id"));
+    if (!live) return c.text(`There is no job "${c.req.param("id")}"`, 404);
+    return await sendPage(c, { ...v, title: `Job ${c.req.param("id")}`, refreshSeconds, live });
+  });
+  app.get("/topic/:topic", async (c) => {
+    const v = view(c, "/topic/:topic");
+    const live = await topicPage(errand, v, c.req.param("topic"));
+    if (!live) return c.text(`There is no topic "${c.req.param("topic")}"`, 404);
+    return await sendPage(c, { ...v, title: `Topic ${c.req.param("topic")}`, refreshSeconds, live });
+  });
+  // The overview answers at the mount path with or without a trailing slash; other paths are not found.
+  app.get("/*", async (c) => {
+    const v = view(c, "/*");
+    if (c.req.path.length > v.base.length + 1) return jsonError(c, 404, `No admin route GET ${c.req.path}`);
+    const filters = listOptions((name) => c.req.query(name), maxPageSize);
+    return await sendPage(c, { ...v, title: "Overview", refreshSeconds, live: await overview(errand, v, filters) });
+  });
+  return app;
+}
+
+function whole(name: string, value: number, min: number): number {
+  if (!Number.isInteger(value) || value < min) {
+    throw new ValidationError(`Option "${name}" must be a whole number of at least ${min}, got "${String(value)}"`);
+  }
+  return value;
+}

@@ -1,0 +1,98 @@
+/**
+ * A Hono app that mounts errand's admin router at /jobs, on Deno or Bun:
+ *
+ *   bun examples/dashboard.ts          (or: deno run -A examples/dashboard.ts; npm run demo)
+ *
+ * It works a few demo jobs on an in-memory libSQL database (or ERRAND_DB, a
+ * `file:` URL) and keeps enqueuing, so the page has something to show. With
+ * ADMIN_PASSWORD set, the router sits behind HTTP basic auth (user `admin`);
+ * without it, the demo passes `insecure: true` and listens on 127.0.0.1 only.
+ * PORT picks the port (0: any free one); the URL is printed.
+ */
+import process from "node:process";
+import { createClient } from "@libsql/client";
+import { Hono } from "hono";
+import { createErrand, defineJobs, job, PermanentError } from "../mod.ts";
+import { adminRouter } from "../adapters/hono/mod.ts";
+import { libsqlStore } from "../adapters/libsql/mod.ts";
+import { jobs as appJobs } from "./jobs.ts";
+
+declare const Bun: {
+  serve(options: { port: number; hostname: string; fetch: (req: Request) => Response | Promise<Response> }): {
+    port: number;
+  };
+} | undefined;
+
+const jobs = defineJobs({
+  ...appJobs,
+  /** Fails its first attempt, so the dashboard's Retry button has something to do. */
+  chargeCard: job<{ orderId: string }>({ attempts: 1 }),
+  applyOrder: job<{ customerId: string; orderId: string }>({ topic: "orders", partitionKey: (o) => o.customerId }),
+});
+
+const errand = createErrand({
+  jobs,
+  store: libsqlStore(createClient({ url: process.env.ERRAND_DB ?? ":memory:" })),
+  queues: { default: { concurrency: 4 }, mail: { concurrency: 2 } },
+  topics: { orders: { partitions: 8 } },
+  handlers: {
+    sendWelcome: async () => await new Promise((r) => setTimeout(r, 20)),
+    resizeImage: async () => await new Promise((r) => setTimeout(r, 50)),
+    chargeCard: (_payload, job) => {
+      if (job.attempt === 1) throw new PermanentError("Card declined <b>by the demo</b>");
+    },
+    applyOrder: async () => await new Promise((r) => setTimeout(r, 10)),
+  },
+});
+await errand.start();
+await errand.enqueueMany(Array.from({ length: 20 }, (_, i) => ({
+  kind: "sendWelcome" as const,
+  payload: { userId: i, email: `user${i}@example.com` },
+})));
+await errand.enqueue("chargeCard", { orderId: "o-1" });
+await errand.enqueue("resizeImage", { url: "https://example.com/cat.png", width: 640 }, { delay: "1h" });
+await errand.enqueueMany(Array.from({ length: 12 }, (_, i) => ({
+  kind: "applyOrder" as const,
+  payload: { customerId: `c-${i % 5}`, orderId: `o-${i}` },
+})));
+await errand.schedule("nightly-report", "sendWelcome", { userId: 0, email: "ops@example.com" }, "0 3 * * *");
+let n = 100;
+const traffic = setInterval(() => void errand.enqueue("sendWelcome", { userId: n++, email: "more@example.com" }), 500);
+
+const app = new Hono();
+const password = process.env.ADMIN_PASSWORD;
+const expected = password ? `Basic ${btoa(`admin:${password}`)}` : undefined;
+if (expected) {
+  // Ask the browser for the password; the router checks it again on every request.
+  app.use("/jobs/*", async (c, next) => {
+    if (c.req.header("authorization") !== expected) {
+      return c.text("Sign in as admin", 401, { "WWW-Authenticate": 'Basic realm="errand"' });
+    }
+    return await next();
+  });
+}
+app.route(
+  "/jobs",
+  adminRouter(
+    errand,
+    expected ? { authorize: (c) => c.req.header("authorization") === expected } : { insecure: true },
+  ),
+);
+app.get("/", (c) => c.redirect("/jobs/"));
+
+const hostname = "127.0.0.1";
+const requested = Number(process.env.PORT ?? 8787);
+const port = "Deno" in globalThis
+  ? await new Promise<number>((listening) =>
+    Deno.serve({ port: requested, hostname, onListen: (addr) => listening(addr.port) }, app.fetch)
+  )
+  : Bun!.serve({ port: requested, hostname, fetch: app.fetch }).port;
+console.log(`errand dashboard: http://${hostname}:${port}/jobs/`);
+
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, async () => {
+    clearInterval(traffic);
+    await errand.shutdown({ drain: "2s" });
+    process.exit(0);
+  });
+}

@@ -1,0 +1,75 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { defineJobs, job, PermanentError } from "../../mod.ts";
+import type { StoreKind } from "../support/stores.ts";
+import { errandOn, eventuallyOnClock, withDatabase } from "./harness.ts";
+
+const jobs = defineJobs({
+  ok: job<{ n: number }>(),
+  bad: job<{ n: number }>({ attempts: 1 }),
+  order: job<{ customer: string }>({ topic: "orders", partitionKey: (p) => p.customer }),
+});
+
+/** Operator views read from the store: the last minute's activity, the database's size, topics. */
+export function statsCases(kind: StoreKind<unknown>): void {
+  describe("stats and topics", () => {
+    it("stats() counts the last minute by second and the dispatch wait; topics() sums the partitions", () =>
+      withDatabase(kind, async (db, track) => {
+        let release!: () => void;
+        const held = new Promise<void>((r) => (release = r));
+        const { errand, clock } = errandOn(db, {
+          jobs,
+          topics: { orders: { partitions: 4 } },
+          handlers: {
+            ok: () => {},
+            bad: () => {
+              throw new PermanentError("no");
+            },
+            order: () => held,
+          },
+        });
+        track(errand);
+        await errand.enqueueMany([1, 2, 3].map((n) => ({ kind: "ok" as const, payload: { n } })));
+        await errand.enqueue("bad", { n: 0 });
+        await errand.enqueue("order", { customer: "a" });
+        await errand.enqueue("order", { customer: "a" });
+        // Due for 2 s before a worker starts: that is their dispatch wait.
+        clock.advance(2_000);
+        await errand.start();
+        await eventuallyOnClock(clock, async () => {
+          const c = (await errand.counts()).byState;
+          return c.completed === 3 && c.failed === 1 && c.running === 1;
+        }, "the jobs to run");
+
+        const stats = await errand.stats();
+        assert.equal(stats.windowMs, 60_000);
+        assert.equal(stats.throughput.length, 60);
+        const total = (what: "enqueued" | "started" | "completed" | "failed") =>
+          stats.throughput.reduce((n, s) => n + s[what], 0);
+        assert.deepEqual(
+          [total("enqueued"), total("started"), total("completed"), total("failed")],
+          [6, 5, 3, 1],
+        );
+        // Enqueued 2 s (and the clock's nudges) before now: in the 58th or 59th second of the window.
+        assert.ok([56, 57, 58].some((i) => stats.throughput[i].enqueued === 6), "enqueued about 2 s ago");
+        assert.equal(stats.dispatchWait.regular.count, 4);
+        assert.ok(stats.dispatchWait.regular.avgMs! >= 2_000 && stats.dispatchWait.regular.maxMs! >= 2_000);
+        assert.equal(stats.dispatchWait.partitioned.count, 1);
+        assert.equal(stats.workers.length, 1);
+        assert.ok(stats.storageBytes === null || stats.storageBytes > 0);
+
+        const [orders] = await errand.topics();
+        assert.deepEqual(
+          { ...orders, oldestHeadAgeMs: orders.oldestHeadAgeMs >= 2_000 },
+          { topic: "orders", partitions: 4, depth: 2, activePartitions: 1, oldestHeadAgeMs: true },
+        );
+
+        // A minute later the window is empty.
+        clock.advance(61_000);
+        const later = await errand.stats();
+        assert.equal(later.throughput.reduce((n, s) => n + s.completed + s.enqueued, 0), 0);
+        assert.deepEqual(later.dispatchWait.regular, { count: 0, avgMs: null, maxMs: null });
+        release();
+      }));
+  });
+}

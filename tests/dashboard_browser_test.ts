@@ -1,0 +1,97 @@
+/**
+ * The dashboard in a real browser: the demo app (examples/dashboard.ts) runs
+ * as its own Bun process, and headless Chromium (Debian's `chromium`, driven
+ * by playwright-core) loads the page, filters the jobs table, opens a failed
+ * job, presses Retry and sees the job complete. The page must run under its
+ * Content-Security-Policy with no violation. A screenshot is saved and its
+ * path printed. Runs on Node (playwright-core is a Node library).
+ */
+import assert from "node:assert/strict";
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { fileURLToPath } from "node:url";
+import { after, before, describe, it } from "node:test";
+import { eventually } from "./support/wait.ts";
+
+const CHROMIUM = "/usr/bin/chromium";
+const onNode = !("Deno" in globalThis) && !process.versions.bun;
+
+describe(
+  "dashboard in headless Chromium",
+  { skip: onNode ? false : "playwright-core drives Chromium from Node" },
+  () => {
+    let demo: ChildProcess;
+    let url = "";
+    let output = "";
+
+    before(async () => {
+      assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install -y chromium (.ci/run does)`);
+      const bun = fileURLToPath(new URL("../node_modules/.bin/bun", import.meta.url));
+      const script = fileURLToPath(new URL("../examples/dashboard.ts", import.meta.url));
+      demo = spawn(bun, [script], { env: { ...process.env, PORT: "0" }, stdio: ["ignore", "pipe", "pipe"] });
+      demo.stdout!.on("data", (d) => (output += d));
+      demo.stderr!.on("data", (d) => (output += d));
+      url = await eventually(() => /errand dashboard: (\S+)/.exec(output)?.[1], `the demo's URL (output: ${output})`);
+    });
+    after(() => {
+      demo?.kill("SIGTERM");
+    });
+
+    it("shows seeded jobs, opens a failed one, retries it and sees it complete", async () => {
+      const { chromium } = await import("playwright-core");
+      const browser = await chromium.launch({
+        executablePath: CHROMIUM,
+        args: [
+          "--headless",
+          "--no-sandbox",
+          "--disable-gpu",
+          "--no-first-run",
+          "--disable-background-networking",
+          "--disable-component-update",
+          "--disable-sync",
+        ],
+      });
+      try {
+        const page = await browser.newPage();
+        const problems: string[] = [];
+        page.on("console", (m) => m.type() === "error" && problems.push(m.text()));
+        page.on("pageerror", (e) => problems.push(String(e)));
+        page.on("dialog", (d) => void d.accept());
+
+        await page.goto(url);
+        await page.waitForSelector("#job-table tbody tr");
+        assert.ok((await page.locator("#job-table tbody tr").count()) > 0, "the seeded jobs are listed");
+        assert.ok(Number(await page.textContent('#counts [data-state="completed"]')) >= 0);
+        assert.match((await page.textContent("#topics")) ?? "", /orders/);
+        // The page refreshes itself: the demo keeps enqueuing, so the counts move without a reload.
+        const counts = await page.textContent("#counts");
+        await eventually(async () => (await page.textContent("#counts")) !== counts, "the page to refresh itself");
+
+        // Filter the table to failed jobs with the form, as a user would.
+        await page.selectOption('select[name="state"]', "failed");
+        await Promise.all([page.waitForURL(/state=failed/), page.click('form.filters button[type="submit"]')]);
+        const row = page.locator("#job-table tbody tr", { hasText: "chargeCard" });
+        await row.first().waitFor();
+        await Promise.all([page.waitForURL(/\/job\//), row.first().locator("a.job-link").click()]);
+
+        await page.waitForSelector("h2 .state-failed");
+        const error = page.locator("#runs td.error");
+        assert.match((await error.textContent()) ?? "", /Card declined <b>by the demo<\/b>/, "the error shows as text");
+        assert.equal(await error.locator("b").count(), 0, "no markup from the error reached the page");
+
+        await page.click("#retry");
+        await page.waitForSelector("h2 .state-completed", { timeout: 15_000 });
+        assert.equal(await page.locator("#runs tbody tr").count(), 2, "two runs: the failure and the retry");
+
+        assert.deepEqual(problems, [], "no script errors or CSP violations");
+        // (Playwright's screenshot injects a style of its own, which the policy rightly refuses.)
+        const shot = `${tmpdir()}/errand-dashboard-${Date.now()}.png`;
+        await page.screenshot({ path: shot, fullPage: true });
+        console.log(`dashboard screenshot: ${shot}`);
+      } finally {
+        await browser.close();
+      }
+    });
+  },
+);
