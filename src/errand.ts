@@ -34,6 +34,7 @@ import { Ownership, partitionOwner } from "./ownership.ts";
 import { every, type Periodic } from "./periodic.ts";
 import type { RetryPolicy } from "./retry.ts";
 import { type ErrandStats, STATS_WINDOW_MS, toStats } from "./stats.ts";
+import { type Snapshot, Telemetry } from "./telemetry.ts";
 import {
   checkScheduleOptions,
   type ScheduleInfo,
@@ -251,6 +252,13 @@ export interface Errand<J extends JobDefinitions, TTx> extends Enqueuer<J, TTx> 
    */
   stats(): Promise<ErrandStats>;
   /**
+   * This instance's metrics in the Prometheus text format: counters and
+   * histograms of what it did, its slots, and the store's job counts and
+   * topic backlogs (read at most every 15 s and the same on every instance:
+   * aggregate those with `max`, not `sum`).
+   */
+  metrics(): Promise<string>;
+  /**
    * Deletes a partition's finished jobs but the newest `keep` (by enqueue
    * order); unfinished jobs are never touched. Returns how many it deleted.
    * @throws {ValidationError} When the topic is not configured, or the partition or `keep` is out of range.
@@ -300,6 +308,9 @@ const CHILDREN_SHOWN = 25;
 /** How often an enqueue tries a unique row whose key holder vanished while it was read. */
 const UNIQUE_TRIES = 3;
 
+/** How long `metrics()` reuses what it read from the store. */
+const SHARED_METRICS_MS = 15_000;
+
 class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx> {
   readonly mode: ErrandMode;
   readonly #options: ResolvedOptions;
@@ -314,6 +325,9 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
   readonly #maintenance: Maintenance;
   readonly #heartbeat: Heartbeat;
   readonly #ownership: Ownership;
+  readonly #telemetry: Telemetry;
+  /** What `metrics()` last read from the store, and when. */
+  #shared: { at: number; value: Promise<Pick<Snapshot, "queued" | "topics">> } | undefined;
   readonly #schedules: Schedules;
   readonly #resolveEnv: ResolveEnv;
   readonly #workers = new Map<string, QueueWorker<TTx>>();
@@ -347,6 +361,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     this.#partitioned = this.#options.topics.size > 0;
     const { clock, logger } = this.#options;
     const store = this.#store as Store<unknown>;
+    this.#telemetry = new Telemetry(this.#options.observer, logger);
     this.#completer = new Completer(store, clock, logger);
     this.#leases = new LeaseKeeper(store, clock, logger, this.#options.leaseMs);
     this.#resolveEnv = { store, clock, wake: (queue) => this.#workers.get(queue)?.wake() };
@@ -359,6 +374,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
       intervals: this.#options.intervals,
       retryPolicy: (kind, version) => this.#retryPolicy(kind, version),
       wake: (queue) => this.#workers.get(queue)?.wake(),
+      rescued: (ids) => this.#telemetry.rescued(ids),
     });
     this.#schedules = new Schedules({
       store,
@@ -370,10 +386,15 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
         logger,
         holder: this.#workerId,
         leaseMs: this.#options.leaderLeaseMs,
+        onRenewed: (leading) => this.#telemetry.leader(leading),
       }),
       newId: this.#newId,
       // A firing that shutdown interrupts still completes its writes.
-      insert: (rows) => this.#insertRows(rows, undefined),
+      insert: async (rows) => {
+        const results = await this.#insertRows(rows, undefined);
+        this.#telemetry.cronEnqueued(results.filter((r) => r.inserted).length);
+        return results;
+      },
     });
     this.#ownership = new Ownership(
       this.#workerId,
@@ -684,6 +705,22 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     return toStats(activity, workers, storage, since);
   }
 
+  async metrics(): Promise<string> {
+    await this.#ensureReady();
+    const now = this.#options.clock.now();
+    if (!this.#shared || now - this.#shared.at >= SHARED_METRICS_MS) {
+      const value = (async () => ({
+        queued: (await this.counts()).byQueue,
+        topics: this.#options.topics.size > 0 ? await this.topics() : [],
+      }))();
+      this.#shared = { at: now, value };
+      // A failed read is tried again at the next scrape.
+      value.catch(() => this.#shared?.value === value && (this.#shared = undefined));
+    }
+    const queues = [...this.#workers.values()].map((w) => ({ queue: w.queue, slots: w.slots, busy: w.running }));
+    return this.#telemetry.encode({ queues, ...await this.#shared.value });
+  }
+
   /** The partitions of `topic` at `now`, with owners among `workers`. */
   async #describePartitions(topic: string, now: number, workers: WorkerInfo[]): Promise<PartitionInfo[]> {
     const rows = await this.#store.partitionList({ topic });
@@ -860,7 +897,9 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
       for (const [k, row] of again.entries()) holders[rows.indexOf(row)] = retried[k];
     }
     for (const queue of new Set(available.map((r) => r.queue))) this.#workers.get(queue)?.wake();
-    return rows.map((r, i) => ({ id: holders[i]!, inserted: holders[i] === r.id }));
+    const results = rows.map((r, i) => ({ id: holders[i]!, inserted: holders[i] === r.id }));
+    this.#telemetry.enqueued(results.map((r, i) => ({ ...r, kind: rows[i].kind, queue: rows[i].queue })));
+    return results;
   }
 
   #ensureReady(): Promise<void> {
@@ -928,8 +967,12 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
           validate: k.definition.validate,
         };
       },
+      claimed: (claims, now) => this.#telemetry.claimed(claims, now),
+      unfinished: (claim, reason) => this.#telemetry.runEnded(claim, clock.now(), { outcome: reason }, true),
       finish: async (f, claim) => {
         const { saved, hasChildren } = await this.#completer.push(f);
+        const outcome = f.run?.outcome ?? (f.state === "completed" || f.state === "failed" ? f.state : "retried");
+        this.#telemetry.runEnded(claim, f.at, { outcome, error: f.run?.error, runAt: f.runAt }, saved);
         // A retried job is available again; a partition's next job can run once its head finished.
         if (saved && (f.state === "available" || claim.topic !== null)) this.#workers.get(claim.queue)?.wake();
         if (hasChildren && (f.state === "completed" || f.state === "failed")) await this.#resolveChildren([f.id]);

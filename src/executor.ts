@@ -85,6 +85,8 @@ export interface ExecutorEnv<TTx> {
   kind(name: string, version: number): RunnableKind<TTx> | undefined;
   /** Hands the outcome of a run to the completer; settles once it is saved or given up on. */
   finish(finish: JobFinish, claim: ClaimedJob): Promise<void>;
+  /** Told of a run that ends without an outcome to write (its lease was lost, or its job cancelled). */
+  unfinished(claim: ClaimedJob, reason: "lost" | "cancelled"): void;
   /**
    * Enqueues from inside a handler (`job.enqueue`, or `job.enqueueAfter` with
    * `after` and the running job as `from`, whose sequential partition it joins).
@@ -227,11 +229,13 @@ async function run<TTx>(
   const end = await ending;
   timer?.cancel();
   const now = env.clock.now();
-  if (end.type === "lost") {
-    env.logger.warn("A job's lease was lost; its outcome is left to the run that replaced it", { id: claim.id });
+  if (end.type === "lost" || end.type === "cancelled") {
+    if (end.type === "lost") {
+      env.logger.warn("A job's lease was lost; its outcome is left to the run that replaced it", { id: claim.id });
+    }
+    env.unfinished(claim, end.type);
     return { saved: Promise.resolve() };
   }
-  if (end.type === "cancelled") return { saved: Promise.resolve() };
   return { saved: env.finish(finishOf(claim, end, decision, note, kind.retry, now), claim) };
 }
 

@@ -25,6 +25,8 @@ export interface LeadershipEnv {
   readonly holder: string;
   /** How long the lease holds without renewal. */
   readonly leaseMs: number;
+  /** Told whether this instance leads after every renewal. */
+  onRenewed(leading: boolean): void;
 }
 
 /** The lease row's name. */
@@ -57,6 +59,7 @@ export class Leadership {
     }
     if (leading !== this.#leader) logger.info(leading ? "Became the leader" : "No longer the leader", { holder });
     this.#leader = leading;
+    this.#env.onRenewed(leading);
     return leading;
   }
 
@@ -64,6 +67,7 @@ export class Leadership {
   async release(): Promise<void> {
     if (!this.#leader) return;
     this.#leader = false;
+    this.#env.onRenewed(false);
     const { store, logger, holder } = this.#env;
     await store.leaderRelease({ name: LEADER, holder }).catch((err) =>
       logger.warn("Giving up the leadership failed; its lease ends by itself", { error: String(err) })

@@ -46,6 +46,8 @@ export interface MaintenanceEnv {
   retryPolicy(kind: string, version: number): RetryPolicy;
   /** Wakes this instance's worker of `queue`, if any. */
   wake(queue: string): void;
+  /** Told the ids of jobs this instance rescued. */
+  rescued(ids: readonly string[]): void;
 }
 
 const BATCH = 500;
@@ -105,7 +107,10 @@ export class Maintenance {
       const changed = (await store.jobFinishMany({ finishes })).map((f) => f.id);
       rescued += changed.length;
       for (const queue of new Set(expired.map((j) => j.queue))) this.#env.wake(queue);
-      if (changed.length) this.#env.logger.warn("Rescued jobs whose lease expired", { ids: changed });
+      if (changed.length) {
+        this.#env.logger.warn("Rescued jobs whose lease expired", { ids: changed });
+        this.#env.rescued(changed);
+      }
       if (expired.length < BATCH) return rescued;
     }
   }

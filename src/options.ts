@@ -14,6 +14,7 @@ import { checkName } from "./names.ts";
 import { checkTopics, type TopicOptions } from "./partition.ts";
 import { checkRetryPolicy, defaultRetryPolicy, type RetryPolicy } from "./retry.ts";
 import type { Store } from "./store.ts";
+import type { Observer } from "./telemetry.ts";
 
 /**
  * `"work"` runs workers and maintenance after `start()`; `"enqueue"` only
@@ -49,6 +50,8 @@ export interface ErrandOptions<J extends JobDefinitions, Ctx, TTx> {
   mode?: ErrandMode;
   /** Handed to every handler as `job.context`. */
   context?: Ctx;
+  /** Callbacks for what happens to jobs (enqueued, claimed, completed, failed, retried, rescued, leader changes). */
+  observer?: Observer;
   /**
    * The topics kinds may send jobs to, each with its fixed partition count:
    * `{ orders: { partitions: 8 } }`. Jobs of one partition run one at a time,
@@ -138,6 +141,8 @@ export interface ResolvedOptions {
   readonly queues: ReadonlyMap<string, number>;
   /** The partition count of each topic. */
   readonly topics: ReadonlyMap<string, number>;
+  /** The application's observer callbacks. */
+  readonly observer: Observer | undefined;
 }
 
 const DEFAULT_CONCURRENCY = 6;
@@ -198,6 +203,7 @@ export function resolveOptions<J extends JobDefinitions, Ctx, TTx>(
     claimBatch: checkCount("claimBatch", options.claimBatch ?? 32, 1),
     maxPayloadBytes: checkCount("maxPayloadBytes", options.maxPayloadBytes ?? 256 * 1024, 1),
     retry: options.retry === undefined ? defaultRetryPolicy : checkRetryPolicy(options.retry),
+    observer: checkObserver(options.observer),
     retention: {
       completed: parseDuration(retention.completed ?? "24h", "retention.completed"),
       failed: parseDuration(retention.failed ?? "30d", "retention.failed"),
@@ -227,4 +233,16 @@ export function checkCount(what: string, value: unknown, min: number): number {
 function atLeast(what: string, ms: number, min: number): number {
   if (ms < min) throw new ValidationError(`Option "${what}" must be at least ${min} ms, got "${ms}"`);
   return ms;
+}
+
+/** The observer, if its callbacks are functions. */
+function checkObserver(observer: Observer | undefined): Observer | undefined {
+  if (observer === undefined) return undefined;
+  if (typeof observer !== "object" || observer === null) {
+    throw new ValidationError('Option "observer" must be an object of callbacks such as { failed(event) {...} }');
+  }
+  for (const [name, callback] of Object.entries(observer)) {
+    if (typeof callback !== "function") throw new ValidationError(`Observer callback "${name}" must be a function`);
+  }
+  return observer;
 }

@@ -17,7 +17,7 @@
 import { type Clock, sleep } from "./clock.ts";
 import { execute, type Execution, type ExecutorEnv } from "./executor.ts";
 import type { LeaseKeeper } from "./leases.ts";
-import type { HeadFilter, Store } from "./store.ts";
+import type { ClaimedJob, HeadFilter, Store } from "./store.ts";
 import { Wakeup } from "./wakeup.ts";
 
 /** What a queue worker needs from the rest of errand. */
@@ -32,6 +32,8 @@ export interface WorkerEnv<TTx> extends ExecutorEnv<TTx> {
   readonly claimBatch: number;
   /** Names of the kinds on this queue that this instance has handlers for. */
   readonly kinds: readonly string[];
+  /** Told what a claim at `now` took. */
+  claimed(claims: readonly ClaimedJob[], now: number): void;
   /** The partition heads a claim on `queue` may take, or null while the namespace has no partitions. */
   heads(queue: string): HeadFilter | null;
 }
@@ -145,6 +147,7 @@ export class QueueWorker<TTx> {
       }
       // Start in claim order; a store may return a batch in any order.
       claimed.sort((a, b) => a.priority - b.priority || a.runAt - b.runAt || (a.id < b.id ? -1 : 1));
+      env.claimed(claimed, now);
       for (const claim of claimed) this.#start(claim);
       this.#hot = claimed.length === limit;
       if (!this.#hot) await this.#wakeup.wait(env.pollMs - (env.clock.now() - now));

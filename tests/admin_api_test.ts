@@ -177,6 +177,13 @@ describe("admin API", () => {
     assert.equal(stats.workers.length, 1);
     assert.ok(stats.dispatchWait.regular.count >= 13);
     assert.equal((await json("/jobs/api/workers")).body.length, 1);
+    const metrics = await request("/jobs/metrics");
+    assert.match(metrics.headers.get("content-type") ?? "", /^text\/plain; version=0.0.4/);
+    assert.match(
+      await metrics.text(),
+      /^errand_jobs_finished_total\{queue="default",kind="greet",outcome="completed"\} \d+$/m,
+    );
+    assert.equal((await request("/jobs/metrics", { headers: { "x-admin": "no" } })).status, 401);
 
     const schedules = (await json("/jobs/api/schedules")).body;
     assert.deepEqual(schedules.map((s: { id: string }) => s.id), ["nightly"]);

@@ -88,6 +88,10 @@ export function adminRouter(errand: AdminErrand, options: AdminRouterOptions): H
   app.notFound((c) => jsonError(c, 404, `No admin route ${c.req.method} ${c.req.path}`));
   app.use("*", requireAuthorization(options.authorize), guardChanges(maxBodyBytes));
   app.route("/api", apiRoutes(errand, { showPayloads, maxPageSize }));
+  app.get(
+    "/metrics",
+    async (c) => c.body(await errand.metrics(), 200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" }),
+  );
 
   app.get("/job/:id", async (c) => {
     const v = view(c, "/job/:id");

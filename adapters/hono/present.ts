@@ -31,6 +31,7 @@ export type AdminErrand = Pick<
   | "partitions"
   | "forceFailPartitionHead"
   | "stats"
+  | "metrics"
 >;
 
 /** Reads list filters and paging from a query string; a page size is clamped to 1..`maxPageSize`. */
