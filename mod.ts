@@ -40,6 +40,8 @@ export type {
   KindKey,
   ListOptions,
   ShutdownOptions,
+  StepReport,
+  StepRun,
   UnhandledCount,
 } from "./src/errand.ts";
 export type { EnqueueOptions, JobEnqueueOptions } from "./src/enqueue.ts";
@@ -48,7 +50,7 @@ export type { ScheduleInfo, ScheduleOptions } from "./src/schedules.ts";
 export { partitionOf } from "./src/partition.ts";
 export type { PartitionInfo, PartitionKey, TopicInfo, TopicOptions } from "./src/partition.ts";
 export type { ErrandStats, ThroughputSecond, WaitStats } from "./src/stats.ts";
-export type { ObservedJob, ObservedRun, Observer } from "./src/telemetry.ts";
+export type { FinishOutcome, ObservedJob, ObservedRun, Observer } from "./src/telemetry.ts";
 export type { ErrandMode, ErrandOptions, Handlers, QueueOptions } from "./src/options.ts";
 export { defineJobs, job } from "./src/job.ts";
 export type { JobDefinition, JobDefinitions, JobOptions, KindTopic, PayloadOf } from "./src/job.ts";

@@ -34,7 +34,7 @@ import { Ownership, partitionOwner } from "./ownership.ts";
 import { every, type Periodic } from "./periodic.ts";
 import type { RetryPolicy } from "./retry.ts";
 import { type ErrandStats, STATS_WINDOW_MS, toStats } from "./stats.ts";
-import { type Snapshot, Telemetry } from "./telemetry.ts";
+import { type FinishOutcome, type Snapshot, Telemetry } from "./telemetry.ts";
 import {
   checkScheduleOptions,
   type ScheduleInfo,
@@ -43,7 +43,7 @@ import {
   toScheduleInfo,
 } from "./schedules.ts";
 import type { ClaimedJob, JobInsertRow, JobTransition, Store } from "./store.ts";
-import { JOB_STATES, type JobInfo, type JobState, type WorkerInfo } from "./types.ts";
+import { JOB_STATES, type JobInfo, type JobState, type RunError, type WorkerInfo } from "./types.ts";
 import { checkPayload } from "./validate.ts";
 import { QueueWorker, type WorkerEnv } from "./worker.ts";
 
@@ -62,6 +62,34 @@ export interface EnqueueResult {
 export type EnqueueItem<J extends JobDefinitions> = {
   [K in KindKey<J>]: { kind: K; payload: PayloadOf<J[K]>; options?: JobEnqueueOptions };
 }[KindKey<J>];
+
+/** One run of a `step()`. */
+export interface StepRun {
+  /** The job's id. */
+  readonly id: string;
+  /** Its kind. */
+  readonly kind: string;
+  /** Its queue. */
+  readonly queue: string;
+  /** The attempt that ran. */
+  readonly attempt: number;
+  /** How it ended. */
+  readonly outcome: FinishOutcome;
+  /** The error of a run that did not complete, or null. */
+  readonly error: RunError | null;
+}
+
+/** What one `step()` did. */
+export interface StepReport {
+  /** Whether this instance led (and so fired due recurring jobs). */
+  readonly leader: boolean;
+  /** Occurrences of recurring jobs it enqueued. */
+  readonly cronEnqueued: number;
+  /** Jobs whose expired lease it rescued. */
+  readonly rescued: number;
+  /** The runs, in the order they ended. */
+  readonly ran: readonly StepRun[];
+}
 
 /** Filters of `list()`. */
 export interface ListOptions {
@@ -259,6 +287,14 @@ export interface Errand<J extends JobDefinitions, TTx> extends Enqueuer<J, TTx> 
    */
   metrics(): Promise<string>;
   /**
+   * Mode "manual" (for tests): runs one full round now: heartbeat,
+   * leadership, due recurring jobs, promotion, rescue, pruning, then every
+   * due job (and every job that becomes due meanwhile, such as a released
+   * continuation or a partition's next job) to the end. Returns what ran.
+   * @throws {StateError} In another mode.
+   */
+  step(): Promise<StepReport>;
+  /**
    * Deletes a partition's finished jobs but the newest `keep` (by enqueue
    * order); unfinished jobs are never touched. Returns how many it deleted.
    * @throws {ValidationError} When the topic is not configured, or the partition or `keep` is out of range.
@@ -311,6 +347,14 @@ const UNIQUE_TRIES = 3;
 /** How long `metrics()` reuses what it read from the store. */
 const SHARED_METRICS_MS = 15_000;
 
+/** Most claim rounds one `step()` runs (a job that keeps making work for itself stops there). */
+const MAX_STEP_ROUNDS = 1_000;
+
+/** The job fields of a step's run. */
+function stepRun(claim: ClaimedJob): Pick<StepRun, "id" | "kind" | "queue" | "attempt"> {
+  return { id: claim.id, kind: claim.kind, queue: claim.queue, attempt: claim.attempt };
+}
+
 class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx> {
   readonly mode: ErrandMode;
   readonly #options: ResolvedOptions;
@@ -326,6 +370,10 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
   readonly #heartbeat: Heartbeat;
   readonly #ownership: Ownership;
   readonly #telemetry: Telemetry;
+  readonly #leadership: Leadership;
+  /** Where the current `step()` collects its runs. */
+  #stepRuns: StepRun[] | undefined;
+  #cronEnqueued = 0;
   /** What `metrics()` last read from the store, and when. */
   #shared: { at: number; value: Promise<Pick<Snapshot, "queued" | "topics">> } | undefined;
   readonly #schedules: Schedules;
@@ -376,23 +424,26 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
       wake: (queue) => this.#workers.get(queue)?.wake(),
       rescued: (ids) => this.#telemetry.rescued(ids),
     });
+    this.#leadership = new Leadership({
+      store,
+      clock,
+      logger,
+      holder: this.#workerId,
+      leaseMs: this.#options.leaderLeaseMs,
+      onRenewed: (leading) => this.#telemetry.leader(leading),
+    });
     this.#schedules = new Schedules({
       store,
       clock,
       logger,
-      leadership: new Leadership({
-        store,
-        clock,
-        logger,
-        holder: this.#workerId,
-        leaseMs: this.#options.leaderLeaseMs,
-        onRenewed: (leading) => this.#telemetry.leader(leading),
-      }),
+      leadership: this.#leadership,
       newId: this.#newId,
       // A firing that shutdown interrupts still completes its writes.
       insert: async (rows) => {
         const results = await this.#insertRows(rows, undefined);
-        this.#telemetry.cronEnqueued(results.filter((r) => r.inserted).length);
+        const inserted = results.filter((r) => r.inserted).length;
+        this.#cronEnqueued += inserted;
+        this.#telemetry.cronEnqueued(inserted);
         return results;
       },
     });
@@ -429,6 +480,10 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     await this.#ensureReady();
     if (this.#phase !== "new") return;
     this.#phase = "started";
+    if (this.mode === "manual") {
+      // Workers that claim only when step() asks.
+      for (const [queue, slots] of this.#options.queues) this.#worker(queue, slots, false);
+    }
     if (this.mode !== "work") return;
     const { clock, logger } = this.#options;
     for (const [queue, slots] of this.#options.queues) this.#worker(queue, slots);
@@ -705,6 +760,33 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     return toStats(activity, workers, storage, since);
   }
 
+  async step(): Promise<StepReport> {
+    if (this.mode !== "manual") {
+      throw new StateError(`step() needs mode "manual"; this errand is in mode "${this.mode}"`);
+    }
+    if (this.#stepRuns) throw new StateError("step() was called while another step() runs; await the first");
+    await this.start();
+    const ran: StepRun[] = (this.#stepRuns = []);
+    this.#cronEnqueued = 0;
+    try {
+      await this.#heartbeat.beat();
+      const leader = await this.#leadership.renew();
+      if (leader) await this.#schedules.fireDue();
+      await this.#maintenance.promote();
+      const rescued = await this.#maintenance.rescue();
+      await this.#maintenance.prune();
+      for (let round = 0; round < MAX_STEP_ROUNDS; round++) {
+        let claimed = 0;
+        for (const worker of this.#workers.values()) claimed += await worker.runDue();
+        if (claimed === 0) break;
+      }
+      await this.#completer.flush();
+      return { leader, cronEnqueued: this.#cronEnqueued, rescued, ran };
+    } finally {
+      this.#stepRuns = undefined;
+    }
+  }
+
   async metrics(): Promise<string> {
     await this.#ensureReady();
     const now = this.#options.clock.now();
@@ -941,7 +1023,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     return [...this.#kinds].filter(([, k]) => k.handler).map(([id]) => id);
   }
 
-  #worker(queue: string, slots: number): QueueWorker<TTx> {
+  #worker(queue: string, slots: number, run = true): QueueWorker<TTx> {
     // Any kind with a handler may run here: enqueue can move a job to another queue.
     const kinds = this.#handledKinds();
     const { clock, logger, leaseMs, pollMs, claimBatch } = this.#options;
@@ -968,11 +1050,19 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
         };
       },
       claimed: (claims, now) => this.#telemetry.claimed(claims, now),
-      unfinished: (claim, reason) => this.#telemetry.runEnded(claim, clock.now(), { outcome: reason }, true),
+      unfinished: (claim, reason) => {
+        const outcome = this.#telemetry.runEnded(claim, clock.now(), { outcome: reason }, true);
+        this.#stepRuns?.push({ ...stepRun(claim), outcome, error: null });
+      },
       finish: async (f, claim) => {
         const { saved, hasChildren } = await this.#completer.push(f);
-        const outcome = f.run?.outcome ?? (f.state === "completed" || f.state === "failed" ? f.state : "retried");
-        this.#telemetry.runEnded(claim, f.at, { outcome, error: f.run?.error, runAt: f.runAt }, saved);
+        const run = {
+          outcome: f.run?.outcome ?? (f.state === "completed" || f.state === "failed" ? f.state : "retried"),
+          error: f.run?.error ?? null,
+          runAt: f.runAt,
+        };
+        const outcome = this.#telemetry.runEnded(claim, f.at, run, saved);
+        this.#stepRuns?.push({ ...stepRun(claim), outcome, error: run.error });
         // A retried job is available again; a partition's next job can run once its head finished.
         if (saved && (f.state === "available" || claim.topic !== null)) this.#workers.get(claim.queue)?.wake();
         if (hasChildren && (f.state === "completed" || f.state === "failed")) await this.#resolveChildren([f.id]);
@@ -981,7 +1071,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     };
     const worker = new QueueWorker(queue, slots, env);
     this.#workers.set(queue, worker);
-    worker.start();
+    if (run) worker.start();
     return worker;
   }
 }

@@ -50,24 +50,26 @@ export class Heartbeat {
   /** Beats once now (a failure is logged; the loop retries), then every {@link HEARTBEAT_MS}. */
   async start(): Promise<void> {
     const { clock, logger } = this.#env;
-    this.#startedAt = clock.now();
-    await this.#beat().catch((err) => logger.warn("Heartbeat failed; retrying", { error: String(err) }));
-    this.#task = every(clock, HEARTBEAT_MS, "Heartbeat", logger, () => this.#beat(), true);
+    await this.beat().catch((err) => logger.warn("Heartbeat failed; retrying", { error: String(err) }));
+    this.#task = every(clock, HEARTBEAT_MS, "Heartbeat", logger, () => this.beat(), true);
   }
 
   /** Stops beating and deletes this instance's record, so others stop counting it at once. */
   async stop(): Promise<void> {
-    if (!this.#task) return;
-    await this.#task.stop();
+    if (this.#startedAt === 0) return;
+    this.#startedAt = 0;
+    await this.#task?.stop();
     this.#task = undefined;
     await this.#env.store.workerRemove({ id: this.#env.id }).catch((err) =>
       this.#env.logger.warn("Removing this worker's heartbeat failed; it expires by itself", { error: String(err) })
     );
   }
 
-  async #beat(): Promise<void> {
+  /** Beats once now (in mode "manual", each `step()` does), then reads the live instances. */
+  async beat(): Promise<void> {
     const { store, clock, id } = this.#env;
     const now = clock.now();
+    this.#startedAt ||= now;
     const worker = { id, startedAt: this.#startedAt, beatAt: now, ...this.#env.describe() };
     await store.workerBeat({ worker, expiredBefore: now - WORKER_EXPIRY_MS });
     this.#env.onLive(await liveWorkers(store, now));

@@ -19,9 +19,10 @@ import type { Observer } from "./telemetry.ts";
 /**
  * `"work"` runs workers and maintenance after `start()`; `"enqueue"` only
  * enqueues and reads, starting no timer, listener or worker (for serverless
- * and edge functions).
+ * and edge functions); `"manual"` (for tests) runs nothing on its own:
+ * each `errand.step()` runs one full round.
  */
-export type ErrandMode = "work" | "enqueue";
+export type ErrandMode = "work" | "enqueue" | "manual";
 
 /** Options of one queue. */
 export interface QueueOptions {
@@ -161,8 +162,8 @@ export function resolveOptions<J extends JobDefinitions, Ctx, TTx>(
     throw new ValidationError('Option "store" is required: pass libsqlStore(client) or postgresStore(sql)');
   }
   const mode = options.mode ?? "work";
-  if (mode !== "work" && mode !== "enqueue") {
-    throw new ValidationError(`Option "mode" must be "work" or "enqueue", got "${mode}"`);
+  if (mode !== "work" && mode !== "enqueue" && mode !== "manual") {
+    throw new ValidationError(`Option "mode" must be "work", "enqueue" or "manual", got "${mode}"`);
   }
   for (const key of Object.keys(options.handlers ?? {})) {
     if (!Object.hasOwn(options.jobs, key)) {

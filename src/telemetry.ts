@@ -148,7 +148,7 @@ export class Telemetry {
     }
   }
 
-  /** A run of `claim` ended at `at` with `outcome` (saved: whether its outcome was written). */
+  /** A run of `claim` ended at `at` with `outcome` (saved: whether its outcome was written); returns the outcome counted. */
   runEnded(
     claim: ClaimedJob,
     at: number,
@@ -158,7 +158,7 @@ export class Telemetry {
       readonly runAt?: number;
     },
     saved: boolean,
-  ): void {
+  ): FinishOutcome {
     const outcome: FinishOutcome = run.outcome === "discarded"
       ? "failed"
       : run.outcome === "running"
@@ -169,7 +169,7 @@ export class Telemetry {
     this.#m.run.observe({ kind: claim.kind, outcome }, durationMs / 1000);
     if (!saved) {
       this.#m.unsaved.inc();
-      return;
+      return outcome;
     }
     const event = { id: claim.id, kind: claim.kind, queue: claim.queue, attempt: claim.attempt, durationMs };
     if (outcome === "completed") this.#tell("completed", event);
@@ -177,6 +177,7 @@ export class Telemetry {
     if (outcome === "retried") {
       this.#tell("retried", { ...event, error: run.error ?? null, runAt: new Date(run.runAt ?? at) });
     }
+    return outcome;
   }
 
   /** This instance rescued `ids`. */

@@ -112,6 +112,32 @@ export class QueueWorker<TTx> {
     await Promise.all([...this.#running.values()].map((e) => e.done));
   }
 
+  /**
+   * Mode "manual": claims what is due (up to the free slots) and runs it to
+   * the end, outcomes saved; returns how many jobs ran.
+   */
+  async runDue(): Promise<number> {
+    const claimed = await this.#claim(Math.min(Math.max(1, this.#slots), this.#env.claimBatch), this.#env.clock.now());
+    await Promise.all(claimed.map((claim) => this.#start(claim).saved));
+    return claimed.length;
+  }
+
+  async #claim(limit: number, now: number): Promise<ClaimedJob[]> {
+    const env = this.#env;
+    const claimed = await env.store.jobClaim({
+      queue: this.queue,
+      kinds: env.kinds,
+      limit,
+      now,
+      leaseUntil: now + env.leaseMs,
+      workerId: env.workerId,
+      heads: env.heads(this.queue),
+    });
+    env.claimed(claimed, now);
+    // Start in claim order; a store may return a batch in any order.
+    return claimed.sort((a, b) => a.priority - b.priority || a.runAt - b.runAt || (a.id < b.id ? -1 : 1));
+  }
+
   async #run(): Promise<void> {
     const env = this.#env;
     let failures = 0;
@@ -126,15 +152,7 @@ export class QueueWorker<TTx> {
       const now = env.clock.now();
       let claimed;
       try {
-        claimed = await env.store.jobClaim({
-          queue: this.queue,
-          kinds: env.kinds,
-          limit,
-          now,
-          leaseUntil: now + env.leaseMs,
-          workerId: env.workerId,
-          heads: env.heads(this.queue),
-        });
+        claimed = await this.#claim(limit, now);
         failures = 0;
       } catch (err) {
         failures++;
@@ -145,9 +163,6 @@ export class QueueWorker<TTx> {
         await this.#wakeup.wait(backoff);
         continue;
       }
-      // Start in claim order; a store may return a batch in any order.
-      claimed.sort((a, b) => a.priority - b.priority || a.runAt - b.runAt || (a.id < b.id ? -1 : 1));
-      env.claimed(claimed, now);
       for (const claim of claimed) this.#start(claim);
       this.#hot = claimed.length === limit;
       if (!this.#hot) await this.#wakeup.wait(env.pollMs - (env.clock.now() - now));
@@ -162,7 +177,7 @@ export class QueueWorker<TTx> {
     return execution !== undefined;
   }
 
-  #start(claim: Parameters<typeof execute>[0]): void {
+  #start(claim: ClaimedJob): Execution {
     const execution = execute(claim, this.#env);
     this.#running.set(claim.id, execution);
     this.#env.leases.hold(claim.id, claim.fence, () => execution.stop("lost"));
@@ -176,5 +191,6 @@ export class QueueWorker<TTx> {
         for (const resolve of this.#shrunk.splice(0)) resolve();
       }
     });
+    return execution;
   }
 }

@@ -1,0 +1,110 @@
+/**
+ * Mode "manual" with a FakeClock: nothing runs on its own, `step()` runs one
+ * full round and reports what ran, and time moves only when the test moves it,
+ * so hours of backoff or cron take milliseconds.
+ */
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { createClient } from "@libsql/client";
+import { backoff, createErrand, defineJobs, job, StateError } from "../mod.ts";
+import { libsqlStore } from "../adapters/libsql/mod.ts";
+import { FakeClock } from "../src/testing.ts";
+import { quietLogger } from "./support/wait.ts";
+
+const HOUR = 3_600_000;
+
+const jobs = defineJobs({
+  charge: job<{ cents: number }>({ attempts: 3, retry: backoff.fixed("6h") }),
+  receipt: job<{ cents: number }>(),
+  tick: job<null>(),
+  apply: job<{ account: string; n: number }>({ topic: "ledger", partitionKey: (p) => p.account }),
+});
+
+function manualErrand(handlers: Parameters<typeof createErrand<typeof jobs, undefined, unknown>>[0]["handlers"]) {
+  const clock = new FakeClock(Date.UTC(2026, 0, 1));
+  const errand = createErrand({
+    jobs,
+    store: libsqlStore(createClient({ url: ":memory:" })),
+    mode: "manual",
+    clock,
+    logger: quietLogger(),
+    topics: { ledger: { partitions: 4 } },
+    handlers,
+  });
+  return { errand, clock };
+}
+
+describe("testing mode", () => {
+  it("a 6-hour backoff: step() runs what is due, and nothing else, until the clock moves", async () => {
+    let calls = 0;
+    const { errand, clock } = manualErrand({
+      charge: () => {
+        if (++calls === 1) throw new Error("card network down");
+      },
+    });
+    const { id } = await errand.enqueue("charge", { cents: 500 });
+    assert.equal((await errand.get(id))?.state, "available", "nothing runs on its own");
+
+    const first = await errand.step();
+    assert.deepEqual(first.ran.map((r) => [r.id, r.attempt, r.outcome, r.error?.message]), [
+      [id, 1, "retried", "card network down"],
+    ]);
+    assert.deepEqual((await errand.step()).ran, [], "the retry is 6 h away");
+    clock.advance(6 * HOUR - 1);
+    assert.deepEqual((await errand.step()).ran, []);
+    clock.advance(1);
+    const third = await errand.step();
+    assert.deepEqual(third.ran.map((r) => [r.attempt, r.outcome]), [[2, "completed"]]);
+    assert.equal((await errand.get(id))?.state, "completed");
+    await errand.shutdown();
+  });
+
+  it("one step runs continuations released by their parents and a partition's jobs in order", async () => {
+    const order: string[] = [];
+    const { errand } = manualErrand({
+      charge: (p) => void order.push(`charge ${p.cents}`),
+      receipt: (p) => void order.push(`receipt ${p.cents}`),
+      apply: (p) => void order.push(`apply ${p.account} ${p.n}`),
+    });
+    const parent = await errand.enqueue("charge", { cents: 1 });
+    await errand.enqueueAfter(parent.id, "receipt", { cents: 1 });
+    for (let n = 0; n < 3; n++) await errand.enqueue("apply", { account: "acct-1", n });
+    const { ran } = await errand.step();
+    assert.equal(ran.length, 5);
+    assert.ok(ran.every((r) => r.outcome === "completed"));
+    assert.ok(order.indexOf("charge 1") < order.indexOf("receipt 1"));
+    assert.deepEqual(order.filter((o) => o.startsWith("apply")), [
+      "apply acct-1 0",
+      "apply acct-1 1",
+      "apply acct-1 2",
+    ]);
+    await errand.shutdown();
+  });
+
+  it("cron: a day of hourly occurrences in 24 steps", async () => {
+    let ticks = 0;
+    const { errand, clock } = manualErrand({ tick: () => void ticks++ });
+    await errand.schedule("hourly", "tick", null, "0 * * * *");
+    let enqueued = 0;
+    for (let h = 0; h < 24; h++) {
+      clock.advance(HOUR);
+      const report = await errand.step();
+      assert.ok(report.leader);
+      enqueued += report.cronEnqueued;
+    }
+    assert.equal(enqueued, 23, "schedule() enqueued the first occurrence itself; the leader the other 23");
+    assert.equal(ticks, 24);
+    await errand.shutdown();
+  });
+
+  it("step() is only for mode manual", async () => {
+    const errand = createErrand({
+      jobs,
+      store: libsqlStore(createClient({ url: ":memory:" })),
+      mode: "enqueue",
+      topics: { ledger: { partitions: 4 } },
+    });
+    await assert.rejects(errand.step(), StateError);
+    await errand.shutdown();
+  });
+});
