@@ -55,6 +55,8 @@ export interface RowContext {
   readonly maxPayloadBytes: number;
   /** The partition count of each topic. */
   readonly topics: ReadonlyMap<string, number>;
+  /** The enqueuer's trace context to store with the job, or null. */
+  readonly trace: string | null;
 }
 
 /**
@@ -116,5 +118,6 @@ export async function buildInsertRow(
     partition: definition.topic
       ? partitionOf(definition.topic.key(payload), ctx.topics.get(definition.topic.name)!)
       : placement?.partition ?? null,
+    trace: ctx.trace,
   };
 }

@@ -34,7 +34,8 @@ import { Ownership, partitionOwner } from "./ownership.ts";
 import { every, type Periodic } from "./periodic.ts";
 import type { RetryPolicy } from "./retry.ts";
 import { type ErrandStats, STATS_WINDOW_MS, toStats } from "./stats.ts";
-import { type FinishOutcome, type Snapshot, Telemetry } from "./telemetry.ts";
+import { type FinishOutcome, outcomeOf, type Snapshot, Telemetry } from "./telemetry.ts";
+import { loadOtelApi, Tracing } from "./tracing.ts";
 import {
   checkScheduleOptions,
   type ScheduleInfo,
@@ -371,6 +372,9 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
   readonly #ownership: Ownership;
   readonly #telemetry: Telemetry;
   readonly #leadership: Leadership;
+  /** Trace propagation and run spans, set once `@opentelemetry/api` was looked for. */
+  #tracing = new Tracing(null);
+  readonly #tracingLoaded: Promise<void> = loadOtelApi().then((api) => void (this.#tracing = new Tracing(api)));
   /** Where the current `step()` collects its runs. */
   #stepRuns: StepRun[] | undefined;
   #cronEnqueued = 0;
@@ -858,14 +862,16 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     logger.info("Shut down");
   }
 
-  #row(
+  async #row(
     kind: string,
     payload: unknown,
     options: EnqueueOptions<TTx>,
     parents: readonly string[] = [],
     placement?: Placement,
+    trace?: string | null,
   ): Promise<JobInsertRow> {
-    return buildInsertRow(
+    await this.#tracingLoaded;
+    return await buildInsertRow(
       kind,
       Object.hasOwn(this.#jobs, kind) ? this.#jobs[kind] : undefined,
       payload,
@@ -875,6 +881,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
         newId: this.#newId,
         maxPayloadBytes: this.#options.maxPayloadBytes,
         topics: this.#options.topics,
+        trace: trace === undefined ? this.#tracing.carrier() : trace,
       },
       () => Object.keys(this.#jobs).map((k) => `"${k}"`).join(", "),
       parents,
@@ -892,12 +899,13 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     payload: unknown,
     options: EnqueueOptions<TTx>,
     from?: ClaimedJob,
+    trace?: string | null,
   ): Promise<EnqueueResult> {
     const parents = after === undefined ? [] : parentIds(after);
     const placement = from?.topic && isSequentialTopic(from.topic)
       ? { topic: from.topic, partition: from.partition ?? 0 }
       : undefined;
-    const row = await this.#row(kind, payload, options, parents, placement);
+    const row = await this.#row(kind, payload, options, parents, placement, trace);
     await this.#validate([{ kind, payload }]);
     if (parents.length && !options.tx) {
       // Inside the application's transaction a parent may be new in the same transaction: not checked there.
@@ -985,7 +993,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
   }
 
   #ensureReady(): Promise<void> {
-    this.#ready ??= this.#store.ensureSchema().catch((err) => {
+    this.#ready ??= Promise.all([this.#store.ensureSchema(), this.#tracingLoaded]).then(() => {}, (err) => {
       this.#ready = undefined;
       throw err;
     });
@@ -1051,23 +1059,21 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
       },
       claimed: (claims, now) => this.#telemetry.claimed(claims, now),
       unfinished: (claim, reason) => {
-        const outcome = this.#telemetry.runEnded(claim, clock.now(), { outcome: reason }, true);
-        this.#stepRuns?.push({ ...stepRun(claim), outcome, error: null });
+        this.#telemetry.runEnded(claim, clock.now(), { outcome: reason }, true);
+        this.#stepRuns?.push({ ...stepRun(claim), outcome: reason, error: null });
       },
       finish: async (f, claim) => {
         const { saved, hasChildren } = await this.#completer.push(f);
-        const run = {
-          outcome: f.run?.outcome ?? (f.state === "completed" || f.state === "failed" ? f.state : "retried"),
-          error: f.run?.error ?? null,
-          runAt: f.runAt,
-        };
-        const outcome = this.#telemetry.runEnded(claim, f.at, run, saved);
-        this.#stepRuns?.push({ ...stepRun(claim), outcome, error: run.error });
+        const run = { outcome: outcomeOf(f), error: f.run?.error ?? null, runAt: f.runAt };
+        this.#telemetry.runEnded(claim, f.at, run, saved);
+        this.#stepRuns?.push({ ...stepRun(claim), outcome: run.outcome, error: run.error });
         // A retried job is available again; a partition's next job can run once its head finished.
         if (saved && (f.state === "available" || claim.topic !== null)) this.#workers.get(claim.queue)?.wake();
         if (hasChildren && (f.state === "completed" || f.state === "failed")) await this.#resolveChildren([f.id]);
       },
-      enqueue: (after, kind, payload, options, from) => this.#enqueueOne(after, kind, payload, options ?? {}, from),
+      enqueue: (after, kind, payload, options, from, trace) =>
+        this.#enqueueOne(after, kind, payload, options ?? {}, from, trace),
+      startSpan: (claim) => this.#tracing.startRun(claim),
     };
     const worker = new QueueWorker(queue, slots, env);
     this.#workers.set(queue, worker);

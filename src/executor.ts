@@ -21,6 +21,8 @@ import {
 } from "./outcome.ts";
 import type { RetryPolicy } from "./retry.ts";
 import type { ClaimedJob, JobFinish, Store } from "./store.ts";
+import { outcomeOf } from "./telemetry.ts";
+import type { RunSpan } from "./tracing.ts";
 import type { EnqueueOptions } from "./enqueue.ts";
 import type { Enqueuer, EnqueueResult } from "./errand.ts";
 import type { JobDefinitions } from "./job.ts";
@@ -45,6 +47,10 @@ export interface JobContext<Ctx = unknown, TTx = unknown, J extends JobDefinitio
   readonly createdAt: Date;
   /** Aborts on timeout, on a lost lease and when shutdown's drain time is up. */
   readonly signal: AbortSignal;
+  /** The trace id of this run's span, when OpenTelemetry tracing is on. */
+  readonly traceId: string | undefined;
+  /** The span id of this run's span, when OpenTelemetry tracing is on. */
+  readonly spanId: string | undefined;
   /** The `context` given to `createErrand`. */
   readonly context: Ctx;
   /**
@@ -89,15 +95,19 @@ export interface ExecutorEnv<TTx> {
   unfinished(claim: ClaimedJob, reason: "lost" | "cancelled"): void;
   /**
    * Enqueues from inside a handler (`job.enqueue`, or `job.enqueueAfter` with
-   * `after` and the running job as `from`, whose sequential partition it joins).
+   * `after` and the running job as `from`, whose sequential partition it
+   * joins), with the run's trace context `trace`.
    */
   enqueue(
     after: string | readonly string[] | undefined,
     kind: string,
     payload: unknown,
     options: EnqueueOptions<TTx> | undefined,
-    from?: ClaimedJob,
+    from: ClaimedJob | undefined,
+    trace: string | null,
   ): Promise<EnqueueResult>;
+  /** Starts the trace span of a run. */
+  startSpan(claim: ClaimedJob): RunSpan;
 }
 
 /** What the executor needs to run a kind. */
@@ -203,6 +213,7 @@ async function run<TTx>(
     }
     decision = next;
   };
+  const span = env.startSpan(claim);
   const jobContext: JobContext<unknown, TTx, JobDefinitions> = {
     id: claim.id,
     kind: claim.kind,
@@ -220,11 +231,14 @@ async function run<TTx>(
     discard: (reason) => decide({ type: "discard", reason: checkText("discard", reason) }),
     retryIn: (delay) => decide({ type: "retryIn", delayMs: parseDuration(delay, "retryIn") }),
     explain: (message) => void (note = checkText("explain", message)),
-    enqueue: (kind, payload, options) => env.enqueue(undefined, kind, payload, options),
-    enqueueAfter: (parents, kind, payload, options) => env.enqueue(parents, kind, payload, options, claim),
+    enqueue: (kind, payload, options) => env.enqueue(undefined, kind, payload, options, undefined, span.carrier),
+    enqueueAfter: (parents, kind, payload, options) =>
+      env.enqueue(parents, kind, payload, options, claim, span.carrier),
+    traceId: span.traceId,
+    spanId: span.spanId,
   };
   Promise.resolve()
-    .then(() => kind.handler(payload, jobContext))
+    .then(() => span.wrap(() => kind.handler(payload, jobContext)))
     .then(() => settle({ type: "ok" }), (error) => settle({ type: "error", error }));
   const end = await ending;
   timer?.cancel();
@@ -234,9 +248,12 @@ async function run<TTx>(
       env.logger.warn("A job's lease was lost; its outcome is left to the run that replaced it", { id: claim.id });
     }
     env.unfinished(claim, end.type);
+    span.end(end.type, null);
     return { saved: Promise.resolve() };
   }
-  return { saved: env.finish(finishOf(claim, end, decision, note, kind.retry, now), claim) };
+  const finish = finishOf(claim, end, decision, note, kind.retry, now);
+  span.end(outcomeOf(finish), finish.run?.error ?? null);
+  return { saved: env.finish(finish, claim) };
 }
 
 /** The finish of a run that ended by `end` (not a lost lease or a cancel), after the handler's decision if it made one. */

@@ -39,6 +39,7 @@ export const CLAIMED_COLUMNS: readonly string[] = [
   "retry",
   "topic",
   '"partition"',
+  "trace",
 ];
 
 /** The columns {@link toJobRow} reads. */
@@ -81,6 +82,7 @@ export function toClaimedJob(r: StoredRow): ClaimedJob {
     retry: textOrNull(r.retry),
     topic: textOrNull(r.topic),
     partition: numberOrNull(r.partition),
+    trace: textOrNull(r.trace),
   };
 }
 

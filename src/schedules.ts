@@ -301,6 +301,7 @@ export class Schedules {
       uniqueScope: uniqueKey === null ? null : "any",
       topic: schedule.topic,
       partition: schedule.partition,
+      trace: null,
     };
   }
 

@@ -69,6 +69,8 @@ export interface JobInsertRow extends JobFields, JobRunSettings {
   readonly topic: string | null;
   /** The partition in `topic`, or null. */
   readonly partition: number | null;
+  /** The W3C trace context of the enqueuer (JSON of `traceparent` and `tracestate`), or null. */
+  readonly trace: string | null;
 }
 
 /** Parameters of {@link Store.jobInsertMany}. */
@@ -125,6 +127,8 @@ export interface ClaimedJob extends JobFields, JobRunSettings {
   readonly topic: string | null;
   /** Its partition in the topic, or null. */
   readonly partition: number | null;
+  /** The trace context it was enqueued with, or null. */
+  readonly trace: string | null;
 }
 
 /** A state change after a claim, applied only while the claim still holds. */

@@ -8,7 +8,7 @@
  */
 import type { Logger } from "./logger.ts";
 import { type Metric, Registry } from "./metrics.ts";
-import type { ClaimedJob } from "./store.ts";
+import type { ClaimedJob, JobFinish } from "./store.ts";
 import type { RunError, RunOutcome } from "./types.ts";
 
 /** A job as observer events describe it. */
@@ -59,6 +59,16 @@ export type FinishOutcome =
   | "cancelled"
   | "interrupted"
   | "lost";
+
+/** How the outcome `finish` writes counts (a discard is a failure; a finish without a run record, by its state). */
+export function outcomeOf(finish: JobFinish): FinishOutcome {
+  const outcome: RunOutcome | undefined = finish.run?.outcome;
+  if (outcome === "discarded") return "failed";
+  if (outcome === undefined || outcome === "running") {
+    return finish.state === "completed" || finish.state === "failed" ? finish.state : "retried";
+  }
+  return outcome;
+}
 
 /** Upper bounds of the run and wait histograms, in seconds. */
 const SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800];
@@ -148,28 +158,20 @@ export class Telemetry {
     }
   }
 
-  /** A run of `claim` ended at `at` with `outcome` (saved: whether its outcome was written); returns the outcome counted. */
+  /** A run of `claim` ended at `at` with `outcome` (saved: whether its outcome was written). */
   runEnded(
     claim: ClaimedJob,
     at: number,
-    run: {
-      readonly outcome: RunOutcome | "lost" | "cancelled";
-      readonly error?: RunError | null;
-      readonly runAt?: number;
-    },
+    run: { readonly outcome: FinishOutcome; readonly error?: RunError | null; readonly runAt?: number },
     saved: boolean,
-  ): FinishOutcome {
-    const outcome: FinishOutcome = run.outcome === "discarded"
-      ? "failed"
-      : run.outcome === "running"
-      ? "interrupted"
-      : run.outcome;
+  ): void {
+    const outcome = run.outcome;
     const durationMs = Math.max(0, at - claim.startedAt);
     this.#m.finished.inc({ queue: claim.queue, kind: claim.kind, outcome });
     this.#m.run.observe({ kind: claim.kind, outcome }, durationMs / 1000);
     if (!saved) {
       this.#m.unsaved.inc();
-      return outcome;
+      return;
     }
     const event = { id: claim.id, kind: claim.kind, queue: claim.queue, attempt: claim.attempt, durationMs };
     if (outcome === "completed") this.#tell("completed", event);
@@ -177,7 +179,6 @@ export class Telemetry {
     if (outcome === "retried") {
       this.#tell("retried", { ...event, error: run.error ?? null, runAt: new Date(run.runAt ?? at) });
     }
-    return outcome;
   }
 
   /** This instance rescued `ids`. */

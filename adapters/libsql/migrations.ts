@@ -160,6 +160,11 @@ export const LIBSQL_MIGRATIONS: readonly LibsqlMigration[] = [
       ) WITHOUT ROWID`,
     ],
   },
+  {
+    version: 7,
+    name: "trace context",
+    statements: ["ALTER TABLE errand_jobs ADD COLUMN trace TEXT"],
+  },
 ];
 
 /** The newest schema version this errand understands. */

@@ -265,7 +265,7 @@ export class LibsqlStore implements Store<Transaction> {
     const insert = (values: string) =>
       `INSERT INTO errand_jobs
          (id, namespace, kind, version, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms,
-          retry, unique_key, unique_scope, topic, "partition", seq)
+          retry, unique_key, unique_scope, topic, "partition", trace, seq)
        VALUES ${values}`;
     // A continuation's links to its parents are written in the same transaction.
     const linksOf = (rows: readonly JobInsertRow[]) =>
@@ -326,7 +326,9 @@ export class LibsqlStore implements Store<Transaction> {
     const values = [r.id, this.namespace, r.kind, r.version, r.queue, r.state, r.priority].map(sqlLiteral);
     const rest = [r.maxAttempts, r.runAt, r.createdAt, r.timeoutMs, r.retry, r.uniqueKey, r.uniqueScope, r.topic]
       .map(sqlLiteral);
-    return `(${values.join(", ")}, X'${toHex(r.payload)}', ${rest.join(", ")}, ${sqlLiteral(r.partition)}, ${seq})`;
+    return `(${values.join(", ")}, X'${toHex(r.payload)}', ${rest.join(", ")}, ${sqlLiteral(r.partition)}, ${
+      sqlLiteral(r.trace)
+    }, ${seq})`;
   }
 
   /**

@@ -148,6 +148,11 @@ CREATE TABLE {schema}.partitions (
   PRIMARY KEY (namespace, topic, "partition")
 );`,
   },
+  {
+    version: 7,
+    name: "trace context",
+    sql: `ALTER TABLE {schema}.jobs ADD COLUMN trace text;`,
+  },
 ];
 
 /** The newest schema version this errand understands. */

@@ -278,16 +278,16 @@ export class PostgresStore implements Store<TransactionSql> {
       `WITH r AS (
          SELECT * FROM unnest($2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::int[], $8::bytea[],
                               $9::int[], $10::bigint[], $11::bigint[], $12::int[], $13::text[], $14::text[], $15::text[],
-                              $16::text[], $17::int[]) WITH ORDINALITY
+                              $16::text[], $17::int[], $18::text[]) WITH ORDINALITY
            AS r(id, kind, version, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms, retry,
-                unique_key, unique_scope, topic, part, ord)),
+                unique_key, unique_scope, topic, part, trace, ord)),
        ${partitioned ? sequences : ""}
        inserted AS (
          INSERT INTO ${this.#jobs}
            (id, namespace, kind, version, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms,
-            retry, unique_key, unique_scope, topic, "partition", seq)
+            retry, unique_key, unique_scope, topic, "partition", trace, seq)
          SELECT r.id, $1, r.kind, r.version, r.queue, r.state, r.priority, r.payload, r.max_attempts, r.run_at,
-                r.created_at, r.timeout_ms, r.retry, r.unique_key, r.unique_scope, r.topic, r.part,
+                r.created_at, r.timeout_ms, r.retry, r.unique_key, r.unique_scope, r.topic, r.part, r.trace,
                 ${
         partitioned ? "a.next_seq - c.n + row_number() OVER (PARTITION BY r.topic, r.part ORDER BY r.ord)" : "NULL"
       }
@@ -301,7 +301,7 @@ export class PostgresStore implements Store<TransactionSql> {
          ${unique ? "ON CONFLICT DO NOTHING" : ""}
          RETURNING id)
        SELECT ${unique ? "coalesce(array_agg(id), '{}') AS ids" : "count(*) AS n"}${
-        notify ? ", pg_notify($18, '')" : ""
+        notify ? ", pg_notify($19, '')" : ""
       } FROM inserted`,
       [
         this.namespace,
@@ -321,6 +321,7 @@ export class PostgresStore implements Store<TransactionSql> {
         r.map((x) => x.uniqueScope),
         r.map((x) => x.topic),
         r.map((x) => x.partition),
+        r.map((x) => x.trace),
         ...(notify ? [this.#channel] : []),
       ],
       tx,

@@ -143,6 +143,7 @@ export function executionCases(kind: StoreKind<unknown>): void {
             uniqueScope: null,
             topic: null,
             partition: null,
+            trace: null,
             parents: [],
           }],
         });
