@@ -2,7 +2,6 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { backoff, defineJobs, job } from "../../mod.ts";
 import type { StoreKind } from "../support/stores.ts";
-import { eventually } from "../support/wait.ts";
 import { errandOn, withDatabase } from "./harness.ts";
 
 const jobs = defineJobs({
@@ -16,8 +15,10 @@ export function retentionCases(kind: StoreKind<unknown>): void {
   describe("retention", () => {
     it("prunes completed jobs after 24 h and failed after 30 d, never pending or retrying ones", () =>
       withDatabase(kind, async (db, track) => {
+        // Mode "manual": each step() runs a full round (pruning included) at the clock's time.
         const { errand, clock } = errandOn(db, {
           jobs,
+          mode: "manual",
           handlers: {
             ok: () => {},
             bad: () => Promise.reject(new Error("x")),
@@ -25,23 +26,19 @@ export function retentionCases(kind: StoreKind<unknown>): void {
           },
         });
         track(errand);
-        await errand.start();
         const ok = await errand.enqueue("ok", { n: 1 });
         const bad = await errand.enqueue("bad", { n: 1 });
         const retrying = await errand.enqueue("later", { n: 1 });
         const pending = await errand.enqueue("ok", { n: 2 }, { delay: "60d" });
-        await eventually(async () => (await errand.get(ok.id))?.state === "completed", "completion");
-        await eventually(async () => (await errand.get(bad.id))?.state === "failed", "failure");
-        await eventually(async () => (await errand.get(retrying.id))?.state === "scheduled", "retry wait");
-        const step = async (ms: number) => {
-          clock.advance(ms);
-          await new Promise((r) => setTimeout(r, 50));
-        };
-        await step(24 * 3_600_000 + 61_000);
-        await eventually(async () => (await errand.get(ok.id)) === null, "completed job pruned");
+        const { ran } = await errand.step();
+        assert.deepEqual(ran.map((r) => r.outcome).sort(), ["completed", "failed", "retried"]);
+        clock.advance(24 * 3_600_000 + 1);
+        await errand.step();
+        assert.equal(await errand.get(ok.id), null, "completed job pruned after 24 h");
         assert.ok(await errand.get(bad.id), "failed job kept after 24 h");
-        await step(30 * 86_400_000);
-        await eventually(async () => (await errand.get(bad.id)) === null, "failed job pruned");
+        clock.advance(30 * 86_400_000);
+        await errand.step();
+        assert.equal(await errand.get(bad.id), null, "failed job pruned after 30 d");
         assert.equal((await errand.get(retrying.id))?.state, "scheduled");
         assert.equal((await errand.get(pending.id))?.state, "scheduled");
       }));
