@@ -117,7 +117,8 @@ export class QueueWorker<TTx> {
    * the end, outcomes saved; returns how many jobs ran.
    */
   async runDue(): Promise<number> {
-    const claimed = await this.#claim(Math.min(Math.max(1, this.#slots), this.#env.claimBatch), this.#env.clock.now());
+    if (this.#slots === 0) return 0;
+    const claimed = await this.#claim(Math.min(this.#slots, this.#env.claimBatch), this.#env.clock.now());
     await Promise.all(claimed.map((claim) => this.#start(claim).saved));
     return claimed.length;
   }

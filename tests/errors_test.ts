@@ -37,7 +37,7 @@ describe("errors", () => {
     assert.throws(() => createErrand({ jobs, store, lease: "10ms" }), /"lease" must be at least 100 ms/);
     assert.throws(() => createErrand({ jobs, store, queues: { default: { concurrency: -1 } } }), /concurrency/);
     // @ts-expect-error: not a mode
-    assert.throws(() => createErrand({ jobs, store, mode: "serve" }), /"mode" must be "work" or "enqueue"/);
+    assert.throws(() => createErrand({ jobs, store, mode: "serve" }), /"mode" must be "work", "enqueue" or "manual"/);
     // @ts-expect-error: not a duration
     assert.throws(() => parseDuration("3 weeks"), ValidationError);
     assert.equal(parseDuration("1.5s"), 1500);

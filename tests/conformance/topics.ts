@@ -181,7 +181,10 @@ export function topicCases(kind: StoreKind<unknown>): void {
         assert.equal(failed?.id, poison.id);
         assert.equal(failed?.state, "failed");
         assert.match(failed?.reason ?? "", /Force-failed as the head of partition \d+ of topic "orders"/);
-        await eventually(() => ran.length === 1 && aborted, "the next job, and the poison run's abort");
+        await eventually(
+          async () => ran.length === 1 && aborted && (await errand.counts()).byState.completed === 1,
+          "the next job's completion, and the poison run's abort",
+        );
         assert.equal((await errand.get(poison.id))?.state, "failed", "the aborted run's late outcome was rejected");
         assert.equal(await errand.forceFailPartitionHead("orders", partition), null, "an empty partition has no head");
         await assert.rejects(errand.forceFailPartitionHead("orders", 8), /Topic "orders" has partitions 0 to 7/);
