@@ -988,7 +988,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     }
     for (const queue of new Set(available.map((r) => r.queue))) this.#workers.get(queue)?.wake();
     const results = rows.map((r, i) => ({ id: holders[i]!, inserted: holders[i] === r.id }));
-    this.#telemetry.enqueued(results.map((r, i) => ({ ...r, kind: rows[i].kind, queue: rows[i].queue })));
+    this.#telemetry.enqueued(rows, results);
     return results;
   }
 

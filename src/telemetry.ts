@@ -139,13 +139,29 @@ export class Telemetry {
     this.#m.leader.set({}, 0);
   }
 
-  /** Jobs were enqueued (`inserted: false` for unique-key matches). */
-  enqueued(jobs: readonly (ObservedJob & { readonly inserted: boolean })[]): void {
-    for (const job of jobs) {
-      if (job.inserted) this.#m.enqueued.inc({ queue: job.queue, kind: job.kind });
-      else this.#m.duplicates.inc();
-      this.#tell("enqueued", job);
+  /** Jobs `rows` were enqueued with `results` (`inserted: false` for unique-key matches). */
+  enqueued(
+    rows: readonly { readonly kind: string; readonly queue: string }[],
+    results: readonly { readonly id: string; readonly inserted: boolean }[],
+  ): void {
+    // Counted per (queue, kind) first: a bulk enqueue touches each series once.
+    const counts = new Map<string, { queue: string; kind: string; n: number }>();
+    let duplicates = 0;
+    for (let i = 0; i < rows.length; i++) {
+      if (!results[i].inserted) {
+        duplicates++;
+        continue;
+      }
+      const { queue, kind } = rows[i];
+      const key = `${queue}\u0000${kind}`;
+      const count = counts.get(key);
+      if (count) count.n++;
+      else counts.set(key, { queue, kind, n: 1 });
     }
+    for (const { queue, kind, n } of counts.values()) this.#m.enqueued.inc({ queue, kind }, n);
+    if (duplicates) this.#m.duplicates.inc({}, duplicates);
+    if (!this.#observer.enqueued) return;
+    rows.forEach(({ kind, queue }, i) => this.#tell("enqueued", { ...results[i], kind, queue }));
   }
 
   /** A worker claimed `claims` at `now`. */
