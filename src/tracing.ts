@@ -12,12 +12,55 @@
  *
  * @module
  */
-import type * as OtelApi from "@opentelemetry/api";
 import type { FinishOutcome } from "./telemetry.ts";
 import type { ClaimedJob } from "./store.ts";
 import type { RunError } from "./types.ts";
 
-type Api = typeof OtelApi;
+/** The parts of a span context errand reads (as in `@opentelemetry/api`). */
+interface SpanContext {
+  readonly traceId: string;
+  readonly spanId: string;
+  readonly traceFlags: number;
+  readonly isRemote?: boolean;
+  readonly traceState?: { serialize(): string };
+}
+
+/** The parts of a span errand uses. */
+interface Span {
+  spanContext(): SpanContext;
+  setAttribute(key: string, value: string | number): unknown;
+  setStatus(status: { code: number; message?: string }): unknown;
+  end(): void;
+}
+
+/**
+ * The parts of `@opentelemetry/api` errand uses, declared here so that the
+ * package's types do not require it to be installed.
+ */
+interface Api {
+  readonly trace: {
+    getTracer(name: string): {
+      startSpan(
+        name: string,
+        options: {
+          kind: number;
+          root: boolean;
+          links: { context: SpanContext }[];
+          attributes: Record<string, string | number>;
+        },
+        context: unknown,
+      ): Span;
+    };
+    getSpanContext(context: unknown): SpanContext | undefined;
+    setSpan(context: unknown, span: Span): unknown;
+  };
+  readonly context: { active(): unknown; with<T>(context: unknown, fn: () => T): T };
+  isSpanContextValid(context: SpanContext): boolean;
+  createTraceState(text: string): { serialize(): string };
+  readonly SpanKind: { readonly CONSUMER: number };
+  readonly SpanStatusCode: { readonly ERROR: number };
+  readonly ROOT_CONTEXT: unknown;
+}
 
 /** The span of one run, as the executor uses it. */
 export interface RunSpan {
@@ -44,7 +87,7 @@ const NO_SPAN: RunSpan = {
 /** Loads `@opentelemetry/api` if the application installed it; resolves to null otherwise. */
 export async function loadOtelApi(): Promise<Api | null> {
   try {
-    return await import("@opentelemetry/api");
+    return await import("@opentelemetry/api") as unknown as Api;
   } catch {
     return null;
   }
@@ -72,7 +115,7 @@ export class Tracing {
     const api = this.#api;
     if (!api) return NO_SPAN;
     const tracer = api.trace.getTracer("errand");
-    const links = [];
+    const links: { context: SpanContext }[] = [];
     const enqueuer = claim.trace === null ? null : spanContextOf(api, claim.trace);
     if (enqueuer) links.push({ context: enqueuer });
     const span = tracer.startSpan(`process ${claim.queue}`, {
@@ -108,7 +151,7 @@ export class Tracing {
   }
 }
 
-function carrierOf(span: OtelApi.SpanContext): string {
+function carrierOf(span: SpanContext): string {
   const flags = (span.traceFlags & 1) === 1 ? "01" : "00";
   const carrier: Record<string, string> = { traceparent: `00-${span.traceId}-${span.spanId}-${flags}` };
   const state = span.traceState?.serialize();
@@ -117,7 +160,7 @@ function carrierOf(span: OtelApi.SpanContext): string {
 }
 
 /** The span context a stored carrier describes, or null when it is not a valid `traceparent`. */
-function spanContextOf(api: Api, stored: string): OtelApi.SpanContext | null {
+function spanContextOf(api: Api, stored: string): SpanContext | null {
   let carrier: { traceparent?: unknown; tracestate?: unknown };
   try {
     carrier = JSON.parse(stored);
@@ -127,7 +170,7 @@ function spanContextOf(api: Api, stored: string): OtelApi.SpanContext | null {
   const m = typeof carrier.traceparent === "string" &&
     /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/.exec(carrier.traceparent);
   if (!m) return null;
-  const context: OtelApi.SpanContext = {
+  const context: SpanContext = {
     traceId: m[1],
     spanId: m[2],
     traceFlags: parseInt(m[3], 16) & 1,
