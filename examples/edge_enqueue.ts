@@ -4,20 +4,20 @@
  * Uses PostgreSQL when DATABASE_URL is set, else the embedded libSQL file of
  * the quick start. Run: `tsx examples/edge_enqueue.ts`, `deno run -A ...`, `bun ...`.
  */
-import { createClient } from "@libsql/client";
 import postgres from "postgres";
 import { createErrand, type Store } from "../mod.ts";
-import { libsqlStore } from "../adapters/libsql/mod.ts";
 import { postgresStore } from "../adapters/postgres/mod.ts";
 import { jobs } from "./jobs.ts";
 
 const url = globalThis.process?.env?.DATABASE_URL || undefined;
 // In a function, keep the pool to one connection.
 const sql = url ? postgres(url, { max: 1, onnotice: () => {} }) : undefined;
-const client = sql ? undefined : createClient({ url: "file:errand-demo.db" });
-const store = (sql ? postgresStore(sql, { namespace: "demo" }) : libsqlStore(client!, { namespace: "demo" })) as Store<
-  unknown
->;
+// The libSQL driver is loaded only when it is used, so a PostgreSQL-only deployment needs no file access.
+const client = sql ? undefined : (await import("@libsql/client")).createClient({ url: "file:errand-demo.db" });
+const store =
+  (sql
+    ? postgresStore(sql, { namespace: "demo" })
+    : (await import("../adapters/libsql/mod.ts")).libsqlStore(client!, { namespace: "demo" })) as Store<unknown>;
 
 const errand = createErrand({ jobs, store, mode: "enqueue" });
 const { id } = await errand.enqueue("sendWelcome", { userId: 42, email: "edge@example.com" });

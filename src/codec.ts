@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { Packr } from "msgpackr";
+import { Packr } from "msgpackr/pack";
 import { ValidationError } from "./errors.ts";
 import { decodeMsgpack } from "./msgpack_decode.ts";
 
