@@ -96,9 +96,12 @@ export type {
   JobRow,
   JobRunSettings,
   JobTransition,
+  LeaderAcquire,
   LeaseRef,
   PartitionRow,
   ResolvedWaiting,
+  ScheduleAdvance,
+  ScheduleRecord,
   Store,
   StoreCapabilities,
 } from "./src/store.ts";

@@ -153,6 +153,7 @@ export interface JobFinish {
 
 /** A job that {@link Store.jobFinishMany} changed. */
 export interface FinishedJob {
+  /** The job. */
   readonly id: string;
   /** Whether continuations wait (or waited) for it, as of the write. */
   readonly hasChildren: boolean;
@@ -282,10 +283,15 @@ export interface JobTransition {
 
 /** How many jobs of one queue, kind and version are in one state, as counted by {@link Store.jobCounts}. */
 export interface JobCount {
+  /** The queue. */
   readonly queue: string;
+  /** The kind's name. */
   readonly kind: string;
+  /** The kind's version. */
   readonly version: number;
+  /** The state counted. */
   readonly state: JobState;
+  /** How many jobs. */
   readonly count: number;
 }
 

@@ -9,6 +9,7 @@
 
 /** The part of the Standard Schema v1 interface errand uses (see standardschema.dev). */
 export interface StandardSchemaV1<Output = unknown> {
+  /** The Standard Schema properties: the version, the vendor and `validate`. */
   readonly "~standard": {
     readonly version: 1;
     readonly vendor: string;
