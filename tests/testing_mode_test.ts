@@ -6,10 +6,9 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { createClient } from "@libsql/client";
-import { backoff, createErrand, defineJobs, job, StateError } from "../mod.ts";
+import { backoff, createErrand, defineJobs, type ErrandOptions, job, StateError } from "../mod.ts";
 import { libsqlStore } from "../adapters/libsql/mod.ts";
-import { FakeClock } from "../src/testing.ts";
-import { quietLogger } from "./support/wait.ts";
+import { manualErrand } from "./support/manual.ts";
 
 const HOUR = 3_600_000;
 
@@ -20,24 +19,14 @@ const jobs = defineJobs({
   apply: job<{ account: string; n: number }>({ topic: "ledger", partitionKey: (p) => p.account }),
 });
 
-function manualErrand(handlers: Parameters<typeof createErrand<typeof jobs, undefined, unknown>>[0]["handlers"]) {
-  const clock = new FakeClock(Date.UTC(2026, 0, 1));
-  const errand = createErrand({
-    jobs,
-    store: libsqlStore(createClient({ url: ":memory:" })),
-    mode: "manual",
-    clock,
-    logger: quietLogger(),
-    topics: { ledger: { partitions: 4 } },
-    handlers,
-  });
-  return { errand, clock };
-}
+/** The suite's errand in mode manual, from 2026-01-01 UTC. */
+const manual = (handlers: NonNullable<ErrandOptions<typeof jobs, undefined, unknown>["handlers"]>) =>
+  manualErrand({ jobs, topics: { ledger: { partitions: 4 } }, handlers }, Date.UTC(2026, 0, 1));
 
 describe("testing mode", () => {
   it("a 6-hour backoff: step() runs what is due, and nothing else, until the clock moves", async () => {
     let calls = 0;
-    const { errand, clock } = manualErrand({
+    const { errand, clock } = manual({
       charge: () => {
         if (++calls === 1) throw new Error("card network down");
       },
@@ -61,7 +50,7 @@ describe("testing mode", () => {
 
   it("one step runs continuations released by their parents and a partition's jobs in order", async () => {
     const order: string[] = [];
-    const { errand } = manualErrand({
+    const { errand } = manual({
       charge: (p) => void order.push(`charge ${p.cents}`),
       receipt: (p) => void order.push(`receipt ${p.cents}`),
       apply: (p) => void order.push(`apply ${p.account} ${p.n}`),
@@ -83,7 +72,7 @@ describe("testing mode", () => {
 
   it("cron: a day of hourly occurrences in 24 steps", async () => {
     let ticks = 0;
-    const { errand, clock } = manualErrand({ tick: () => void ticks++ });
+    const { errand, clock } = manual({ tick: () => void ticks++ });
     await errand.schedule("hourly", "tick", null, "0 * * * *");
     let enqueued = 0;
     for (let h = 0; h < 24; h++) {

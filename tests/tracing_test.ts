@@ -11,11 +11,8 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { after, before, beforeEach, describe, it } from "node:test";
 import { type Context, context, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
-import { createClient } from "@libsql/client";
-import { createErrand, defineJobs, job, PermanentError } from "../mod.ts";
-import { libsqlStore } from "../adapters/libsql/mod.ts";
-import { FakeClock } from "../src/testing.ts";
-import { quietLogger } from "./support/wait.ts";
+import { defineJobs, type ErrandOptions, job, PermanentError } from "../mod.ts";
+import { manualErrand } from "./support/manual.ts";
 
 /** The smallest context manager: the active context follows async calls through AsyncLocalStorage. */
 class StorageContextManager {
@@ -64,18 +61,8 @@ describe("OpenTelemetry traces", () => {
   });
   beforeEach(() => exporter.reset());
 
-  function manual(handlers: Parameters<typeof createErrand<typeof jobs, undefined, unknown>>[0]["handlers"]) {
-    const clock = new FakeClock();
-    const errand = createErrand({
-      jobs,
-      store: libsqlStore(createClient({ url: ":memory:" })),
-      mode: "manual",
-      clock,
-      logger: quietLogger(),
-      handlers,
-    });
-    return { errand, clock };
-  }
+  const manual = (handlers: NonNullable<ErrandOptions<typeof jobs, undefined, unknown>["handlers"]>) =>
+    manualErrand({ jobs, handlers });
 
   it("each attempt is a CONSUMER span in a trace of its own, linked to the enqueuer, with its attributes", async () => {
     let seen: { traceId?: string; spanId?: string } = {};
