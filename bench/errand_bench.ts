@@ -10,11 +10,7 @@
 import { mkdirSync, rmSync } from "node:fs";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
-import { createClient } from "@libsql/client";
-import postgres from "postgres";
 import { createErrand, defineJobs, type Errand, job, type Store } from "../mod.ts";
-import { libsqlStore } from "../adapters/libsql/mod.ts";
-import { postgresStore } from "../adapters/postgres/mod.ts";
 import {
   CFG,
   drainTracker,
@@ -55,7 +51,17 @@ const SQLITE_FILE = `${CFG.sqliteDir}/errand.db`;
 /** `libsqlStore({ synchronous })`: "full" (errand's default) or "normal" (what the SQLite peers use). */
 const SQLITE_SYNCHRONOUS = process.env.ERRAND_SQLITE_SYNCHRONOUS === "normal" ? "normal" : "full";
 
+/** postgres.js: loaded only by the runs that use it, as an application loads only its own driver. */
+async function postgresDriver() {
+  const [{ default: postgres }, { postgresStore }] = await Promise.all([
+    import("postgres"),
+    import("../adapters/postgres/mod.ts"),
+  ]);
+  return { postgres, postgresStore };
+}
+
 async function pgAdmin(statement: string): Promise<void> {
+  const { postgres } = await postgresDriver();
   const admin = postgres(CFG.pgBaseUrl, { max: 1, onnotice: () => {} });
   try {
     await admin.unsafe(statement);
@@ -74,6 +80,7 @@ async function openBench(name: StoreName): Promise<Bench> {
     await pgAdmin(`CREATE DATABASE ${PG_DB}`);
     const url = new URL(CFG.pgBaseUrl);
     url.pathname = `/${PG_DB}`;
+    const { postgres, postgresStore } = await postgresDriver();
     const sql = postgres(url.toString(), { max: 10, onnotice: () => {} });
     return {
       store: postgresStore(sql) as Store<unknown>,
@@ -84,6 +91,10 @@ async function openBench(name: StoreName): Promise<Bench> {
   }
   mkdirSync(CFG.sqliteDir, { recursive: true });
   removeSqlite();
+  const [{ createClient }, { libsqlStore }] = await Promise.all([
+    import("@libsql/client"),
+    import("../adapters/libsql/mod.ts"),
+  ]);
   const client = createClient({ url: `file:${SQLITE_FILE}` });
   return {
     store: libsqlStore(client, { synchronous: SQLITE_SYNCHRONOUS }) as Store<unknown>,
@@ -199,8 +210,8 @@ function subject(name: StoreName): Subject {
         settings: {
           ...workSettings(),
           wakeup: name === "postgres"
-            ? "in-process wake-up on enqueue; LISTEN/NOTIFY for other processes"
-            : "in-process wake-up on enqueue; polling for other processes",
+            ? "the idle worker of the enqueuing process takes the job at insert; LISTEN/NOTIFY for other processes"
+            : "the idle worker of the enqueuing process takes the job at insert; polling for other processes",
           ...bench.settings,
         },
       };

@@ -18,6 +18,7 @@ import type { JobDefinition, JobDefinitions, PayloadOf } from "./job.ts";
 import { toJobInfo } from "./job_info.ts";
 import { Leadership } from "./leader.ts";
 import { LeaseKeeper } from "./leases.ts";
+import { claimOfInsert, pickLocalStarts } from "./local_start.ts";
 import { deleteInBatches, Maintenance } from "./maintenance.ts";
 import { checkName } from "./names.ts";
 import { checkCount, type ErrandMode, type ErrandOptions, type ResolvedOptions, resolveOptions } from "./options.ts";
@@ -970,23 +971,51 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     return await this.#insertRows(rows, tx);
   }
 
-  /** Inserts rows, resolving unique keys held by others, and wakes the workers of their queues. */
+  /**
+   * Inserts rows, resolving unique keys held by others; idle workers of this
+   * instance take the jobs they can run at once (see `local_start.ts`), and
+   * the workers of queues that got other jobs are woken.
+   */
   async #insertRows(rows: JobInsertRow[], tx: TTx | undefined): Promise<EnqueueResult[]> {
     if (rows.length === 0) return [];
     await this.#ensureReady();
     if (rows.some((r) => r.topic !== null)) this.#partitioned = true;
-    const available = rows.filter((r) => r.state === "available");
-    const holders = await this.#store.jobInsertMany({ rows, notify: available.length > 0, tx });
+    const starts = tx === undefined && this.mode === "work" && this.#phase === "started"
+      ? pickLocalStarts(
+        rows,
+        (r) => this.#kinds.get(identity(r.kind, r.version))?.handler ? this.#workers.get(r.queue) : undefined,
+      )
+      : [];
+    const startIds = new Set(starts.flatMap((s) => s.rows.map((r) => r.id)));
+    const waiting = rows.filter((r) => r.state === "available" && !startIds.has(r.id));
+    const now = this.#options.clock.now();
+    let started: ReadonlySet<string> = new Set();
+    let holders: (string | null)[];
+    try {
+      const result = await this.#store.jobInsertMany({
+        rows,
+        notify: waiting.length > 0,
+        tx,
+        start: startIds.size
+          ? { ids: [...startIds], workerId: this.#workerId, leaseUntil: now + this.#options.leaseMs }
+          : undefined,
+      });
+      holders = result.holders;
+      started = new Set(result.started);
+    } finally {
+      for (const s of starts) s.worker.adopt(s.rows.filter((r) => started.has(r.id)).map(claimOfInsert), s.held, now);
+    }
     // A unique row can lose to a holder that finished before it could be read: insert it again.
     for (let tries = 1; holders.includes(null); tries++) {
       const again = rows.filter((_, i) => holders[i] === null);
       if (tries === UNIQUE_TRIES) {
         throw new StateError(`The unique keys of ${again.length} job(s) kept changing hands; enqueue them again`);
       }
-      const retried = await this.#store.jobInsertMany({ rows: again, notify: available.length > 0, tx });
-      for (const [k, row] of again.entries()) holders[rows.indexOf(row)] = retried[k];
+      const retried = await this.#store.jobInsertMany({ rows: again, notify: waiting.length > 0, tx });
+      for (const [k, row] of again.entries()) holders[rows.indexOf(row)] = retried.holders[k];
     }
-    for (const queue of new Set(available.map((r) => r.queue))) this.#workers.get(queue)?.wake();
+    const unstarted = rows.filter((r) => r.state === "available" && !started.has(r.id));
+    for (const queue of new Set(unstarted.map((r) => r.queue))) this.#workers.get(queue)?.wake();
     const results = rows.map((r, i) => ({ id: holders[i]!, inserted: holders[i] === r.id }));
     this.#telemetry.enqueued(rows, results);
     return results;

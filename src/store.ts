@@ -81,6 +81,36 @@ export interface JobInsertParams<TTx> {
   readonly notify: boolean;
   /** Insert inside the application's transaction. */
   readonly tx?: TTx;
+  /** Available rows to insert already claimed by an idle worker of this process. */
+  readonly start?: InsertClaim;
+}
+
+/**
+ * Rows inserted already claimed: each row listed in `ids` goes in as
+ * `running` under `workerId` (attempt 1, fence 1, started at its
+ * `createdAt`, leased until `leaseUntil`), unless its queue is paused, when
+ * it goes in as given. The worker starts them once the insert returns, which
+ * saves the claim's round trip.
+ */
+export interface InsertClaim {
+  /** The rows to claim. */
+  readonly ids: readonly string[];
+  /** The claiming worker. */
+  readonly workerId: string;
+  /** The end of their lease. */
+  readonly leaseUntil: number;
+}
+
+/** What {@link Store.jobInsertMany} did. */
+export interface JobInsertResult {
+  /**
+   * Per row, the id of the job holding its place: its own id when inserted,
+   * the holder's id when skipped for a held unique key, or null when skipped
+   * but the holder could not be read (it just finished; the core tries again).
+   */
+  readonly holders: (string | null)[];
+  /** The rows of `start.ids` that were inserted claimed. */
+  readonly started: readonly string[];
 }
 
 /** Parameters of {@link Store.jobClaim}. */
@@ -392,13 +422,11 @@ export interface Store<TTx = unknown> {
   /** Reads one job, or null. */
   jobGet(id: string): Promise<JobRow | null>;
   /**
-   * Inserts jobs in one atomic write (one round trip where the dialect allows).
-   * A row whose unique key is held by another job is skipped. Returns, per
-   * row, the id of the job holding its place: its own id when inserted, the
-   * holder's id when skipped, or null when skipped but the holder could not
-   * be read (it just finished; the core tries again).
+   * Inserts jobs in one atomic write (one round trip where the dialect allows),
+   * claiming those of `start` on the way. A row whose unique key is held by
+   * another job is skipped.
    */
-  jobInsertMany(params: JobInsertParams<TTx>): Promise<(string | null)[]>;
+  jobInsertMany(params: JobInsertParams<TTx>): Promise<JobInsertResult>;
   /** Lists jobs, newest first. */
   jobList(params: JobListParams): Promise<JobRow[]>;
   /** Running jobs whose lease ended before `now`, oldest lease first. */

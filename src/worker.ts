@@ -45,6 +45,9 @@ export class QueueWorker<TTx> {
   #slots: number;
   #hot = false;
   #stopping = false;
+  #claiming = false;
+  /** Slots held for jobs being inserted already claimed by this worker. */
+  #reserved = 0;
   #loop: Promise<void> | undefined;
   readonly #running = new Map<string, Execution>();
   readonly #wakeup: Wakeup;
@@ -79,6 +82,35 @@ export class QueueWorker<TTx> {
   /** Tells the loop that jobs may be available. */
   wake(): void {
     this.#wakeup.notify();
+  }
+
+  /**
+   * Holds up to `n` free slots for jobs enqueued in this process that the
+   * insert itself claims for this worker, but only while the worker is idle
+   * (its last claim found the queue empty and no claim is in flight), so
+   * such a job never overtakes jobs waiting in the queue. Returns how many
+   * slots it holds; hand them back with {@link QueueWorker.adopt}.
+   */
+  reserve(n: number): number {
+    if (this.#loop === undefined || this.#stopping || this.#hot || this.#claiming) return 0;
+    const held = Math.max(0, Math.min(n, this.#slots - this.#running.size - this.#reserved));
+    this.#reserved += held;
+    return held;
+  }
+
+  /**
+   * Starts the jobs the insert claimed for this worker in the `held` slots
+   * of {@link QueueWorker.reserve} and frees the slots left over. Jobs that
+   * arrive once the worker is stopping are handed back at once.
+   */
+  adopt(claims: readonly ClaimedJob[], held: number, now: number): void {
+    this.#reserved -= held;
+    if (claims.length) this.#env.claimed(claims, now);
+    for (const claim of claims) {
+      const execution = this.#start(claim);
+      if (this.#stopping) execution.stop("interrupted");
+    }
+    if (held > claims.length) this.#slotFreed.notify();
   }
 
   /** Adds `n` slots. */
@@ -143,7 +175,7 @@ export class QueueWorker<TTx> {
     const env = this.#env;
     let failures = 0;
     while (!this.#stopping) {
-      const free = this.#slots - this.#running.size;
+      const free = this.#slots - this.#running.size - this.#reserved;
       if (free <= 0) {
         await this.#slotFreed.wait(Infinity);
         continue;
@@ -152,6 +184,7 @@ export class QueueWorker<TTx> {
       // Poll periods count from the claim's start, so time that passed during it is not waited again.
       const now = env.clock.now();
       let claimed;
+      this.#claiming = true;
       try {
         claimed = await this.#claim(limit, now);
         failures = 0;
@@ -163,11 +196,13 @@ export class QueueWorker<TTx> {
         });
         await this.#wakeup.wait(backoff);
         continue;
+      } finally {
+        this.#claiming = false;
       }
       for (const claim of claimed) this.#start(claim);
       this.#hot = claimed.length === limit;
       if (!this.#hot) await this.#wakeup.wait(env.pollMs - (env.clock.now() - now));
-      else if (this.#slots - this.#running.size <= 0) await this.#slotFreed.wait(Infinity);
+      else if (this.#slots - this.#running.size - this.#reserved <= 0) await this.#slotFreed.wait(Infinity);
     }
   }
 

@@ -27,10 +27,12 @@ import type {
   ClaimedJob,
   ExpiredJob,
   FinishedJob,
+  InsertClaim,
   JobClaimParams,
   JobCount,
   JobFinishParams,
   JobInsertParams,
+  JobInsertResult,
   JobInsertRow,
   JobListParams,
   JobRelatives,
@@ -254,19 +256,26 @@ export class LibsqlStore implements Store<Transaction> {
     return rs.rows.length ? toJobRow(rs.rows[0]) : null;
   }
 
-  async jobInsertMany(p: JobInsertParams<Transaction>): Promise<(string | null)[]> {
+  async jobInsertMany(p: JobInsertParams<Transaction>): Promise<JobInsertResult> {
     // One INSERT per chunk with the rows as literals (payloads as blob literals): SQLite parses
     // literals faster than it binds parameters or reads JSON, and a script prepares no statement.
     const { allocate, seqs } = this.#sequences(p.rows);
-    const chunks: string[] = [];
-    for (let i = 0; i < p.rows.length; i += INSERT_CHUNK) {
-      chunks.push(p.rows.slice(i, i + INSERT_CHUNK).map((r, k) => this.#rowLiteral(r, seqs[i + k])).join(",\n"));
-    }
-    const insert = (values: string) =>
-      `INSERT INTO errand_jobs
-         (id, namespace, kind, version, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms,
-          retry, unique_key, unique_scope, topic, "partition", trace, seq)
-       VALUES ${values}`;
+    const insert = (claimed: ReadonlySet<string>) => {
+      const statements: string[] = [];
+      for (let i = 0; i < p.rows.length; i += INSERT_CHUNK) {
+        const values = p.rows.slice(i, i + INSERT_CHUNK).map((r, k) =>
+          this.#rowLiteral(r, seqs[i + k], claimed.has(r.id) ? p.start! : null)
+        );
+        statements.push(
+          `INSERT INTO errand_jobs
+             (id, namespace, kind, version, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms,
+              retry, unique_key, unique_scope, topic, "partition", trace, seq, attempt, fence, started_at, lease_until,
+              worker_id)
+           VALUES ${values.join(",\n")}`,
+        );
+      }
+      return statements;
+    };
     // A continuation's links to its parents are written in the same transaction.
     const linksOf = (rows: readonly JobInsertRow[]) =>
       JSON.stringify(rows.flatMap((r) => r.parents.map((parent) => [r.id, parent])));
@@ -277,10 +286,11 @@ export class LibsqlStore implements Store<Transaction> {
        WHERE namespace = '${this.namespace}' AND id IN (SELECT value ->> 1 FROM json_each(${links})) AND NOT has_children`,
     ];
     const hasParents = p.rows.some((r) => r.parents.length > 0);
-    if (!p.rows.some((r) => r.uniqueKey !== null)) {
-      // Without unique keys nothing needs reading back: a script prepares no
+    const none = new Set<string>();
+    if (!p.start && !p.rows.some((r) => r.uniqueKey !== null)) {
+      // Without unique keys or claims nothing needs reading: a script prepares no
       // statement object that would hold native memory until garbage collection.
-      const statements = [...allocate, ...chunks.map(insert)];
+      const statements = [...allocate, ...insert(none)];
       if (hasParents) statements.push(...link(sqlString(linksOf(p.rows))));
       const script = statements.map((statement) => `${statement};`).join("\n");
       if (p.tx) {
@@ -291,13 +301,22 @@ export class LibsqlStore implements Store<Transaction> {
           this.#client.executeMultiple(`${this.#pragmas} BEGIN; ${TAKE_WRITE_LOCK}; ${script} COMMIT;`)
         );
       }
-      return p.rows.map((r) => r.id);
+      return { holders: p.rows.map((r) => r.id), started: [] };
     }
-    const insertUnique = async (tx: Transaction) => {
+    const insertReading = async (tx: Transaction): Promise<JobInsertResult> => {
+      // Rows to insert claimed: those listed whose queue is not paused (read under the write lock).
+      const paused = p.start
+        ? new Set((await tx.execute({
+          sql: "SELECT queue FROM errand_queues WHERE namespace = ? AND paused",
+          args: [this.namespace],
+        })).rows.map((row) => String(row.queue)))
+        : none;
+      const ids = new Set(p.start?.ids ?? []);
+      const claimed = new Set(p.rows.filter((r) => ids.has(r.id) && !paused.has(r.queue)).map((r) => r.id));
       const inserted = new Set<string>();
       if (allocate.length) await tx.executeMultiple(allocate.map((a) => `${a};`).join("\n"));
-      for (const c of chunks) {
-        const rs = await tx.execute(`${insert(c)} ON CONFLICT DO NOTHING RETURNING id`);
+      for (const statement of insert(claimed)) {
+        const rs = await tx.execute(`${statement} ON CONFLICT DO NOTHING RETURNING id`);
         for (const row of rs.rows) inserted.add(String(row.id));
       }
       const skipped = p.rows.filter((r) => !inserted.has(r.id)).map((r) => [r.kind, r.uniqueKey, r.uniqueScope]);
@@ -313,22 +332,29 @@ export class LibsqlStore implements Store<Transaction> {
         const links = linksOf(p.rows.filter((r, i) => holding[i] === r.id));
         for (const statement of link("?")) await tx.execute({ sql: statement, args: [links] });
       }
-      return holding;
+      return { holders: holding, started: [...claimed].filter((id) => inserted.has(id)) };
     };
     const tx = p.tx;
     return tx
-      ? await this.#run(() => insertUnique(tx), false)
-      : await this.#run(() => this.#inWriteTransaction(insertUnique));
+      ? await this.#run(() => insertReading(tx), false)
+      : await this.#run(() => this.#inWriteTransaction(insertReading));
   }
 
-  /** A row of the INSERT of {@link LibsqlStore.jobInsertMany}, as literals, with its sequence number's expression. */
-  #rowLiteral(r: JobInsertRow, seq: string): string {
-    const values = [r.id, this.namespace, r.kind, r.version, r.queue, r.state, r.priority].map(sqlLiteral);
+  /**
+   * A row of the INSERT of {@link LibsqlStore.jobInsertMany}, as literals, with its sequence number's
+   * expression, claimed by `claim` when given.
+   */
+  #rowLiteral(r: JobInsertRow, seq: string, claim: InsertClaim | null): string {
+    const values = [r.id, this.namespace, r.kind, r.version, r.queue, claim ? "running" : r.state, r.priority]
+      .map(sqlLiteral);
     const rest = [r.maxAttempts, r.runAt, r.createdAt, r.timeoutMs, r.retry, r.uniqueKey, r.uniqueScope, r.topic]
       .map(sqlLiteral);
+    const claimed = claim
+      ? `1, 1, ${sqlLiteral(r.createdAt)}, ${sqlLiteral(claim.leaseUntil)}, ${sqlLiteral(claim.workerId)}`
+      : "0, 0, NULL, NULL, NULL";
     return `(${values.join(", ")}, X'${toHex(r.payload)}', ${rest.join(", ")}, ${sqlLiteral(r.partition)}, ${
       sqlLiteral(r.trace)
-    }, ${seq})`;
+    }, ${seq}, ${claimed})`;
   }
 
   /**

@@ -28,7 +28,7 @@ import type {
   JobCount,
   JobFinishParams,
   JobInsertParams,
-  JobInsertRow,
+  JobInsertResult,
   JobListParams,
   JobRelatives,
   JobRow,
@@ -234,11 +234,12 @@ export class PostgresStore implements Store<TransactionSql> {
     return rows.length ? toJobRow(rows[0]) : null;
   }
 
-  async jobInsertMany(p: JobInsertParams<TransactionSql>): Promise<(string | null)[]> {
-    if (!p.rows.some((r) => r.parents.length > 0)) return await this.#insertRows(p.rows, p.notify, p.tx);
+  async jobInsertMany(p: JobInsertParams<TransactionSql>): Promise<JobInsertResult> {
+    if (!p.rows.some((r) => r.parents.length > 0)) return await this.#insertRows(p, p.tx);
     // A continuation and its links to its parents are written together, or neither is.
     const insert = async (tx: TransactionSql) => {
-      const holders = await this.#insertRows(p.rows, p.notify, tx);
+      const result = await this.#insertRows(p, tx);
+      const holders = result.holders;
       const links = p.rows.filter((r, i) => holders[i] === r.id).flatMap((r) =>
         r.parents.map((parent) => [r.id, parent])
       );
@@ -252,17 +253,15 @@ export class PostgresStore implements Store<TransactionSql> {
         [this.namespace, links.map((l) => l[0]), links.map((l) => l[1])],
         tx,
       );
-      return holders;
+      return result;
     };
-    return p.tx ? await insert(p.tx) : await this.#run(() => this.#sql.begin(insert) as Promise<(string | null)[]>);
+    return p.tx ? await insert(p.tx) : await this.#run(() => this.#sql.begin(insert) as Promise<JobInsertResult>);
   }
 
-  async #insertRows(
-    r: readonly JobInsertRow[],
-    notifyWanted: boolean,
-    tx: TransactionSql | undefined,
-  ): Promise<(string | null)[]> {
-    const notify = notifyWanted && this.#settings.notify;
+  async #insertRows(p: JobInsertParams<TransactionSql>, tx: TransactionSql | undefined): Promise<JobInsertResult> {
+    const r = p.rows;
+    const notify = p.notify && this.#settings.notify;
+    const start = p.start ?? null;
     const unique = r.some((x) => x.uniqueKey !== null);
     const partitioned = r.some((x) => x.topic !== null);
     const sequences =
@@ -274,6 +273,16 @@ export class PostgresStore implements Store<TransactionSql> {
          SELECT $1, topic, part, n FROM counts
          ON CONFLICT (namespace, topic, "partition") DO UPDATE SET next_seq = p.next_seq + excluded.next_seq
          RETURNING topic, "partition" AS part, next_seq),`;
+    // Parameters after the row arrays ($2 to $18) are numbered as they are used.
+    const extra: unknown[] = [];
+    const param = (value: unknown, type = "") => `$${18 + extra.push(value)}${type}`;
+    // Rows to insert claimed: those listed whose queue is not paused.
+    const claim = start
+      ? `claim AS (
+           SELECT r.id FROM r WHERE r.id = ANY(${param(start.ids, "::text[]")}) AND NOT EXISTS (
+             SELECT 1 FROM ${this.#queues} AS q WHERE q.namespace = $1 AND q.queue = r.queue AND q.paused)),`
+      : "";
+    const claimed = (value: string, otherwise: string) => `CASE WHEN k.id IS NULL THEN ${otherwise} ELSE ${value} END`;
     const [result] = await this.#query(
       `WITH r AS (
          SELECT * FROM unnest($2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::int[], $8::bytea[],
@@ -282,27 +291,39 @@ export class PostgresStore implements Store<TransactionSql> {
            AS r(id, kind, version, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms, retry,
                 unique_key, unique_scope, topic, part, trace, ord)),
        ${partitioned ? sequences : ""}
+       ${claim}
        inserted AS (
          INSERT INTO ${this.#jobs}
            (id, namespace, kind, version, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms,
-            retry, unique_key, unique_scope, topic, "partition", trace, seq)
-         SELECT r.id, $1, r.kind, r.version, r.queue, r.state, r.priority, r.payload, r.max_attempts, r.run_at,
+            retry, unique_key, unique_scope, topic, "partition", trace, seq
+            ${start ? ", attempt, fence, started_at, lease_until, worker_id" : ""})
+         SELECT r.id, $1, r.kind, r.version, r.queue, ${
+        start ? claimed("'running'", "r.state") : "r.state"
+      }, r.priority, r.payload, r.max_attempts, r.run_at,
                 r.created_at, r.timeout_ms, r.retry, r.unique_key, r.unique_scope, r.topic, r.part, r.trace,
                 ${
         partitioned ? "a.next_seq - c.n + row_number() OVER (PARTITION BY r.topic, r.part ORDER BY r.ord)" : "NULL"
+      }
+                ${
+        start
+          ? `, ${claimed("1", "0")}, ${claimed("1", "0")}, ${claimed("r.created_at", "NULL")},
+               ${claimed(param(start.leaseUntil, "::bigint"), "NULL")}, ${
+            claimed(param(start.workerId, "::text"), "NULL")
+          }`
+          : ""
       }
          FROM r ${
         partitioned
           ? `LEFT JOIN alloc AS a ON a.topic = r.topic AND a.part = r.part
              LEFT JOIN counts AS c ON c.topic = r.topic AND c.part = r.part`
           : ""
-      }
+      } ${start ? "LEFT JOIN claim AS k ON k.id = r.id" : ""}
          ORDER BY r.ord
          ${unique ? "ON CONFLICT DO NOTHING" : ""}
-         RETURNING id)
+         RETURNING id, state)
        SELECT ${unique ? "coalesce(array_agg(id), '{}') AS ids" : "count(*) AS n"}${
-        notify ? ", pg_notify($19, '')" : ""
-      } FROM inserted`,
+        start ? ", coalesce(array_agg(id) FILTER (WHERE state = 'running'), '{}') AS started" : ""
+      }${notify ? `, pg_notify(${param(this.#channel)}, '')` : ""} FROM inserted`,
       [
         this.namespace,
         r.map((x) => x.id),
@@ -322,14 +343,15 @@ export class PostgresStore implements Store<TransactionSql> {
         r.map((x) => x.topic),
         r.map((x) => x.partition),
         r.map((x) => x.trace),
-        ...(notify ? [this.#channel] : []),
+        ...extra,
       ],
       tx,
     );
-    if (!unique) return r.map((x) => x.id);
+    const started = start ? (result.started as string[]) : [];
+    if (!unique) return { holders: r.map((x) => x.id), started };
     const inserted = new Set(result.ids as string[]);
     const skipped = r.filter((x) => !inserted.has(x.id));
-    if (skipped.length === 0) return r.map((x) => x.id);
+    if (skipped.length === 0) return { holders: r.map((x) => x.id), started };
     const holders = await this.#query(
       `SELECT j.id, j.kind, j.unique_key, j.unique_scope FROM ${this.#jobs} AS j
        JOIN unnest($2::text[], $3::text[], $4::text[]) AS s(kind, unique_key, unique_scope)
@@ -338,7 +360,7 @@ export class PostgresStore implements Store<TransactionSql> {
       [this.namespace, skipped.map((x) => x.kind), skipped.map((x) => x.uniqueKey), skipped.map((x) => x.uniqueScope)],
       tx,
     );
-    return holdersByRow(r, inserted, holders);
+    return { holders: holdersByRow(r, inserted, holders), started };
   }
 
   async jobCounts(): Promise<JobCount[]> {

@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { backoff, defineJobs, job, type JobContext, PermanentError } from "../../mod.ts";
+import { backoff, createErrand, defineJobs, job, type JobContext, PermanentError } from "../../mod.ts";
+import { FakeClock } from "../../src/testing.ts";
 import type { StoreKind } from "../support/stores.ts";
-import { eventually } from "../support/wait.ts";
+import { eventually, quietLogger } from "../support/wait.ts";
 import { errandOn, testJobs, withDatabase } from "./harness.ts";
 
 /** Workers: running handlers, retries by policy, permanent failure, timeouts. */
@@ -30,6 +31,59 @@ export function executionCases(kind: StoreKind<unknown>): void {
         assert.equal(done!.runs.length, 1);
         assert.equal(done!.runs[0].outcome, "completed");
         assert.ok(done!.finishedAt);
+      }));
+
+    it("an idle worker starts a job enqueued in its process with the insert, no claim; a busy one leaves it queued", () =>
+      withDatabase(kind, async (db, track) => {
+        // The real store, counting the claims it answers.
+        const store = db.store();
+        let claims = 0;
+        const counted = new Proxy(store, {
+          get(target, key) {
+            const value = Reflect.get(target, key);
+            if (key === "jobClaim") {
+              return (...args: Parameters<typeof store.jobClaim>) => target.jobClaim(...args).finally(() => claims++);
+            }
+            return typeof value === "function" ? value.bind(target) : value;
+          },
+        });
+        const release: (() => void)[] = [];
+        const ran: string[] = [];
+        const errand = track(createErrand({
+          jobs: testJobs,
+          store: counted,
+          logger: quietLogger(),
+          clock: new FakeClock(),
+          queues: { default: { concurrency: 2 } },
+          handlers: {
+            greet: async (p) => {
+              ran.push(p.name);
+              if (p.name !== "quick") await new Promise<void>((r) => release.push(r));
+            },
+          },
+        }));
+        await errand.start();
+        await eventually(() => claims >= 1, "the worker's first claim");
+        // Claims at start-up (the first, and one when PostgreSQL's listener connects) end in a moment.
+        await new Promise((r) => setTimeout(r, 200));
+        const idle = claims;
+        const quick = await errand.enqueue("greet", { name: "quick" });
+        await eventually(async () => (await errand.get(quick.id))?.state === "completed", "the quick job");
+        assert.equal(claims, idle, "the job started without a claim");
+        const first = await errand.enqueue("greet", { name: "first" });
+        const second = await errand.enqueue("greet", { name: "second" });
+        await eventually(() => ran.length === 3, "both slots in use");
+        assert.equal(claims, idle);
+        assert.equal((await errand.get(first.id))?.state, "running");
+        assert.equal((await errand.get(second.id))?.attempt, 1);
+        // No slot is free: the next job waits in the queue and is claimed when a slot frees.
+        const third = await errand.enqueue("greet", { name: "third" });
+        assert.equal((await errand.get(third.id))?.state, "available");
+        release.shift()!();
+        await eventually(() => ran.includes("third"), "the third job, claimed");
+        assert.ok(claims > idle);
+        for (const r of release.splice(0)) r();
+        await eventually(async () => (await errand.get(third.id))?.state === "completed", "all jobs");
       }));
 
     it("a failing job is retried by its policy, then fails with its history", () =>
