@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { LISTED_STATES } from "../../src/store.ts";
 
 /** One numbered schema change. */
 export interface LibsqlMigration {
@@ -19,6 +20,13 @@ export interface LibsqlMigration {
 /** Creates the table that records applied migrations. */
 export const MIGRATIONS_TABLE_SQL =
   "CREATE TABLE IF NOT EXISTS errand_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)";
+
+/**
+ * The predicate of the listing index: the states of {@link LISTED_STATES}.
+ * SQLite matches a partial index's predicate term by term, so queries that
+ * list by state repeat it next to `state = ?`.
+ */
+export const LISTED_STATES_SQL: string = `state IN (${LISTED_STATES.map((s) => `'${s}'`).join(", ")})`;
 
 /** Every migration, oldest first. */
 export const LIBSQL_MIGRATIONS: readonly LibsqlMigration[] = [
@@ -164,6 +172,14 @@ export const LIBSQL_MIGRATIONS: readonly LibsqlMigration[] = [
     version: 7,
     name: "trace context",
     statements: ["ALTER TABLE errand_jobs ADD COLUMN trace TEXT"],
+  },
+  {
+    version: 8,
+    name: "listing index for the listed states only",
+    statements: [
+      "DROP INDEX errand_jobs_list",
+      `CREATE INDEX errand_jobs_list ON errand_jobs (namespace, state, id) WHERE ${LISTED_STATES_SQL}`,
+    ],
   },
 ];
 

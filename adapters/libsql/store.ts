@@ -47,6 +47,7 @@ import type {
   Store,
   StoreCapabilities,
 } from "../../src/store.ts";
+import { LISTED_STATES } from "../../src/store.ts";
 import type { WorkerInfo } from "../../src/types.ts";
 import {
   CLAIMED_COLUMNS,
@@ -68,7 +69,7 @@ import {
   toWorkerInfo,
   workerInfoColumn,
 } from "../../src/rows.ts";
-import { LIBSQL_MIGRATIONS, LIBSQL_SCHEMA_VERSION, MIGRATIONS_TABLE_SQL } from "./migrations.ts";
+import { LIBSQL_MIGRATIONS, LIBSQL_SCHEMA_VERSION, LISTED_STATES_SQL, MIGRATIONS_TABLE_SQL } from "./migrations.ts";
 
 /**
  * How long SQLite itself waits for another writer per try; tries repeat up
@@ -658,6 +659,8 @@ export class LibsqlStore implements Store<Transaction> {
         args.push(value);
       }
     }
+    // A listed state's jobs come from the listing index; SQLite needs its predicate spelled out to use it.
+    if (p.state !== undefined && LISTED_STATES.includes(p.state)) where.push(LISTED_STATES_SQL);
     args.push(p.limit);
     const rs = await this.#exec({
       sql: `SELECT ${JOB_COLUMNS.join(", ")} FROM errand_jobs WHERE ${where.join(" AND ")} ORDER BY id DESC LIMIT ?`,
@@ -721,7 +724,7 @@ export class LibsqlStore implements Store<Transaction> {
     const rs = await this.#write({
       sql: `WITH candidates AS (
               SELECT j.id, j.run_at FROM errand_jobs AS j
-              WHERE j.namespace = ?1 AND j.state = 'waiting'
+              WHERE j.namespace = ?1 AND j.state = 'waiting' AND ${LISTED_STATES_SQL}
                 AND (?2 IS NULL OR j.id IN (
                   SELECT job_id FROM errand_job_parents WHERE namespace = ?1 AND parent_id IN (SELECT value FROM json_each(?2))))
               ORDER BY j.id LIMIT ?4),

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { LISTED_STATES } from "../../src/store.ts";
 
 /** One numbered schema change. */
 export interface PostgresMigration {
@@ -24,6 +25,13 @@ CREATE TABLE IF NOT EXISTS {schema}.migrations (
   name text NOT NULL,
   applied_at timestamptz NOT NULL DEFAULT now()
 );`;
+
+/**
+ * The predicate of the listing index: the states of {@link LISTED_STATES}.
+ * Queries that list by state repeat it next to `state = $n`, so the index
+ * serves generic plans too.
+ */
+export const LISTED_STATES_SQL: string = `state IN (${LISTED_STATES.map((s) => `'${s}'`).join(", ")})`;
 
 /** Every migration, oldest first. */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
@@ -152,6 +160,12 @@ CREATE TABLE {schema}.partitions (
     version: 7,
     name: "trace context",
     sql: `ALTER TABLE {schema}.jobs ADD COLUMN trace text;`,
+  },
+  {
+    version: 8,
+    name: "listing index for the listed states only",
+    sql: `DROP INDEX {schema}.jobs_list;
+CREATE INDEX jobs_list ON {schema}.jobs (namespace, state, id) WHERE ${LISTED_STATES_SQL};`,
   },
 ];
 

@@ -42,6 +42,7 @@ import type {
   Store,
   StoreCapabilities,
 } from "../../src/store.ts";
+import { LISTED_STATES } from "../../src/store.ts";
 import type { WorkerInfo } from "../../src/types.ts";
 import {
   CLAIMED_COLUMNS,
@@ -63,7 +64,13 @@ import {
   toWorkerInfo,
   workerInfoColumn,
 } from "../../src/rows.ts";
-import { BOOTSTRAP_SQL, POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION, quoteIdentifier } from "./migrations.ts";
+import {
+  BOOTSTRAP_SQL,
+  LISTED_STATES_SQL,
+  POSTGRES_MIGRATIONS,
+  POSTGRES_SCHEMA_VERSION,
+  quoteIdentifier,
+} from "./migrations.ts";
 
 /** postgres.js type oid of `bytea[]`. */
 const BYTEA_ARRAY = 1001;
@@ -611,6 +618,8 @@ export class PostgresStore implements Store<TransactionSql> {
       args.push(value);
       where.push(`${column.includes("<") ? column : `${column} =`} $${args.length}`);
     }
+    // A listed state's jobs come from the listing index, in generic plans too.
+    if (p.state !== undefined && LISTED_STATES.includes(p.state)) where.push(LISTED_STATES_SQL);
     args.push(p.limit);
     const rows = await this.#query(
       `SELECT ${JOB_COLUMNS.join(", ")} FROM ${this.#jobs} WHERE ${
