@@ -85,7 +85,15 @@ const TAKE_WRITE_LOCK = "DELETE FROM errand_jobs WHERE 0";
 /** Rows per INSERT statement; a bulk enqueue is several statements in one transaction. */
 const INSERT_CHUNK = 5_000;
 
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
+/** The two hex digits of each byte as two ASCII bytes, one 16-bit unit per byte. */
+const HEX_PAIRS = new Uint16Array(256);
+const hexDigits = new Uint8Array(HEX_PAIRS.buffer);
+for (let i = 0; i < 256; i++) {
+  const digits = i.toString(16).padStart(2, "0");
+  hexDigits[2 * i] = digits.charCodeAt(0);
+  hexDigits[2 * i + 1] = digits.charCodeAt(1);
+}
+const ASCII = new TextDecoder();
 
 /** A SQL string literal of `text` (names are validated; JSON text holds no NUL). */
 function sqlString(text: string): string {
@@ -97,10 +105,11 @@ function sqlLiteral(value: string | number | null): string {
   return value === null ? "NULL" : typeof value === "number" ? String(Math.trunc(value)) : sqlString(value);
 }
 
+/** `bytes` in hex, built as ASCII bytes and decoded once (string concatenation per byte was slower). */
 function toHex(bytes: Uint8Array): string {
-  let out = "";
-  for (let i = 0; i < bytes.length; i++) out += HEX[bytes[i]];
-  return out;
+  const pairs = new Uint16Array(bytes.length);
+  for (let i = 0; i < bytes.length; i++) pairs[i] = HEX_PAIRS[bytes[i]];
+  return ASCII.decode(pairs);
 }
 
 /** Settings of the libSQL store, resolved. */
@@ -264,16 +273,8 @@ export class LibsqlStore implements Store<Transaction> {
     const insert = (claimed: ReadonlySet<string>) => {
       const statements: string[] = [];
       for (let i = 0; i < p.rows.length; i += INSERT_CHUNK) {
-        const values = p.rows.slice(i, i + INSERT_CHUNK).map((r, k) =>
-          this.#rowLiteral(r, seqs[i + k], claimed.has(r.id) ? p.start! : null)
-        );
-        statements.push(
-          `INSERT INTO errand_jobs
-             (id, namespace, kind, version, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms,
-              retry, unique_key, unique_scope, topic, "partition", trace, seq, attempt, fence, started_at, lease_until,
-              worker_id)
-           VALUES ${values.join(",\n")}`,
-        );
+        const chunk = p.rows.slice(i, i + INSERT_CHUNK);
+        statements.push(this.#insertSql(chunk, seqs.slice(i, i + INSERT_CHUNK), claimed, p.start));
       }
       return statements;
     };
@@ -342,20 +343,61 @@ export class LibsqlStore implements Store<Transaction> {
   }
 
   /**
-   * A row of the INSERT of {@link LibsqlStore.jobInsertMany}, as literals, with its sequence number's
-   * expression, claimed by `claim` when given.
+   * The INSERT of `rows` for {@link LibsqlStore.jobInsertMany}, as literals, with each row's sequence
+   * number expression from `seqs`; rows in `claimed` go in claimed by `claim`. A column whose value is
+   * the same in every row (in a bulk enqueue: most of them) is written once, in a SELECT over the
+   * VALUES of the others, which halves what SQLite parses per row.
    */
-  #rowLiteral(r: JobInsertRow, seq: string, claim: InsertClaim | null): string {
-    const values = [r.id, this.namespace, r.kind, r.version, r.queue, claim ? "running" : r.state, r.priority]
-      .map(sqlLiteral);
-    const rest = [r.maxAttempts, r.runAt, r.createdAt, r.timeoutMs, r.retry, r.uniqueKey, r.uniqueScope, r.topic]
-      .map(sqlLiteral);
-    const claimed = claim
-      ? `1, 1, ${sqlLiteral(r.createdAt)}, ${sqlLiteral(claim.leaseUntil)}, ${sqlLiteral(claim.workerId)}`
-      : "0, 0, NULL, NULL, NULL";
-    return `(${values.join(", ")}, X'${toHex(r.payload)}', ${rest.join(", ")}, ${sqlLiteral(r.partition)}, ${
-      sqlLiteral(r.trace)
-    }, ${seq}, ${claimed})`;
+  #insertSql(
+    rows: readonly JobInsertRow[],
+    seqs: readonly string[],
+    claimed: ReadonlySet<string>,
+    claim: InsertClaim | undefined,
+  ): string {
+    const taken = (r: JobInsertRow) => claim !== undefined && claimed.has(r.id);
+    const columns: [name: string, value: (r: JobInsertRow, i: number) => string | number | null][] = [
+      ["id", (r) => r.id],
+      ["namespace", () => this.namespace],
+      ["kind", (r) => r.kind],
+      ["version", (r) => r.version],
+      ["queue", (r) => r.queue],
+      ["state", (r) => taken(r) ? "running" : r.state],
+      ["priority", (r) => r.priority],
+      ["max_attempts", (r) => r.maxAttempts],
+      ["run_at", (r) => r.runAt],
+      ["created_at", (r) => r.createdAt],
+      ["timeout_ms", (r) => r.timeoutMs],
+      ["retry", (r) => r.retry],
+      ["unique_key", (r) => r.uniqueKey],
+      ["unique_scope", (r) => r.uniqueScope],
+      ["topic", (r) => r.topic],
+      ['"partition"', (r) => r.partition],
+      ["trace", (r) => r.trace],
+      ["attempt", (r) => taken(r) ? 1 : 0],
+      ["fence", (r) => taken(r) ? 1 : 0],
+      ["started_at", (r) => taken(r) ? r.createdAt : null],
+      ["lease_until", (r) => taken(r) ? claim!.leaseUntil : null],
+      ["worker_id", (r) => taken(r) ? claim!.workerId : null],
+    ];
+    const varying: ((r: JobInsertRow, i: number) => string)[] = [];
+    const selected: string[] = [];
+    for (const [, value] of columns) {
+      const first = value(rows[0], 0);
+      if (rows.every((r, i) => value(r, i) === first)) selected.push(sqlLiteral(first));
+      else {
+        varying.push((r, i) => sqlLiteral(value(r, i)));
+        selected.push(`column${varying.length + 2}`);
+      }
+    }
+    // Payloads and sequence numbers always come per row (columns 1 and 2).
+    const names = columns.map(([name]) => name).join(", ");
+    const values = rows.map((r, i) => {
+      let row = `(X'${toHex(r.payload)}', ${seqs[i]}`;
+      for (const literal of varying) row += `, ${literal(r, i)}`;
+      return `${row})`;
+    });
+    return `INSERT INTO errand_jobs (payload, seq, ${names})
+            SELECT column1, column2, ${selected.join(", ")} FROM (VALUES ${values.join(",\n")}) WHERE true`;
   }
 
   /**
