@@ -81,11 +81,11 @@ async function openBench(name: StoreName): Promise<Bench> {
     const url = new URL(CFG.pgBaseUrl);
     url.pathname = `/${PG_DB}`;
     const { postgres, postgresStore } = await postgresDriver();
-    const sql = postgres(url.toString(), { max: 10, onnotice: () => {} });
+    const sql = postgres(url.toString(), { max: 1, onnotice: () => {} });
     return {
       store: postgresStore(sql) as Store<unknown>,
       count: async (state) => Number((await sql`SELECT count(*) AS n FROM errand.jobs WHERE state = ${state}`)[0].n),
-      settings: { storage: "PostgreSQL (postgres.js, pool max 10)", notify: true },
+      settings: { storage: "PostgreSQL (postgres.js, pool max 1: one pipelined connection)", notify: true },
       close: () => sql.end({ timeout: 5 }),
     };
   }
