@@ -38,7 +38,9 @@ const errand = createErrand({
   topics: processTopics,
   store,
   logger,
-  lease: "2s",
+  // Short, so tests of killed processes are quick, yet long enough that eight processes on one
+  // SQLite file under a loaded CI machine (each write may wait a second for the lock) renew in time.
+  lease: "3s",
   leaderLease: "2s",
   pollInterval: "50ms",
   maintenance: { rescue: "250ms" },
