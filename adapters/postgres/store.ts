@@ -29,6 +29,7 @@ import type {
   JobFinishParams,
   JobInsertParams,
   JobInsertResult,
+  JobInsertRow,
   JobListParams,
   JobRelatives,
   JobRow,
@@ -280,9 +281,46 @@ export class PostgresStore implements Store<TransactionSql> {
          SELECT $1, topic, part, n FROM counts
          ON CONFLICT (namespace, topic, "partition") DO UPDATE SET next_seq = p.next_seq + excluded.next_seq
          RETURNING topic, "partition" AS part, next_seq),`;
-    // Parameters after the row arrays ($2 to $18) are numbered as they are used.
-    const extra: unknown[] = [];
-    const param = (value: unknown, type = "") => `$${18 + extra.push(value)}${type}`;
+    // Parameters after the namespace ($1) are numbered as they are used.
+    const params: unknown[] = [this.namespace];
+    const param = (value: unknown, type = "") => `$${params.push(value)}${type}`;
+    // The rows: ids and payloads as arrays; a column with one value in every row (in a bulk
+    // enqueue, most of them) as one parameter, so neither side handles a thousand copies of it.
+    const columns: [name: string, type: string, value: (x: JobInsertRow) => unknown][] = [
+      ["kind", "text", (x) => x.kind],
+      ["version", "int", (x) => x.version],
+      ["queue", "text", (x) => x.queue],
+      ["state", "text", (x) => x.state],
+      ["priority", "int", (x) => x.priority],
+      ["max_attempts", "int", (x) => x.maxAttempts],
+      ["run_at", "bigint", (x) => x.runAt],
+      ["created_at", "bigint", (x) => x.createdAt],
+      ["timeout_ms", "int", (x) => x.timeoutMs],
+      ["retry", "text", (x) => x.retry],
+      ["unique_key", "text", (x) => x.uniqueKey],
+      ["unique_scope", "text", (x) => x.uniqueScope],
+      ["topic", "text", (x) => x.topic],
+      ["part", "int", (x) => x.partition],
+      ["trace", "text", (x) => x.trace],
+    ];
+    const unnested = [
+      `${param(r.map((x) => x.id), "::text[]")}`,
+      `${param(this.#sql.array(r.map((x) => x.payload) as never, BYTEA_ARRAY), "::bytea[]")}`,
+    ];
+    const names = ["id", "payload"];
+    const selected = ["u.id", "u.payload"];
+    for (const [name, type, value] of columns) {
+      const first = value(r[0]);
+      if (r.every((x) => value(x) === first)) {
+        selected.push(`${param(first, `::${type}`)} AS ${name}`);
+      } else {
+        unnested.push(param(r.map(value), `::${type}[]`));
+        names.push(name);
+        selected.push(`u.${name}`);
+      }
+    }
+    const rowsSql = `SELECT ${selected.join(", ")}, u.ord
+         FROM unnest(${unnested.join(", ")}) WITH ORDINALITY AS u(${names.join(", ")}, ord)`;
     // Rows to insert claimed: those listed whose queue is not paused.
     const claim = start
       ? `claim AS (
@@ -291,12 +329,7 @@ export class PostgresStore implements Store<TransactionSql> {
       : "";
     const claimed = (value: string, otherwise: string) => `CASE WHEN k.id IS NULL THEN ${otherwise} ELSE ${value} END`;
     const [result] = await this.#query(
-      `WITH r AS (
-         SELECT * FROM unnest($2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::int[], $8::bytea[],
-                              $9::int[], $10::bigint[], $11::bigint[], $12::int[], $13::text[], $14::text[], $15::text[],
-                              $16::text[], $17::int[], $18::text[]) WITH ORDINALITY
-           AS r(id, kind, version, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms, retry,
-                unique_key, unique_scope, topic, part, trace, ord)),
+      `WITH r AS (${rowsSql}),
        ${partitioned ? sequences : ""}
        ${claim}
        inserted AS (
@@ -331,27 +364,7 @@ export class PostgresStore implements Store<TransactionSql> {
        SELECT ${unique ? "coalesce(array_agg(id), '{}') AS ids" : "count(*) AS n"}${
         start ? ", coalesce(array_agg(id) FILTER (WHERE state = 'running'), '{}') AS started" : ""
       }${notify ? `, pg_notify(${param(this.#channel)}, '')` : ""} FROM inserted`,
-      [
-        this.namespace,
-        r.map((x) => x.id),
-        r.map((x) => x.kind),
-        r.map((x) => x.version),
-        r.map((x) => x.queue),
-        r.map((x) => x.state),
-        r.map((x) => x.priority),
-        this.#sql.array(r.map((x) => x.payload) as never, BYTEA_ARRAY),
-        r.map((x) => x.maxAttempts),
-        r.map((x) => x.runAt),
-        r.map((x) => x.createdAt),
-        r.map((x) => x.timeoutMs),
-        r.map((x) => x.retry),
-        r.map((x) => x.uniqueKey),
-        r.map((x) => x.uniqueScope),
-        r.map((x) => x.topic),
-        r.map((x) => x.partition),
-        r.map((x) => x.trace),
-        ...extra,
-      ],
+      params,
       tx,
     );
     const started = start ? (result.started as string[]) : [];
