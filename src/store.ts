@@ -91,7 +91,7 @@ export interface JobInsertParams<TTx> {
   readonly notify: boolean;
   /** Insert inside the application's transaction. */
   readonly tx?: TTx;
-  /** Available rows to insert already claimed by an idle worker of this process. */
+  /** Available rows to insert already claimed by an idle worker of the enqueuing errand instance. */
   readonly start?: InsertClaim;
 }
 
