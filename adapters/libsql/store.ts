@@ -884,7 +884,10 @@ export class LibsqlStore implements Store<Transaction> {
     // One operation at a time: SQLite writes one at a time anyway, and the
     // client's pool then keeps reusing one connection instead of opening up
     // to its limit (each one with its own page cache and statements).
-    const result = this.#queue.then(() => this.#attempt(fn, true));
+    // Each starts in a later turn of the event loop: a local file answers
+    // without I/O, so a busy worker would otherwise hold the loop for a whole
+    // drain (no timers, no I/O, and no finalizers freeing native statements).
+    const result = this.#queue.then(nextTurn).then(() => this.#attempt(fn, true));
     this.#queue = result.then(() => undefined, () => undefined);
     return result;
   }
@@ -895,14 +898,11 @@ export class LibsqlStore implements Store<Transaction> {
       try {
         return await fn();
       } catch (err) {
-        const busy = isBusy(err);
-        if (retryBusy && busy && Date.now() < deadline) {
+        if (retryBusy && isBusy(err) && Date.now() < deadline) {
           // Writes hold the lock for well under a millisecond: retry at once a few times, then back off a little.
           await new Promise((r) => setTimeout(r, attempt < 20 ? 0 : Math.random() * Math.min(20, attempt - 19)));
           continue;
         }
-        // A busy wait blocked the event loop: let timers and I/O run before the next queued operation starts.
-        if (busy) await new Promise((r) => setTimeout(r, 0));
         throw toErrandError(err);
       }
     }
@@ -928,4 +928,10 @@ function toErrandError(err: unknown): Error {
     return new StoreUnavailableError(`The libSQL database cannot be reached: ${message}`, { cause: err });
   }
   return new StoreError(`libSQL error${code ? ` ${code}` : ""}: ${message}`, { cause: err });
+}
+
+/** Resolves in a later turn of the event loop (`setImmediate` where the runtime has it). */
+function nextTurn(): Promise<void> {
+  const later: (fn: () => void) => unknown = globalThis.setImmediate ?? ((fn) => setTimeout(fn, 0));
+  return new Promise((resolve) => later(resolve));
 }

@@ -33,6 +33,32 @@ export function executionCases(kind: StoreKind<unknown>): void {
         assert.ok(done!.finishedAt);
       }));
 
+    it("a worker draining a long queue leaves the application's timers and I/O their turns", () =>
+      withDatabase(kind, async (db, track) => {
+        // A store that answers without I/O (a local SQLite file) must not hold the event loop for the whole drain.
+        const total = 2_000;
+        let handled = 0;
+        let handledWhenTimerFired: number | undefined;
+        const { errand } = errandOn(db, {
+          jobs: testJobs,
+          handlers: {
+            greet: () => {
+              if (handled++ === 0) setTimeout(() => (handledWhenTimerFired = handled), 0);
+            },
+          },
+        });
+        track(errand);
+        await errand.enqueueMany(
+          Array.from({ length: total }, (_, i) => ({ kind: "greet", payload: { name: `n${i}` } })),
+        );
+        await errand.start();
+        await eventually(() => handled === total, "all jobs handled");
+        assert.ok(
+          handledWhenTimerFired !== undefined && handledWhenTimerFired < total / 2,
+          `a timer set at the first job fired after ${handledWhenTimerFired} of ${total} jobs`,
+        );
+      }));
+
     it("an idle worker starts a job enqueued in its process with the insert, no claim; a busy one leaves it queued", () =>
       withDatabase(kind, async (db, track) => {
         // The real store, counting the claims it answers.
