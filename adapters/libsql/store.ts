@@ -17,6 +17,12 @@
  *   keeps reusing one connection.
  * - Every write runs in its own transaction that takes the write lock first,
  *   never as a bare autocommit statement (see `#write` and `#batchWrite`).
+ * - Claims and lease renewals commit without syncing the WAL even with
+ *   `synchronous: "full"` (as PostgreSQL claims commit without waiting for
+ *   the flush): power loss can undo such a commit, and the job is simply
+ *   available again, which at-least-once allows. The next synced commit
+ *   syncs it too (the WAL is written in order), so an outcome never
+ *   survives without its claim.
  *
  * @module
  */
@@ -145,15 +151,20 @@ export class LibsqlStore implements Store<Transaction> {
   readonly #client: Client;
   readonly #settings: LibsqlStoreSettings;
   #queue: Promise<void> = Promise.resolve();
+  /** Set on the connection before each write: the busy wait and the `synchronous` level. */
   readonly #pragmas: string;
+  /** {@link LibsqlStore.#pragmas} for claims and lease renewals: no sync of the commit. */
+  readonly #unsyncedPragmas: string;
 
   /** Wraps `client`; nothing is read or written until the first operation. */
   constructor(client: Client, settings: LibsqlStoreSettings) {
     this.#client = client;
     this.#settings = settings;
     this.namespace = settings.namespace;
-    this.#pragmas =
-      `PRAGMA busy_timeout = ${NATIVE_BUSY_WAIT_MS}; PRAGMA synchronous = ${settings.synchronous.toUpperCase()};`;
+    const pragmas = (synchronous: string) =>
+      `PRAGMA busy_timeout = ${NATIVE_BUSY_WAIT_MS}; PRAGMA synchronous = ${synchronous};`;
+    this.#pragmas = pragmas(settings.synchronous.toUpperCase());
+    this.#unsyncedPragmas = pragmas("NORMAL");
   }
 
   /** Creates or checks the schema (see `libsqlMigrationSql`). */
@@ -238,7 +249,7 @@ export class LibsqlStore implements Store<Transaction> {
         p.queue,
         p.limit,
       ],
-    });
+    }, undefined, false);
     return rs.rows.map((row) => toClaimedJob(unpackClaim(row)));
   }
 
@@ -816,7 +827,7 @@ export class LibsqlStore implements Store<Transaction> {
             WHERE j.id = l.value ->> 'id' AND +j.namespace = ? AND j.state = 'running' AND j.fence = l.value ->> 'fence'
             RETURNING id`,
       args: [p.leaseUntil, JSON.stringify(p.leases), this.namespace],
-    });
+    }, undefined, false);
     return rs.rows.map((r) => String(r.id));
   }
 
@@ -839,9 +850,9 @@ export class LibsqlStore implements Store<Transaction> {
    * SQLITE_BUSY, the driver hands back the returned rows without an error
    * although nothing was written, which would let two processes claim one job.
    */
-  async #write(statement: InStatement, tx?: Transaction): Promise<ResultSet> {
+  async #write(statement: InStatement, tx?: Transaction, synced = true): Promise<ResultSet> {
     if (tx) return await this.#run(() => tx.execute(statement), false);
-    return await this.#run(() => this.#inWriteTransaction((t) => t.execute(statement)));
+    return await this.#run(() => this.#inWriteTransaction((t) => t.execute(statement), TAKE_WRITE_LOCK, synced));
   }
 
   /**
@@ -860,9 +871,15 @@ export class LibsqlStore implements Store<Transaction> {
    * until it is garbage-collected, and every later commit on the connection
    * fails ("SQL statements in progress", then SQLITE_BUSY_SNAPSHOT). A script
    * statement is finalized even when it fails.
+   *
+   * With `synced` false the commit is not synced (claims and lease renewals).
    */
-  async #inWriteTransaction<T>(fn: (tx: Transaction) => Promise<T>, takeLock = TAKE_WRITE_LOCK): Promise<T> {
-    await this.#client.executeMultiple(this.#pragmas);
+  async #inWriteTransaction<T>(
+    fn: (tx: Transaction) => Promise<T>,
+    takeLock = TAKE_WRITE_LOCK,
+    synced = true,
+  ): Promise<T> {
+    await this.#client.executeMultiple(synced ? this.#pragmas : this.#unsyncedPragmas);
     const tx = await this.#client.transaction("deferred");
     try {
       await tx.executeMultiple(takeLock);
