@@ -218,7 +218,7 @@ export class LibsqlStore implements Store<Transaction> {
                     OR json_array(p.topic, p."partition") IN (SELECT value FROM json_each(?)))
                   AND h.queue = ? AND h.state IN ('available', 'scheduled') AND h.run_at <= ?
                   AND h.kind || '@' || h.version IN (SELECT value FROM json_each(?))`;
-    const rs = await this.#write({
+    const rs = await this.#writeUnsynced({
       sql: `UPDATE errand_jobs SET state = 'running', attempt = attempt + 1, fence = fence + 1,
               started_at = ?, lease_until = ?, worker_id = ?
             WHERE id IN (
@@ -249,7 +249,7 @@ export class LibsqlStore implements Store<Transaction> {
         p.queue,
         p.limit,
       ],
-    }, undefined, false);
+    });
     return rs.rows.map((row) => toClaimedJob(unpackClaim(row)));
   }
 
@@ -821,13 +821,13 @@ export class LibsqlStore implements Store<Transaction> {
 
   async jobRenewLeases(p: { leases: readonly LeaseRef[]; leaseUntil: number }): Promise<string[]> {
     if (p.leases.length === 0) return [];
-    const rs = await this.#write({
+    const rs = await this.#writeUnsynced({
       sql: `UPDATE errand_jobs AS j SET lease_until = ?
             FROM json_each(?) AS l
             WHERE j.id = l.value ->> 'id' AND +j.namespace = ? AND j.state = 'running' AND j.fence = l.value ->> 'fence'
             RETURNING id`,
       args: [p.leaseUntil, JSON.stringify(p.leases), this.namespace],
-    }, undefined, false);
+    });
     return rs.rows.map((r) => String(r.id));
   }
 
@@ -850,9 +850,14 @@ export class LibsqlStore implements Store<Transaction> {
    * SQLITE_BUSY, the driver hands back the returned rows without an error
    * although nothing was written, which would let two processes claim one job.
    */
-  async #write(statement: InStatement, tx?: Transaction, synced = true): Promise<ResultSet> {
+  async #write(statement: InStatement, tx?: Transaction): Promise<ResultSet> {
     if (tx) return await this.#run(() => tx.execute(statement), false);
-    return await this.#run(() => this.#inWriteTransaction((t) => t.execute(statement), TAKE_WRITE_LOCK, synced));
+    return await this.#run(() => this.#inWriteTransaction((t) => t.execute(statement)));
+  }
+
+  /** {@link LibsqlStore.#write} for claims and lease renewals: the commit is not synced. */
+  #writeUnsynced(statement: InStatement): Promise<ResultSet> {
+    return this.#run(() => this.#inWriteTransaction((t) => t.execute(statement), TAKE_WRITE_LOCK, false));
   }
 
   /**
@@ -949,6 +954,7 @@ function toErrandError(err: unknown): Error {
 
 /** Resolves in a later turn of the event loop (`setImmediate` where the runtime has it). */
 function nextTurn(): Promise<void> {
-  const later: (fn: () => void) => unknown = globalThis.setImmediate ?? ((fn) => setTimeout(fn, 0));
+  const runtime = globalThis as { setImmediate?: (fn: () => void) => unknown };
+  const later = runtime.setImmediate ?? ((fn: () => void) => setTimeout(fn, 0));
   return new Promise((resolve) => later(resolve));
 }
