@@ -539,11 +539,13 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
   async enqueueMany(items: readonly EnqueueItem<J>[], options: { tx?: TTx } = {}): Promise<EnqueueResult[]> {
     if (!Array.isArray(items)) throw new ValidationError("enqueueMany() takes an array of { kind, payload, options }");
     const rows: JobInsertRow[] = [];
+    // One instant for the whole batch: its jobs keep their order by id, and the store writes the time once.
+    const now = this.#options.clock.now();
     for (const [i, item] of items.entries()) {
       if (typeof item !== "object" || item === null) {
         throw new ValidationError(`enqueueMany() item ${i} must be { kind, payload, options }`);
       }
-      rows.push(await this.#row(item.kind, item.payload, item.options ?? {}));
+      rows.push(await this.#row(item.kind, item.payload, item.options ?? {}, [], undefined, undefined, now));
     }
     await this.#validate(items);
     return await this.#insert(rows, options.tx);
@@ -870,6 +872,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     parents: readonly string[] = [],
     placement?: Placement,
     trace?: string | null,
+    now: number = this.#options.clock.now(),
   ): Promise<JobInsertRow> {
     await this.#tracingLoaded;
     return await buildInsertRow(
@@ -878,7 +881,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
       payload,
       options ?? {},
       {
-        now: this.#options.clock.now(),
+        now,
         newId: this.#newId,
         maxPayloadBytes: this.#options.maxPayloadBytes,
         topics: this.#options.topics,

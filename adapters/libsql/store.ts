@@ -28,6 +28,7 @@
  */
 import type { Client, InStatement, ResultSet, Transaction } from "@libsql/client";
 import { ErrandError, SchemaVersionError, StoreError, StoreUnavailableError } from "../../src/errors.ts";
+import { toHex } from "../../src/hex.ts";
 import type {
   ActivityRow,
   ClaimedJob,
@@ -107,16 +108,6 @@ const TAKE_WRITE_LOCK = "DELETE FROM errand_jobs WHERE 0";
 /** Rows per INSERT statement; a bulk enqueue is several statements in one transaction. */
 const INSERT_CHUNK = 5_000;
 
-/** The two hex digits of each byte as two ASCII bytes, one 16-bit unit per byte. */
-const HEX_PAIRS = new Uint16Array(256);
-const hexDigits = new Uint8Array(HEX_PAIRS.buffer);
-for (let i = 0; i < 256; i++) {
-  const digits = i.toString(16).padStart(2, "0");
-  hexDigits[2 * i] = digits.charCodeAt(0);
-  hexDigits[2 * i + 1] = digits.charCodeAt(1);
-}
-const ASCII = new TextDecoder();
-
 /** A SQL string literal of `text` (names are validated; JSON text holds no NUL). */
 function sqlString(text: string): string {
   return `'${text.replaceAll("'", "''")}'`;
@@ -125,13 +116,6 @@ function sqlString(text: string): string {
 /** A SQL literal of a whole number, a text or null. */
 function sqlLiteral(value: string | number | null): string {
   return value === null ? "NULL" : typeof value === "number" ? String(Math.trunc(value)) : sqlString(value);
-}
-
-/** `bytes` in hex, built as ASCII bytes and decoded once (string concatenation per byte was slower). */
-function toHex(bytes: Uint8Array): string {
-  const pairs = new Uint16Array(bytes.length);
-  for (let i = 0; i < bytes.length; i++) pairs[i] = HEX_PAIRS[bytes[i]];
-  return ASCII.decode(pairs);
 }
 
 /** Settings of the libSQL store, resolved. */

@@ -19,6 +19,7 @@
  */
 import type { Sql, TransactionSql } from "postgres";
 import { ErrandError, SchemaVersionError, StoreError, StoreUnavailableError } from "../../src/errors.ts";
+import { toHex } from "../../src/hex.ts";
 import type {
   ActivityRow,
   ClaimedJob,
@@ -72,9 +73,6 @@ import {
   POSTGRES_SCHEMA_VERSION,
   quoteIdentifier,
 } from "./migrations.ts";
-
-/** postgres.js type oid of `bytea[]`. */
-const BYTEA_ARRAY = 1001;
 
 /** Settings of the PostgreSQL store, resolved. */
 export interface PostgresStoreSettings {
@@ -303,12 +301,14 @@ export class PostgresStore implements Store<TransactionSql> {
       ["part", "int", (x) => x.partition],
       ["trace", "text", (x) => x.trace],
     ];
+    // Ids and payloads (in bytea's hex input form) go as one comma-separated text each: neither
+    // holds a comma, and one string is not escaped element by element as an array parameter is.
     const unnested = [
-      `${param(r.map((x) => x.id), "::text[]")}`,
-      `${param(this.#sql.array(r.map((x) => x.payload) as never, BYTEA_ARRAY), "::bytea[]")}`,
+      `string_to_array(${param(r.map((x) => x.id).join(","))}::text, ',')`,
+      `string_to_array(${param(r.map((x) => `\\x${toHex(x.payload)}`).join(","))}::text, ',')`,
     ];
     const names = ["id", "payload"];
-    const selected = ["u.id", "u.payload"];
+    const selected = ["u.id", "u.payload::bytea AS payload"];
     for (const [name, type, value] of columns) {
       const first = value(r[0]);
       if (r.every((x) => value(x) === first)) {
