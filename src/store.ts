@@ -416,7 +416,9 @@ export interface Store<TTx = unknown> {
    * fence, increments the attempt, sets the lease. A partitioned job is due
    * only as the head of its partition (no job of the partition with a lower
    * sequence number is scheduled, available, running or waiting), and only
-   * with `heads`.
+   * with `heads`. The commit need not be durable (a claim undone by a crash
+   * leaves the job available again, which at-least-once allows); inserts and
+   * outcomes must be.
    */
   jobClaim(params: JobClaimParams): Promise<ClaimedJob[]>;
   /** Counts jobs by queue, kind, version and state (groups with no jobs are left out). */
@@ -458,7 +460,7 @@ export interface Store<TTx = unknown> {
   jobPrune(
     params: { readonly state: "completed" | "failed" | "cancelled"; readonly before: number; readonly limit: number },
   ): Promise<number>;
-  /** Extends the leases of the given claims to `leaseUntil`; returns the ids still held. */
+  /** Extends the leases of the given claims to `leaseUntil`; returns the ids still held (need not commit durably). */
   jobRenewLeases(params: { readonly leases: readonly LeaseRef[]; readonly leaseUntil: number }): Promise<string[]>;
   /** Applies an operator's state change if the job is in one of `from`; returns whether it applied. */
   jobTransition(params: JobTransition): Promise<boolean>;
