@@ -86,6 +86,36 @@ describe("testing mode", () => {
     await errand.shutdown();
   });
 
+  it("works while a test framework fakes the global timers", async () => {
+    let ran = 0;
+    const { errand } = manual({ tick: () => void ran++ });
+    const timers = globalThis as { setTimeout: typeof setTimeout; setImmediate?: typeof setImmediate };
+    const real = { setTimeout: timers.setTimeout, setImmediate: timers.setImmediate };
+    let failAfter: ReturnType<typeof setTimeout> | undefined;
+    const stalled = new Promise<never>((_, reject) => {
+      failAfter = real.setTimeout(() => reject(new Error("errand waited on a faked global timer")), 10_000);
+    });
+    // Fakes that never fire unless the test moves them, installed after errand was loaded and created.
+    const never = (() => 0) as unknown;
+    timers.setTimeout = never as typeof setTimeout;
+    if (real.setImmediate) timers.setImmediate = never as typeof setImmediate;
+    try {
+      await Promise.race([
+        (async () => {
+          await errand.enqueue("tick", null);
+          assert.deepEqual((await errand.step()).ran.map((r) => r.outcome), ["completed"]);
+        })(),
+        stalled,
+      ]);
+    } finally {
+      timers.setTimeout = real.setTimeout;
+      if (real.setImmediate) timers.setImmediate = real.setImmediate;
+      clearTimeout(failAfter);
+    }
+    assert.equal(ran, 1);
+    await errand.shutdown();
+  });
+
   it("step() is only for mode manual", async () => {
     const errand = createErrand({
       jobs,

@@ -936,9 +936,19 @@ function toErrandError(err: unknown): Error {
   return new StoreError(`libSQL error${code ? ` ${code}` : ""}: ${message}`, { cause: err });
 }
 
-/** Resolves in a later turn of the event loop (`setImmediate` where the runtime has it). */
-function nextTurn(): Promise<void> {
+/**
+ * Runs `fn` in a later turn of the event loop (`setImmediate` where the runtime has it), with the
+ * runtime's own function as it was when this module loaded: a test framework that replaces the
+ * global timers with fakes afterwards does not stall errand's operations.
+ */
+const later: (fn: () => void) => void = (() => {
   const runtime = globalThis as { setImmediate?: (fn: () => void) => unknown };
-  const later = runtime.setImmediate ?? ((fn: () => void) => setTimeout(fn, 0));
+  const immediate = runtime.setImmediate?.bind(globalThis);
+  const timeout = globalThis.setTimeout.bind(globalThis);
+  return immediate ? (fn) => void immediate(fn) : (fn) => void timeout(fn, 0);
+})();
+
+/** Resolves in a later turn of the event loop. */
+function nextTurn(): Promise<void> {
   return new Promise((resolve) => later(resolve));
 }
