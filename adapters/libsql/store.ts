@@ -906,7 +906,8 @@ export class LibsqlStore implements Store<Transaction> {
       } catch (err) {
         if (retryBusy && isBusy(err) && Date.now() < deadline) {
           // Writes hold the lock for well under a millisecond: retry at once a few times, then back off a little.
-          await new Promise((r) => setTimeout(r, attempt < 20 ? 0 : Math.random() * Math.min(20, attempt - 19)));
+          const ms = attempt < 20 ? 0 : Math.random() * Math.min(20, attempt - 19);
+          await new Promise<void>((resolve) => runtimeTimers.after(ms, resolve));
           continue;
         }
         throw toErrandError(err);
@@ -937,18 +938,23 @@ function toErrandError(err: unknown): Error {
 }
 
 /**
- * Runs `fn` in a later turn of the event loop (`setImmediate` where the runtime has it), with the
- * runtime's own function as it was when this module loaded: a test framework that replaces the
- * global timers with fakes afterwards does not stall errand's operations.
+ * The runtime's own timers as they were when this module loaded: a test
+ * framework that replaces the global timers with fakes afterwards does not
+ * stall errand's operations.
  */
-const later: (fn: () => void) => void = (() => {
+const runtimeTimers = (() => {
   const runtime = globalThis as { setImmediate?: (fn: () => void) => unknown };
   const immediate = runtime.setImmediate?.bind(globalThis);
   const timeout = globalThis.setTimeout.bind(globalThis);
-  return immediate ? (fn) => void immediate(fn) : (fn) => void timeout(fn, 0);
+  return {
+    /** Calls `fn` after `ms`. */
+    after: (ms: number, fn: () => void): void => void timeout(fn, ms),
+    /** Calls `fn` in a later turn of the event loop (`setImmediate` where the runtime has it). */
+    later: (fn: () => void): void => void (immediate ? immediate(fn) : timeout(fn, 0)),
+  };
 })();
 
 /** Resolves in a later turn of the event loop. */
 function nextTurn(): Promise<void> {
-  return new Promise((resolve) => later(resolve));
+  return new Promise((resolve) => runtimeTimers.later(resolve));
 }
