@@ -282,8 +282,8 @@ export class PostgresStore implements Store<TransactionSql> {
     // Parameters after the namespace ($1) are numbered as they are used.
     const params: unknown[] = [this.namespace];
     const param = (value: unknown, type = "") => `$${params.push(value)}${type}`;
-    // The rows: ids and payloads as arrays; a column with one value in every row (in a bulk
-    // enqueue, most of them) as one parameter, so neither side handles a thousand copies of it.
+    // The rows: a column with one value in every row (in a bulk enqueue, most of them) goes as one
+    // parameter, so neither side handles a thousand copies of it; the others as arrays.
     const columns: [name: string, type: string, value: (x: JobInsertRow) => unknown][] = [
       ["kind", "text", (x) => x.kind],
       ["version", "int", (x) => x.version],
