@@ -5,7 +5,6 @@
  *
  * @module
  */
-import { monotonicFactory } from "ulid";
 import { Completer } from "./completer.ts";
 import { type ResolveEnv, resolveWaiting } from "./continuations.ts";
 import { parseCron } from "./cron.ts";
@@ -14,6 +13,7 @@ import { buildInsertRow, type EnqueueOptions, type JobEnqueueOptions } from "./e
 import { NotFoundError, StateError, ValidationError } from "./errors.ts";
 import type { Handler } from "./executor.ts";
 import { Heartbeat, liveWorkers } from "./heartbeat.ts";
+import { idFactory } from "./ids.ts";
 import type { JobDefinition, JobDefinitions, PayloadOf } from "./job.ts";
 import { toJobInfo } from "./job_info.ts";
 import { Leadership } from "./leader.ts";
@@ -364,7 +364,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
   readonly #store: Store<TTx>;
   /** The kinds by identity, `name@version`. */
   readonly #kinds = new Map<string, { definition: JobDefinition<unknown>; handler?: Handler<unknown, Ctx, TTx> }>();
-  readonly #newId = monotonicFactory();
+  readonly #newId = idFactory();
   readonly #workerId: string;
   readonly #completer: Completer;
   readonly #leases: LeaseKeeper;
@@ -664,7 +664,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     checkName("schedule id", id);
     checkScheduleOptions(id, options);
     const { timezone, catchUp, sequential, ...jobOptions } = options;
-    const parsed = parseCron(cron, timezone);
+    const parsed = await parseCron(cron, timezone);
     const row = await this.#row(kind, payload, jobOptions, [], sequential ? sequentialPlacement(id) : undefined);
     if (sequential && row.topic !== sequentialPlacement(id).topic) {
       throw new ValidationError(
