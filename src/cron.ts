@@ -5,8 +5,20 @@
  *
  * @module
  */
-import { CronExpressionParser } from "cron-parser";
+import type { CronExpressionParser } from "cron-parser";
 import { ValidationError } from "./errors.ts";
+
+let parser: Promise<typeof CronExpressionParser> | undefined;
+
+/**
+ * cron-parser, loaded at the first cron expression: it and the date library
+ * under it add several megabytes to a process, which one without recurring
+ * jobs (an enqueueing edge function, say) never needs.
+ */
+function cronParser(): Promise<typeof CronExpressionParser> {
+  parser ??= import("cron-parser").then((module) => module.CronExpressionParser);
+  return parser;
+}
 
 /** A checked cron expression in a time zone. */
 export interface CronSchedule {
@@ -24,7 +36,7 @@ export interface CronSchedule {
  * Checks `expression` and `timezone` and returns the schedule.
  * @throws {ValidationError} When either is invalid, saying what is wrong.
  */
-export function parseCron(expression: unknown, timezone: unknown = "UTC"): CronSchedule {
+export async function parseCron(expression: unknown, timezone: unknown = "UTC"): Promise<CronSchedule> {
   if (typeof timezone !== "string" || !isTimeZone(timezone)) {
     throw new ValidationError(
       `Invalid time zone "${String(timezone)}": give an IANA name such as "UTC" or "Europe/Berlin"`,
@@ -40,7 +52,8 @@ export function parseCron(expression: unknown, timezone: unknown = "UTC"): CronS
       `Invalid cron expression "${expression}": it has ${fields} field(s); give 5 (minute hour day month weekday) or 6 (with seconds first)`,
     );
   }
-  const iterate = (currentDate: number) => CronExpressionParser.parse(trimmed, { currentDate, tz: timezone });
+  const cron = await cronParser();
+  const iterate = (currentDate: number) => cron.parse(trimmed, { currentDate, tz: timezone });
   try {
     iterate(0).next();
   } catch (err) {

@@ -171,7 +171,7 @@ export class Schedules {
     const fingerprint = await fingerprintOf(definition);
     const previous = await store.scheduleGet(definition.id);
     if (previous?.fingerprint === fingerprint) return null;
-    const nextRunAt = parseCron(definition.cron, definition.timezone).next(now);
+    const nextRunAt = (await parseCron(definition.cron, definition.timezone)).next(now);
     const record: ScheduleRecord = {
       ...definition,
       fingerprint,
@@ -253,7 +253,7 @@ export class Schedules {
   /** Enqueues the due occurrences of one schedule and advances it; returns its next occurrence. */
   async #fire(schedule: ScheduleRecord, now: number): Promise<number> {
     const { store, logger } = this.#env;
-    const cron = parseCron(schedule.cron, schedule.timezone);
+    const cron = await parseCron(schedule.cron, schedule.timezone);
     const due = cron.latest(schedule.nextRunAt, now, schedule.catchUp);
     // `nextRunAt` is an occurrence, so `due` holds at least it; should a cron library update disagree, fire it anyway.
     if (due.length === 0) due.push(schedule.nextRunAt);
