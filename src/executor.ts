@@ -222,7 +222,10 @@ async function run<TTx>(
     attempt: claim.attempt,
     maxAttempts: claim.maxAttempts,
     createdAt: new Date(claim.createdAt),
-    signal: controller.signal,
+    // Made at first use: most handlers never read it, and each signal is an event target with its own listener map.
+    get signal() {
+      return controller.signal;
+    },
     context: env.context,
     complete: async (tx) => {
       await env.store.jobFinishMany({ finishes: [completedFinish(claim, env.clock.now(), note)], tx });

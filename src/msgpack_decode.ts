@@ -22,64 +22,113 @@ const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 /** Decodes one MessagePack value that must span all of `bytes`. */
 export function decodeMsgpack(bytes: Uint8Array, maxDepth: number): unknown {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  let pos = 0;
+  return new Reader(bytes, maxDepth).document();
+}
 
-  const need = (n: number) => {
-    if (pos + n > bytes.byteLength) throw new MsgpackDecodeError("Unexpected end of data", pos);
-  };
-  const u8 = () => (need(1), bytes[pos++]);
-  const u16 = () => (need(2), pos += 2, view.getUint16(pos - 2));
-  const u32 = () => (need(4), pos += 4, view.getUint32(pos - 4));
-  const take = (n: number) => (need(n), pos += n, bytes.subarray(pos - n, pos));
-  const text = (n: number) => {
-    const raw = take(n);
+/**
+ * The decoding of one payload: a cursor over its bytes. One object per
+ * payload, its methods shared (a worker decodes every payload it runs).
+ */
+class Reader {
+  readonly #bytes: Uint8Array;
+  readonly #view: DataView;
+  readonly #maxDepth: number;
+  #pos = 0;
+
+  constructor(bytes: Uint8Array, maxDepth: number) {
+    this.#bytes = bytes;
+    this.#view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    this.#maxDepth = maxDepth;
+  }
+
+  /** The one value that spans all the bytes. */
+  document(): unknown {
+    const result = this.#value(0);
+    if (this.#pos !== this.#bytes.byteLength) throw new MsgpackDecodeError("Trailing bytes after the value", this.#pos);
+    return result;
+  }
+
+  /** Moves past the next `n` bytes, returning the offset of the first. */
+  #advance(n: number): number {
+    const at = this.#pos;
+    if (at + n > this.#bytes.byteLength) throw new MsgpackDecodeError("Unexpected end of data", at);
+    this.#pos = at + n;
+    return at;
+  }
+
+  #u8(): number {
+    return this.#bytes[this.#advance(1)];
+  }
+
+  #u16(): number {
+    return this.#view.getUint16(this.#advance(2));
+  }
+
+  #u32(): number {
+    return this.#view.getUint32(this.#advance(4));
+  }
+
+  #take(n: number): Uint8Array {
+    const at = this.#advance(n);
+    return this.#bytes.subarray(at, at + n);
+  }
+
+  #text(n: number): string {
+    const at = this.#pos;
+    const raw = this.#take(n);
     try {
       return utf8.decode(raw);
     } catch {
-      throw new MsgpackDecodeError("Invalid UTF-8 in a string", pos - n);
+      throw new MsgpackDecodeError("Invalid UTF-8 in a string", at);
     }
-  };
-  // A copy as a plain Uint8Array (never a view into, or a Buffer like, the row's bytes).
-  const bin = (n: number) => new Uint8Array(take(n));
-  const int64 = (signed: boolean) => {
-    need(8);
-    const big = signed ? view.getBigInt64(pos) : view.getBigUint64(pos);
-    pos += 8;
-    return big >= BigInt(Number.MIN_SAFE_INTEGER) && big <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(big) : big;
-  };
+  }
 
-  const array = (n: number, depth: number) => {
+  /** A copy as a plain Uint8Array (never a view into, or a Buffer like, the row's bytes). */
+  #bin(n: number): Uint8Array {
+    return new Uint8Array(this.#take(n));
+  }
+
+  #int64(signed: boolean): number | bigint {
+    const at = this.#advance(8);
+    const big = signed ? this.#view.getBigInt64(at) : this.#view.getBigUint64(at);
+    return big >= BigInt(Number.MIN_SAFE_INTEGER) && big <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(big) : big;
+  }
+
+  #array(n: number, depth: number): unknown[] {
     const out: unknown[] = [];
-    for (let i = 0; i < n; i++) out.push(value(depth));
+    for (let i = 0; i < n; i++) out.push(this.#value(depth));
     return out;
-  };
-  const map = (n: number, depth: number) => {
+  }
+
+  #map(n: number, depth: number): Record<string, unknown> {
     const out: Record<string, unknown> = {};
     for (let i = 0; i < n; i++) {
-      const key = value(depth);
+      const key = this.#value(depth);
       if (typeof key !== "string" && typeof key !== "number") {
-        throw new MsgpackDecodeError("A map key is not a string or number", pos);
+        throw new MsgpackDecodeError("A map key is not a string or number", this.#pos);
       }
-      // defineProperty keeps "__proto__" an own data property instead of a prototype change.
-      Object.defineProperty(out, String(key), {
-        value: value(depth),
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      });
+      const name = String(key);
+      const value = this.#value(depth);
+      // Assigning "__proto__" would change the prototype: defineProperty keeps it an own data property.
+      if (name === "__proto__") {
+        Object.defineProperty(out, name, { value, enumerable: true, writable: true, configurable: true });
+      } else {
+        out[name] = value;
+      }
     }
     return out;
-  };
-  const extension = (size: number) => {
-    need(1);
-    const type = view.getInt8(pos++);
-    const data = take(size);
+  }
+
+  #extension(size: number): unknown {
+    const at = this.#advance(1);
+    const type = this.#view.getInt8(at);
+    const data = this.#take(size);
     if (type === 0 && size === 1) return undefined; // msgpackr's encoding of `undefined`
-    if (type === -1) return timestamp(data);
-    throw new MsgpackDecodeError(`Unsupported extension type ${type}`, pos - size - 1);
-  };
-  const timestamp = (data: Uint8Array) => {
+    if (type === -1) return this.#timestamp(data);
+    throw new MsgpackDecodeError(`Unsupported extension type ${type}`, at);
+  }
+
+  #timestamp(data: Uint8Array): Date {
     const d = new DataView(data.buffer, data.byteOffset, data.byteLength);
     if (data.byteLength === 4) return new Date(d.getUint32(0) * 1000);
     if (data.byteLength === 8) {
@@ -89,17 +138,18 @@ export function decodeMsgpack(bytes: Uint8Array, maxDepth: number): unknown {
       return new Date(seconds * 1000 + nanos / 1e6);
     }
     if (data.byteLength === 12) return new Date(Number(d.getBigInt64(4)) * 1000 + d.getUint32(0) / 1e6);
-    throw new MsgpackDecodeError("Invalid timestamp length", pos);
-  };
+    throw new MsgpackDecodeError("Invalid timestamp length", this.#pos);
+  }
 
-  const value = (depth: number): unknown => {
-    if (depth > maxDepth) throw new MsgpackDecodeError(`Nesting deeper than ${maxDepth}`, pos);
-    const b = u8();
+  #value(depth: number): unknown {
+    if (depth > this.#maxDepth) throw new MsgpackDecodeError(`Nesting deeper than ${this.#maxDepth}`, this.#pos);
+    const b = this.#u8();
     if (b <= 0x7f) return b;
     if (b >= 0xe0) return b - 0x100;
-    if ((b & 0xe0) === 0xa0) return text(b & 0x1f);
-    if ((b & 0xf0) === 0x90) return array(b & 0x0f, depth + 1);
-    if ((b & 0xf0) === 0x80) return map(b & 0x0f, depth + 1);
+    if ((b & 0xe0) === 0xa0) return this.#text(b & 0x1f);
+    if ((b & 0xf0) === 0x90) return this.#array(b & 0x0f, depth + 1);
+    if ((b & 0xf0) === 0x80) return this.#map(b & 0x0f, depth + 1);
+    const view = this.#view;
     switch (b) {
       case 0xc0:
         return null;
@@ -108,67 +158,63 @@ export function decodeMsgpack(bytes: Uint8Array, maxDepth: number): unknown {
       case 0xc3:
         return true;
       case 0xc4:
-        return bin(u8());
+        return this.#bin(this.#u8());
       case 0xc5:
-        return bin(u16());
+        return this.#bin(this.#u16());
       case 0xc6:
-        return bin(u32());
+        return this.#bin(this.#u32());
       case 0xc7:
-        return extension(u8());
+        return this.#extension(this.#u8());
       case 0xc8:
-        return extension(u16());
+        return this.#extension(this.#u16());
       case 0xc9:
-        return extension(u32());
+        return this.#extension(this.#u32());
       case 0xca:
-        return need(4), pos += 4, view.getFloat32(pos - 4);
+        return view.getFloat32(this.#advance(4));
       case 0xcb:
-        return need(8), pos += 8, view.getFloat64(pos - 8);
+        return view.getFloat64(this.#advance(8));
       case 0xcc:
-        return u8();
+        return this.#u8();
       case 0xcd:
-        return u16();
+        return this.#u16();
       case 0xce:
-        return u32();
+        return this.#u32();
       case 0xcf:
-        return int64(false);
+        return this.#int64(false);
       case 0xd0:
-        return need(1), view.getInt8(pos++);
+        return view.getInt8(this.#advance(1));
       case 0xd1:
-        return need(2), pos += 2, view.getInt16(pos - 2);
+        return view.getInt16(this.#advance(2));
       case 0xd2:
-        return need(4), pos += 4, view.getInt32(pos - 4);
+        return view.getInt32(this.#advance(4));
       case 0xd3:
-        return int64(true);
+        return this.#int64(true);
       case 0xd4:
-        return extension(1);
+        return this.#extension(1);
       case 0xd5:
-        return extension(2);
+        return this.#extension(2);
       case 0xd6:
-        return extension(4);
+        return this.#extension(4);
       case 0xd7:
-        return extension(8);
+        return this.#extension(8);
       case 0xd8:
-        return extension(16);
+        return this.#extension(16);
       case 0xd9:
-        return text(u8());
+        return this.#text(this.#u8());
       case 0xda:
-        return text(u16());
+        return this.#text(this.#u16());
       case 0xdb:
-        return text(u32());
+        return this.#text(this.#u32());
       case 0xdc:
-        return array(u16(), depth + 1);
+        return this.#array(this.#u16(), depth + 1);
       case 0xdd:
-        return array(u32(), depth + 1);
+        return this.#array(this.#u32(), depth + 1);
       case 0xde:
-        return map(u16(), depth + 1);
+        return this.#map(this.#u16(), depth + 1);
       case 0xdf:
-        return map(u32(), depth + 1);
+        return this.#map(this.#u32(), depth + 1);
       default:
-        throw new MsgpackDecodeError(`Invalid type byte 0x${b.toString(16)}`, pos - 1);
+        throw new MsgpackDecodeError(`Invalid type byte 0x${b.toString(16)}`, this.#pos - 1);
     }
-  };
-
-  const result = value(0);
-  if (pos !== bytes.byteLength) throw new MsgpackDecodeError("Trailing bytes after the value", pos);
-  return result;
+  }
 }
