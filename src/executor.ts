@@ -138,6 +138,84 @@ export interface Execution {
   readonly saved: Promise<void>;
 }
 
+/** What the handler decided through its `job`, read when it returns. */
+interface RunDecision {
+  decision: Decision | undefined;
+  note: string | undefined;
+}
+
+/**
+ * The handler's `job`. Its methods are own functions, so a handler may
+ * destructure them. `signal` is a getter on the prototype, so the AbortSignal
+ * (an event target with its own listener map) is made only for handlers that
+ * read it. A getter in a per-run object literal would give every run its own
+ * hidden class; V8 keeps those in the old generation, pointing at the run, so
+ * every finished run would survive young-generation collections.
+ */
+class RunContext<TTx> implements JobContext<unknown, TTx, JobDefinitions> {
+  readonly id: string;
+  readonly kind: string;
+  readonly version: number;
+  readonly queue: string;
+  readonly attempt: number;
+  readonly maxAttempts: number;
+  readonly createdAt: Date;
+  readonly traceId: string | undefined;
+  readonly spanId: string | undefined;
+  readonly context: unknown;
+  readonly complete: (tx: TTx) => Promise<void>;
+  readonly snooze: (delay: Duration) => void;
+  readonly discard: (reason: string) => void;
+  readonly retryIn: (delay: Duration) => void;
+  readonly explain: (message: string) => void;
+  readonly enqueue: Enqueuer<JobDefinitions, TTx>["enqueue"];
+  readonly enqueueAfter: Enqueuer<JobDefinitions, TTx>["enqueueAfter"];
+  readonly #controller: AbortController;
+
+  constructor(
+    claim: ClaimedJob,
+    env: ExecutorEnv<TTx>,
+    controller: AbortController,
+    span: RunSpan,
+    decided: RunDecision,
+  ) {
+    this.id = claim.id;
+    this.kind = claim.kind;
+    this.version = claim.version;
+    this.queue = claim.queue;
+    this.attempt = claim.attempt;
+    this.maxAttempts = claim.maxAttempts;
+    this.createdAt = new Date(claim.createdAt);
+    this.traceId = span.traceId;
+    this.spanId = span.spanId;
+    this.context = env.context;
+    this.#controller = controller;
+    const decide = (next: Decision) => {
+      if (decided.decision) {
+        throw new StateError(
+          `job.${next.type}() was called after job.${decided.decision.type}(); decide once per run`,
+        );
+      }
+      decided.decision = next;
+    };
+    this.complete = async (tx) => {
+      await env.store.jobFinishMany({ finishes: [completedFinish(claim, env.clock.now(), decided.note)], tx });
+    };
+    this.snooze = (delay) => decide({ type: "snooze", delayMs: parseDuration(delay, "snooze") });
+    this.discard = (reason) => decide({ type: "discard", reason: checkText("discard", reason) });
+    this.retryIn = (delay) => decide({ type: "retryIn", delayMs: parseDuration(delay, "retryIn") });
+    this.explain = (message) => void (decided.note = checkText("explain", message));
+    this.enqueue = (kind, payload, options) => env.enqueue(undefined, kind, payload, options, undefined, span.carrier);
+    this.enqueueAfter = (parents, kind, payload, options) =>
+      env.enqueue(parents, kind, payload, options, claim, span.carrier);
+  }
+
+  /** Aborts on timeout, on a lost lease and when shutdown's drain time is up. */
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+}
+
 /** What a run hands on when it ends: the outcome's pending write. */
 interface HandedOff {
   readonly saved: Promise<void>;
@@ -205,41 +283,9 @@ async function run<TTx>(
     settle({ type: "error", error });
     controller.abort(error);
   }, timeoutMs);
-  let decision: Decision | undefined;
-  let note: string | undefined;
-  const decide = (next: Decision) => {
-    if (decision) {
-      throw new StateError(`job.${next.type}() was called after job.${decision.type}(); decide once per run`);
-    }
-    decision = next;
-  };
   const span = env.startSpan(claim);
-  const jobContext: JobContext<unknown, TTx, JobDefinitions> = {
-    id: claim.id,
-    kind: claim.kind,
-    version: claim.version,
-    queue: claim.queue,
-    attempt: claim.attempt,
-    maxAttempts: claim.maxAttempts,
-    createdAt: new Date(claim.createdAt),
-    // Made at first use: most handlers never read it, and each signal is an event target with its own listener map.
-    get signal() {
-      return controller.signal;
-    },
-    context: env.context,
-    complete: async (tx) => {
-      await env.store.jobFinishMany({ finishes: [completedFinish(claim, env.clock.now(), note)], tx });
-    },
-    snooze: (delay) => decide({ type: "snooze", delayMs: parseDuration(delay, "snooze") }),
-    discard: (reason) => decide({ type: "discard", reason: checkText("discard", reason) }),
-    retryIn: (delay) => decide({ type: "retryIn", delayMs: parseDuration(delay, "retryIn") }),
-    explain: (message) => void (note = checkText("explain", message)),
-    enqueue: (kind, payload, options) => env.enqueue(undefined, kind, payload, options, undefined, span.carrier),
-    enqueueAfter: (parents, kind, payload, options) =>
-      env.enqueue(parents, kind, payload, options, claim, span.carrier),
-    traceId: span.traceId,
-    spanId: span.spanId,
-  };
+  const decided: RunDecision = { decision: undefined, note: undefined };
+  const jobContext = new RunContext(claim, env, controller, span, decided);
   Promise.resolve()
     .then(() => span.wrap(() => kind.handler(payload, jobContext)))
     .then(() => settle({ type: "ok" }), (error) => settle({ type: "error", error }));
@@ -254,7 +300,7 @@ async function run<TTx>(
     span.end(end.type, null);
     return { saved: Promise.resolve() };
   }
-  const finish = finishOf(claim, end, decision, note, kind.retry, now);
+  const finish = finishOf(claim, end, decided.decision, decided.note, kind.retry, now);
   span.end(outcomeOf(finish), finish.run?.error ?? null);
   return { saved: env.finish(finish, claim) };
 }

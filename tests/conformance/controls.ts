@@ -76,6 +76,35 @@ export function controlCases(kind: StoreKind<unknown>): void {
         assert.deepEqual(failed.runs[0].error, { name: "Discarded", message: "the card was deleted" });
       }));
 
+    it("a handler may destructure job: its methods and signal work apart from the object", () =>
+      withDatabase(kind, async (db, track) => {
+        const jobs = defineJobs({ charge: job<{ n: number }>({ attempts: 10 }) });
+        let seen: { id: string; signal: AbortSignal } | undefined;
+        const { errand } = errandOn(db, {
+          jobs,
+          handlers: {
+            charge: (_p, { id, signal, explain, discard }) => {
+              seen = { id, signal };
+              explain("checked the card");
+              discard("the card was deleted");
+            },
+          },
+        });
+        track(errand);
+        await errand.start();
+        const { id } = await errand.enqueue("charge", { n: 1 });
+        const failed = await eventually(async () => {
+          const j = await errand.get(id);
+          return j?.state === "failed" && j;
+        }, "discard");
+        assert.equal(seen?.id, id);
+        assert.ok(seen?.signal instanceof AbortSignal);
+        assert.equal(seen?.signal.aborted, false);
+        assert.equal(failed.runs[0].outcome, "discarded");
+        assert.equal(failed.runs[0].note, "checked the card");
+        assert.deepEqual(failed.runs[0].error, { name: "Discarded", message: "the card was deleted" });
+      }));
+
     it("job.retryIn(d) retries after d whatever the policy says, and counts the attempt", () =>
       withDatabase(kind, async (db, track) => {
         const jobs = defineJobs({ sync: job<{ n: number }>({ attempts: 2, retry: backoff.none }) });
