@@ -148,28 +148,33 @@ interface RunDecision {
  * The handler's `job`. Its methods are own functions, so a handler may
  * destructure them. `signal` is a getter on the prototype, so the AbortSignal
  * (an event target with its own listener map) is made only for handlers that
- * read it. A getter in a per-run object literal would give every run its own
- * hidden class; V8 keeps those in the old generation, pointing at the run, so
- * every finished run would survive young-generation collections.
+ * read it.
+ *
+ * Shaped for V8's garbage collector, as measured in a 20,000-job libSQL drain:
+ * a getter in a per-run object literal gave every run its own hidden class,
+ * and fields assigned one by one in the constructor got the class's allocation
+ * site pretenured. Either way the contexts sat in the old generation pointing
+ * at their runs, so every finished run survived young-generation collections
+ * (17 to 52 MB promoted; with one `Object.assign`, 0.4 MB).
  */
 class RunContext<TTx> implements JobContext<unknown, TTx, JobDefinitions> {
-  readonly id: string;
-  readonly kind: string;
-  readonly version: number;
-  readonly queue: string;
-  readonly attempt: number;
-  readonly maxAttempts: number;
-  readonly createdAt: Date;
-  readonly traceId: string | undefined;
-  readonly spanId: string | undefined;
-  readonly context: unknown;
-  readonly complete: (tx: TTx) => Promise<void>;
-  readonly snooze: (delay: Duration) => void;
-  readonly discard: (reason: string) => void;
-  readonly retryIn: (delay: Duration) => void;
-  readonly explain: (message: string) => void;
-  readonly enqueue: Enqueuer<JobDefinitions, TTx>["enqueue"];
-  readonly enqueueAfter: Enqueuer<JobDefinitions, TTx>["enqueueAfter"];
+  declare readonly id: string;
+  declare readonly kind: string;
+  declare readonly version: number;
+  declare readonly queue: string;
+  declare readonly attempt: number;
+  declare readonly maxAttempts: number;
+  declare readonly createdAt: Date;
+  declare readonly traceId: string | undefined;
+  declare readonly spanId: string | undefined;
+  declare readonly context: unknown;
+  declare readonly complete: (tx: TTx) => Promise<void>;
+  declare readonly snooze: (delay: Duration) => void;
+  declare readonly discard: (reason: string) => void;
+  declare readonly retryIn: (delay: Duration) => void;
+  declare readonly explain: (message: string) => void;
+  declare readonly enqueue: Enqueuer<JobDefinitions, TTx>["enqueue"];
+  declare readonly enqueueAfter: Enqueuer<JobDefinitions, TTx>["enqueueAfter"];
   readonly #controller: AbortController;
 
   constructor(
@@ -179,16 +184,6 @@ class RunContext<TTx> implements JobContext<unknown, TTx, JobDefinitions> {
     span: RunSpan,
     decided: RunDecision,
   ) {
-    this.id = claim.id;
-    this.kind = claim.kind;
-    this.version = claim.version;
-    this.queue = claim.queue;
-    this.attempt = claim.attempt;
-    this.maxAttempts = claim.maxAttempts;
-    this.createdAt = new Date(claim.createdAt);
-    this.traceId = span.traceId;
-    this.spanId = span.spanId;
-    this.context = env.context;
     this.#controller = controller;
     const decide = (next: Decision) => {
       if (decided.decision) {
@@ -198,16 +193,33 @@ class RunContext<TTx> implements JobContext<unknown, TTx, JobDefinitions> {
       }
       decided.decision = next;
     };
-    this.complete = async (tx) => {
-      await env.store.jobFinishMany({ finishes: [completedFinish(claim, env.clock.now(), decided.note)], tx });
-    };
-    this.snooze = (delay) => decide({ type: "snooze", delayMs: parseDuration(delay, "snooze") });
-    this.discard = (reason) => decide({ type: "discard", reason: checkText("discard", reason) });
-    this.retryIn = (delay) => decide({ type: "retryIn", delayMs: parseDuration(delay, "retryIn") });
-    this.explain = (message) => void (decided.note = checkText("explain", message));
-    this.enqueue = (kind, payload, options) => env.enqueue(undefined, kind, payload, options, undefined, span.carrier);
-    this.enqueueAfter = (parents, kind, payload, options) =>
-      env.enqueue(parents, kind, payload, options, claim, span.carrier);
+    Object.assign(this, {
+      id: claim.id,
+      kind: claim.kind,
+      version: claim.version,
+      queue: claim.queue,
+      attempt: claim.attempt,
+      maxAttempts: claim.maxAttempts,
+      createdAt: new Date(claim.createdAt),
+      traceId: span.traceId,
+      spanId: span.spanId,
+      context: env.context,
+      complete: async (tx: TTx) => {
+        await env.store.jobFinishMany({ finishes: [completedFinish(claim, env.clock.now(), decided.note)], tx });
+      },
+      snooze: (delay: Duration) => decide({ type: "snooze", delayMs: parseDuration(delay, "snooze") }),
+      discard: (reason: string) => decide({ type: "discard", reason: checkText("discard", reason) }),
+      retryIn: (delay: Duration) => decide({ type: "retryIn", delayMs: parseDuration(delay, "retryIn") }),
+      explain: (message: string) => void (decided.note = checkText("explain", message)),
+      enqueue: (kind: string, payload: unknown, options?: EnqueueOptions<TTx>) =>
+        env.enqueue(undefined, kind, payload, options, undefined, span.carrier),
+      enqueueAfter: (
+        parents: string | readonly string[],
+        kind: string,
+        payload: unknown,
+        options?: EnqueueOptions<TTx>,
+      ) => env.enqueue(parents, kind, payload, options, claim, span.carrier),
+    });
   }
 
   /** Aborts on timeout, on a lost lease and when shutdown's drain time is up. */
