@@ -133,11 +133,14 @@ export class Tracing {
       },
     }, api.ROOT_CONTEXT);
     const context = span.spanContext();
+    // Without an OpenTelemetry SDK the API hands out spans that record nothing and carry no trace:
+    // nothing to make active or end.
+    if (!api.isSpanContextValid(context)) return NO_SPAN;
     const active = api.trace.setSpan(api.ROOT_CONTEXT, span);
     return {
       traceId: context.traceId,
       spanId: context.spanId,
-      carrier: api.isSpanContextValid(context) ? carrierOf(context) : null,
+      carrier: carrierOf(context),
       wrap: (fn) => api.context.with(active, fn),
       end: (outcome, error) => {
         span.setAttribute("errand.job.outcome", outcome);

@@ -4,7 +4,7 @@
  * `process <queue>` in a trace of its own linked to the enqueuer, with the
  * documented attributes, and a job enqueued by a running job links to that
  * run. The application registers the provider and a context manager, as it
- * would in production.
+ * would in production. Before it does, the API alone traces nothing.
  */
 import assert from "node:assert/strict";
 import { AsyncLocalStorage } from "node:async_hooks";
@@ -45,6 +45,20 @@ const jobs = defineJobs({
   receipt: job<{ n: number }>(),
   broken: job<null>({ attempts: 1 }),
   slow: job<null>({ attempts: 1, timeout: "1s" }),
+});
+
+describe("OpenTelemetry API without an SDK", () => {
+  it("runs jobs without a trace: job.traceId and job.spanId are undefined", async () => {
+    let seen: { traceId?: string; spanId?: string } | undefined;
+    const { errand } = manualErrand({
+      jobs,
+      handlers: { receipt: (_p, job) => void (seen = { traceId: job.traceId, spanId: job.spanId }) },
+    });
+    await errand.enqueue("receipt", { n: 1 });
+    const { ran } = await errand.step();
+    assert.deepEqual(ran.map((r) => r.outcome), ["completed"]);
+    assert.deepEqual(seen, { traceId: undefined, spanId: undefined });
+  });
 });
 
 describe("OpenTelemetry traces", () => {
