@@ -109,8 +109,9 @@ class Reader {
       }
       const name = String(key);
       const value = this.#value(depth);
-      // Assigning "__proto__" would change the prototype: defineProperty keeps it an own data property.
-      if (name === "__proto__") {
+      // Keys the prototype has are defined, not assigned: assigning "__proto__" would change the
+      // prototype, and a frozen prototype makes "toString" and the like read-only.
+      if (Object.hasOwn(Object.prototype, name)) {
         Object.defineProperty(out, name, { value, enumerable: true, writable: true, configurable: true });
       } else {
         out[name] = value;

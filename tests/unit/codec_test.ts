@@ -33,6 +33,12 @@ describe("codec", () => {
     assert.equal(({} as Record<string, unknown>).polluted, undefined);
   });
 
+  it("decodes keys the prototype has as own properties", () => {
+    const out = roundTrip({ toString: "a", hasOwnProperty: 1, valueOf: null }) as Record<string, unknown>;
+    assert.deepEqual(Object.keys(out), ["toString", "hasOwnProperty", "valueOf"]);
+    assert.equal(out.toString, "a");
+  });
+
   it("refuses extension types, bad bytes and deep nesting", () => {
     const cases: [number[] | Uint8Array, RegExp][] = [
       [[0xd4, 0x01, 0x00], /Unsupported extension type 1/],
