@@ -7,11 +7,11 @@
  * `ERRAND_SQLITE_SYNCHRONOUS=normal` runs libSQL with `synchronous: "normal"`.
  * Each line says exactly which options were set, in `settings`.
  */
-import { mkdirSync, rmSync } from "node:fs";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { createErrand, defineJobs, type Errand, job, type Store } from "../mod.ts";
 import {
+  benchMain,
   CFG,
   drainTracker,
   latencyProbe,
@@ -19,16 +19,13 @@ import {
   now,
   payload,
   rate,
-  runChild,
-  runOrchestrator,
+  removeSqliteFiles,
+  type StoreName,
   type Subject,
   timeSequential,
   waitUntil,
-  type Workload,
-  WORKLOADS,
 } from "./harness.ts";
 
-type StoreName = "libsql" | "postgres";
 const jobs = defineJobs({ bench: job<{ i: number; s: string }>() });
 const version = process.env.npm_package_version ?? "dev";
 const silent = {
@@ -70,10 +67,6 @@ async function pgAdmin(statement: string): Promise<void> {
   }
 }
 
-function removeSqlite(): void {
-  for (const suffix of ["", "-wal", "-shm", "-journal"]) rmSync(SQLITE_FILE + suffix, { force: true });
-}
-
 async function openBench(name: StoreName): Promise<Bench> {
   if (name === "postgres") {
     await pgAdmin(`DROP DATABASE IF EXISTS ${PG_DB} WITH (FORCE)`);
@@ -89,8 +82,7 @@ async function openBench(name: StoreName): Promise<Bench> {
       close: () => sql.end({ timeout: 5 }),
     };
   }
-  mkdirSync(CFG.sqliteDir, { recursive: true });
-  removeSqlite();
+  removeSqliteFiles(SQLITE_FILE);
   const [{ createClient }, { libsqlStore }] = await Promise.all([
     import("@libsql/client"),
     import("../adapters/libsql/mod.ts"),
@@ -225,30 +217,9 @@ function subject(name: StoreName): Subject {
       await errand?.shutdown({ drain: "5s" });
       await bench?.close();
       if (name === "postgres") await pgAdmin(`DROP DATABASE IF EXISTS ${PG_DB} WITH (FORCE)`);
-      else removeSqlite();
+      else removeSqliteFiles(SQLITE_FILE);
     },
   };
 }
 
-const args = process.argv.slice(2);
-const childAt = args.indexOf("--child");
-if (childAt >= 0) {
-  const workload = args[childAt + 1] as Workload;
-  const store = args[childAt + 2] as StoreName;
-  process.exit(await runChild(subject(store), workload));
-} else {
-  const stores = (["libsql", "postgres"] as const).filter((s) =>
-    !args.some((a) => a === "libsql" || a === "postgres") || args.includes(s)
-  );
-  const only = args.filter((a) => (WORKLOADS as readonly string[]).includes(a)) as Workload[];
-  let failures = 0;
-  for (const store of stores) {
-    failures += await runOrchestrator(
-      fileURLToPath(import.meta.url),
-      [store],
-      `errand-${store}`,
-      only.length ? only : WORKLOADS,
-    );
-  }
-  process.exit(failures ? 1 : 0);
-}
+await benchMain(fileURLToPath(import.meta.url), "errand", subject);

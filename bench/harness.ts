@@ -5,6 +5,7 @@
  * 100 ms, nearest-rank percentiles, a fixed-seed idle gap for latency.
  */
 import { spawn } from "node:child_process";
+import { mkdirSync, rmSync } from "node:fs";
 import process from "node:process";
 
 function envInt(name: string, fallback: number): number {
@@ -29,6 +30,12 @@ export const CFG = {
   pgBaseUrl: process.env.PG_URL || "postgres://root@127.0.0.1:5432/test",
   sqliteDir: process.env.SQLITE_DIR || "/tmp/queue-bench",
 };
+
+/** Deletes the SQLite database `file` (in `CFG.sqliteDir`, made if missing) and its journal files. */
+export function removeSqliteFiles(file: string): void {
+  mkdirSync(CFG.sqliteDir, { recursive: true });
+  for (const suffix of ["", "-wal", "-shm", "-journal"]) rmSync(file + suffix, { force: true });
+}
 
 /** The workloads, in the order they run. */
 export const WORKLOADS = ["enqueue_single", "enqueue_batch", "drain", "latency"] as const;
@@ -160,7 +167,7 @@ const sampleRss = () => {
 };
 
 /** Runs one workload in this process and prints its JSON line. */
-export async function runChild(subject: Subject, workload: Workload): Promise<number> {
+async function runChild(subject: Subject, workload: Workload): Promise<number> {
   const base = { peer: subject.peer, version: subject.version, workload, ts: new Date().toISOString() };
   sampleRss();
   const rssTimer = setInterval(sampleRss, 100);
@@ -195,7 +202,7 @@ export async function runChild(subject: Subject, workload: Workload): Promise<nu
 }
 
 /** Runs each workload in a child process (`<script> --child <workload> <args>`) and forwards its line. */
-export async function runOrchestrator(
+async function runOrchestrator(
   script: string,
   childArgs: string[],
   peer: string,
@@ -229,4 +236,34 @@ export async function runOrchestrator(
     }
   }
   return failures;
+}
+
+/** The stores a bench script measures. */
+export type StoreName = "libsql" | "postgres";
+
+/**
+ * The entry of a bench script. With `--child <workload> <store>` it runs that
+ * workload of `subject(store)` in this process; otherwise it runs each store
+ * (or those named in the arguments) and each workload (or those named), every
+ * workload in a child process of `script`, and exits 1 if any failed.
+ */
+export async function benchMain(
+  script: string,
+  peerPrefix: string,
+  subject: (store: StoreName) => Subject,
+): Promise<never> {
+  const args = process.argv.slice(2);
+  const childAt = args.indexOf("--child");
+  if (childAt >= 0) {
+    process.exit(await runChild(subject(args[childAt + 2] as StoreName), args[childAt + 1] as Workload));
+  }
+  const stores = (["libsql", "postgres"] as const).filter((s) =>
+    !args.some((a) => a === "libsql" || a === "postgres") || args.includes(s)
+  );
+  const only = args.filter((a) => (WORKLOADS as readonly string[]).includes(a)) as Workload[];
+  let failures = 0;
+  for (const store of stores) {
+    failures += await runOrchestrator(script, [store], `${peerPrefix}-${store}`, only.length ? only : WORKLOADS);
+  }
+  process.exit(failures ? 1 : 0);
 }
