@@ -26,7 +26,7 @@
  *
  * @module
  */
-import type { Client, InStatement, ResultSet, Transaction } from "@libsql/client";
+import type { Client, InStatement, InValue, ResultSet, Transaction } from "@libsql/client";
 import { ErrandError, SchemaVersionError, StoreError, StoreUnavailableError } from "../../src/errors.ts";
 import { toHex } from "../../src/hex.ts";
 import type {
@@ -37,6 +37,7 @@ import type {
   InsertClaim,
   JobClaimParams,
   JobCount,
+  JobFinish,
   JobFinishParams,
   JobInsertParams,
   JobInsertResult,
@@ -239,32 +240,48 @@ export class LibsqlStore implements Store<Transaction> {
 
   async jobFinishMany(p: JobFinishParams<Transaction>): Promise<FinishedJob[]> {
     if (p.finishes.length === 0) return [];
-    const items = p.finishes.map((f) => ({
-      id: f.id,
-      fence: f.fence,
-      state: f.state,
-      at: f.at,
-      runAt: f.runAt ?? null,
-      run: f.run ?? null,
-      uncount: f.uncountAttempt ? 1 : 0,
-      expiredBefore: f.leaseExpiredBefore ?? null,
-    }));
+    // Each item is a JSON array of its id, its fence and the fields that differ between items; a
+    // field with one value in every item (in a busy worker's batch, all of them) is one parameter,
+    // and one that is absent from every item leaves its column or condition out. SQLite then
+    // reads two array elements per row instead of eight object keys.
+    const items = p.finishes.map((f): unknown[] => [f.id, f.fence]);
+    const args: InValue[] = [null, this.namespace];
+    const field = (value: (f: JobFinish) => string | number | null): { sql: string; absent: boolean } => {
+      const first = value(p.finishes[0]);
+      if (p.finishes.every((f) => value(f) === first)) {
+        return { sql: `?${args.push(first)}`, absent: first === null };
+      }
+      p.finishes.forEach((f, i) => items[i].push(value(f)));
+      return { sql: `f.value ->> ${items[0].length - 1}`, absent: false };
+    };
+    const state = field((f) => f.state);
+    const at = field((f) => f.at);
+    const runAt = field((f) => f.runAt ?? null);
+    const run = field((f) => f.run ? JSON.stringify(f.run) : null);
+    const uncount = field((f) => f.uncountAttempt ? 1 : null);
+    const expiredBefore = field((f) => f.leaseExpiredBefore ?? null);
+    args[0] = JSON.stringify(items);
+    const set = [
+      `state = ${state.sql}`,
+      `finished_at = CASE WHEN ${state.sql} IN ('completed', 'failed') THEN ${at.sql} END`,
+      "lease_until = NULL",
+      "worker_id = NULL",
+      ...runAt.absent ? [] : [`run_at = coalesce(${runAt.sql}, j.run_at)`],
+      ...uncount.absent ? [] : [`attempt = j.attempt - coalesce(${uncount.sql}, 0)`],
+      ...run.absent
+        ? []
+        : [`runs = CASE WHEN ${run.sql} IS NULL THEN j.runs ELSE json_insert(j.runs, '$[#]', json(${run.sql})) END`],
+    ];
     const rs = await this.#write({
-      sql: `UPDATE errand_jobs AS j SET
-              state = f.value ->> 'state',
-              finished_at = CASE WHEN f.value ->> 'state' IN ('completed', 'failed') THEN f.value ->> 'at' END,
-              run_at = coalesce(f.value ->> 'runAt', j.run_at),
-              attempt = j.attempt - (f.value ->> 'uncount'),
-              lease_until = NULL,
-              worker_id = NULL,
-              runs = CASE WHEN f.value ->> 'run' IS NULL THEN j.runs ELSE json_insert(j.runs, '$[#]', json(f.value -> 'run')) END
-            FROM json_each(?) AS f
+      sql: `UPDATE errand_jobs AS j SET ${set.join(", ")}
+            FROM json_each(?1) AS f
             -- "+" keeps the planner on the primary key (one lookup per item), not a scan of the namespace.
-            WHERE j.id = f.value ->> 'id' AND +j.namespace = ? AND j.state = 'running'
-              AND j.fence = f.value ->> 'fence'
-              AND (f.value ->> 'expiredBefore' IS NULL OR j.lease_until < f.value ->> 'expiredBefore')
+            WHERE j.id = f.value ->> 0 AND +j.namespace = ?2 AND j.state = 'running' AND j.fence = f.value ->> 1
+              ${
+        expiredBefore.absent ? "" : `AND (${expiredBefore.sql} IS NULL OR j.lease_until < ${expiredBefore.sql})`
+      }
             RETURNING id, has_children`,
-      args: [JSON.stringify(items), this.namespace],
+      args,
     }, p.tx);
     return rs.rows.map(toFinishedJob);
   }

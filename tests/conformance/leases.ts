@@ -95,6 +95,71 @@ export function leaseCases(kind: StoreKind<unknown>): void {
         assert.equal((await errand.get(id))!.state, "completed");
       }));
 
+    it("one batch of outcomes applies each to its own job, on its own fence and lease condition", () =>
+      withDatabase(kind, async (db, track) => {
+        const store = db.store();
+        const { errand } = errandOn(db, { jobs, mode: "enqueue" });
+        track(errand);
+        const ids = (await errand.enqueueMany([1, 2, 3, 4, 5].map((n) => ({ kind: "work", payload: { n } })))).map(
+          (j) => j.id,
+        );
+        const now = new FakeClock().now() + 1_000;
+        const claims = await store.jobClaim({
+          queue: "default",
+          kinds: ["work@1"],
+          limit: 5,
+          now,
+          leaseUntil: now + 10,
+          workerId: "w",
+          heads: null,
+        });
+        const claim = (id: string) => claims.find((c) => c.id === id)!;
+        const [completed, retried, interrupted, stale, notExpired] = ids;
+        const run = { attempt: 1, startedAt: now, finishedAt: now + 1 };
+        const changed = await store.jobFinishMany({
+          finishes: [
+            { id: completed, fence: claim(completed).fence, state: "completed", at: now + 1 },
+            {
+              id: retried,
+              fence: claim(retried).fence,
+              state: "scheduled",
+              at: now + 1,
+              runAt: now + 60_000,
+              run: { ...run, outcome: "retried", error: { name: "Error", message: "boom" } },
+            },
+            {
+              id: interrupted,
+              fence: claim(interrupted).fence,
+              state: "available",
+              at: now + 2,
+              runAt: now + 2,
+              uncountAttempt: true,
+              run: { ...run, outcome: "interrupted" },
+            },
+            { id: stale, fence: claim(stale).fence + 1, state: "completed", at: now + 1 },
+            {
+              id: notExpired,
+              fence: claim(notExpired).fence,
+              state: "available",
+              at: now + 5,
+              runAt: now + 5,
+              leaseExpiredBefore: now + 5,
+            },
+          ],
+        });
+        assert.deepEqual(changed.map((f) => f.id).sort(), [completed, retried, interrupted].sort());
+        const job = async (id: string) => (await errand.get(id))!;
+        assert.equal((await job(completed)).state, "completed");
+        assert.equal((await job(completed)).finishedAt?.getTime(), now + 1);
+        const r = await job(retried);
+        assert.deepEqual([r.state, r.runAt.getTime(), r.attempt, r.finishedAt], ["scheduled", now + 60_000, 1, null]);
+        assert.deepEqual(r.runs.map((x) => [x.outcome, x.error?.message]), [["retried", "boom"]]);
+        const i = await job(interrupted);
+        assert.deepEqual([i.state, i.runAt.getTime(), i.attempt], ["available", now + 2, 0]);
+        assert.deepEqual(i.runs.map((x) => x.outcome), ["interrupted"]);
+        for (const id of [stale, notExpired]) assert.equal((await job(id)).state, "running");
+      }));
+
     it("a running job's lease is renewed, so it is not rescued while its worker lives", () =>
       withDatabase(kind, async (db, track) => {
         let release!: () => void;
