@@ -14,10 +14,12 @@ import {
   benchMain,
   CFG,
   drainTracker,
+  enqueueFigures,
   latencyProbe,
   measureLatency,
   now,
   payload,
+  payloadBatches,
   rate,
   removeSqliteFiles,
   type StoreName,
@@ -27,6 +29,8 @@ import {
 } from "./harness.ts";
 
 const jobs = defineJobs({ bench: job<{ i: number; s: string }>() });
+/** A bench job for `enqueueMany`. */
+const asJob = (p: { i: number; s: string }) => ({ kind: "bench" as const, payload: p });
 const version = process.env.npm_package_version ?? "dev";
 const silent = {
   debug() {},
@@ -126,37 +130,19 @@ function subject(name: StoreName): Subject {
       const { bench, errand } = await make("enqueue");
       await errand.start();
       const ms = await timeSequential(CFG.nSingle, (i) => errand.enqueue("bench", payload(i)), signal);
-      const inDb = await bench.count("available");
-      if (inDb !== CFG.nSingle) throw new Error(`verification failed: ${inDb} available`);
       return {
-        n: CFG.nSingle,
-        jobs_per_s: rate(CFG.nSingle, ms),
-        elapsed_ms: Math.round(ms),
-        verified: { available_in_db: inDb },
+        ...enqueueFigures(CFG.nSingle, ms, await bench.count("available")),
         settings: { api: "errand.enqueue(kind, payload)", mode: "enqueue", ...bench.settings },
       };
     },
     async enqueue_batch({ signal }) {
       const { bench, errand } = await make("enqueue");
       await errand.start();
-      const batches: { kind: "bench"; payload: { i: number; s: string } }[][] = [];
-      for (let b = 0; b < CFG.nBatch; b += CFG.batchSize) {
-        batches.push(
-          Array.from(
-            { length: Math.min(CFG.batchSize, CFG.nBatch - b) },
-            (_, k) => ({ kind: "bench" as const, payload: payload(b + k) }),
-          ),
-        );
-      }
+      const batches = payloadBatches(CFG.nBatch, CFG.batchSize).map((b) => b.map(asJob));
       const ms = await timeSequential(batches.length, (k) => errand.enqueueMany(batches[k]), signal);
-      const inDb = await bench.count("available");
-      if (inDb !== CFG.nBatch) throw new Error(`verification failed: ${inDb} available`);
       return {
-        n: CFG.nBatch,
+        ...enqueueFigures(CFG.nBatch, ms, await bench.count("available")),
         batch_size: CFG.batchSize,
-        jobs_per_s: rate(CFG.nBatch, ms),
-        elapsed_ms: Math.round(ms),
-        verified: { available_in_db: inDb },
         settings: { api: "errand.enqueueMany([...]) (one statement per call)", mode: "enqueue", ...bench.settings },
       };
     },
@@ -164,14 +150,7 @@ function subject(name: StoreName): Subject {
       const tracker = drainTracker(CFG.nDrain);
       const { bench, errand } = await make("work", (id) => tracker.hit(id));
       const loader = createErrand({ jobs, store: bench.store, mode: "enqueue", logger: silent });
-      for (let b = 0; b < CFG.nDrain; b += 1000) {
-        await loader.enqueueMany(
-          Array.from(
-            { length: Math.min(1000, CFG.nDrain - b) },
-            (_, k) => ({ kind: "bench" as const, payload: payload(b + k) }),
-          ),
-        );
-      }
+      for (const batch of payloadBatches(CFG.nDrain, 1000)) await loader.enqueueMany(batch.map(asJob));
       if ((await bench.count("available")) !== CFG.nDrain) throw new Error("pre-enqueue failed");
       const t0 = now();
       await errand.start();

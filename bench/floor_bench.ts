@@ -18,10 +18,12 @@ import {
   benchMain,
   CFG,
   drainTracker,
+  enqueueFigures,
   latencyProbe,
   measureLatency,
   now,
   payload,
+  payloadBatches,
   rate,
   removeSqliteFiles,
   type StoreName,
@@ -211,43 +213,21 @@ function subject(name: StoreName): Subject {
     async enqueue_single({ signal }) {
       const f = await open();
       const ms = await timeSequential(CFG.nSingle, (i) => f.insertOne(row(i)), signal);
-      const inDb = await f.count("available");
-      if (inDb !== CFG.nSingle) throw new Error(`verification failed: ${inDb} available`);
-      return {
-        n: CFG.nSingle,
-        jobs_per_s: rate(CFG.nSingle, ms),
-        elapsed_ms: Math.round(ms),
-        verified: { available_in_db: inDb },
-        settings: f.settings,
-      };
+      return { ...enqueueFigures(CFG.nSingle, ms, await f.count("available")), settings: f.settings };
     },
     async enqueue_batch({ signal }) {
       const f = await open();
-      const batches: { i: number; s: string }[][] = [];
-      for (let b = 0; b < CFG.nBatch; b += CFG.batchSize) {
-        batches.push(Array.from({ length: Math.min(CFG.batchSize, CFG.nBatch - b) }, (_, k) => payload(b + k)));
-      }
-      const ms = await timeSequential(
-        batches.length,
-        (k) => f.insertMany(batches[k].map(toRow)),
-        signal,
-      );
-      const inDb = await f.count("available");
-      if (inDb !== CFG.nBatch) throw new Error(`verification failed: ${inDb} available`);
+      const batches = payloadBatches(CFG.nBatch, CFG.batchSize);
+      const ms = await timeSequential(batches.length, (k) => f.insertMany(batches[k].map(toRow)), signal);
       return {
-        n: CFG.nBatch,
+        ...enqueueFigures(CFG.nBatch, ms, await f.count("available")),
         batch_size: CFG.batchSize,
-        jobs_per_s: rate(CFG.nBatch, ms),
-        elapsed_ms: Math.round(ms),
-        verified: { available_in_db: inDb },
         settings: f.settings,
       };
     },
     async drain({ signal }) {
       const f = await open();
-      for (let b = 0; b < CFG.nDrain; b += 1000) {
-        await f.insertMany(Array.from({ length: Math.min(1000, CFG.nDrain - b) }, (_, k) => row(b + k)));
-      }
+      for (const batch of payloadBatches(CFG.nDrain, 1000)) await f.insertMany(batch.map(toRow));
       const tracker = drainTracker(CFG.nDrain);
       const handle = (claimed: readonly Row[]) => {
         for (const job of claimed) {

@@ -44,6 +44,24 @@ export type Workload = typeof WORKLOADS[number];
 
 /** The payload of job number `i`. */
 export const payload = (i: number): { i: number; s: string } => ({ i, s: "x".repeat(100) });
+/** The payloads of jobs `0..n-1`, in batches of `size` (built before any timing). */
+export function payloadBatches(n: number, size: number): { i: number; s: string }[][] {
+  const batches: { i: number; s: string }[][] = [];
+  for (let b = 0; b < n; b += size) {
+    batches.push(Array.from({ length: Math.min(size, n - b) }, (_, k) => payload(b + k)));
+  }
+  return batches;
+}
+
+/**
+ * The figures of an enqueue workload that put `n` jobs in `ms`, once the
+ * store holds `available` of them; throws unless that is all `n`.
+ */
+export function enqueueFigures(n: number, ms: number, available: number): Record<string, unknown> {
+  if (available !== n) throw new Error(`verification failed: ${available} of ${n} available`);
+  return { n, jobs_per_s: rate(n, ms), elapsed_ms: Math.round(ms), verified: { available_in_db: available } };
+}
+
 /** Monotonic milliseconds. */
 export const now = (): number => performance.now();
 /** Waits `ms` of real time. */
