@@ -68,6 +68,7 @@ export { JOB_STATES } from "./src/types.ts";
 export type { JobInfo, JobState, RunError, RunInfo, RunOutcome, WorkerInfo, WorkerQueueInfo } from "./src/types.ts";
 export {
   ErrandError,
+  LeaseLostError,
   NotFoundError,
   PermanentError,
   SchemaVersionError,

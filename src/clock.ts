@@ -20,8 +20,12 @@ export interface Clock {
   setTimer(fn: () => void, ms: number): Timer;
 }
 
+/** The longest wait one runtime timer takes (about 24.8 days); a longer one would fire at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /**
- * The real clock: `Date.now()` and `setTimeout`.
+ * The real clock: `Date.now()` and `setTimeout`. A timer longer than the
+ * runtime's timers take is chained from shorter ones, so it fires on time.
  *
  * @example Read the time
  * ```ts
@@ -32,7 +36,17 @@ export interface Clock {
 export const systemClock: Clock = {
   now: () => Date.now(),
   setTimer(fn, ms) {
-    const handle = setTimeout(fn, Math.max(0, ms));
+    if (ms <= MAX_TIMER_MS) {
+      const handle = setTimeout(fn, Math.max(0, ms));
+      return { cancel: () => clearTimeout(handle) };
+    }
+    const due = Date.now() + ms;
+    let handle: ReturnType<typeof setTimeout>;
+    const arm = () => {
+      const left = due - Date.now();
+      handle = left > MAX_TIMER_MS ? setTimeout(arm, MAX_TIMER_MS) : setTimeout(fn, Math.max(0, left));
+    };
+    arm();
     return { cancel: () => clearTimeout(handle) };
   },
 };

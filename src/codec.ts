@@ -22,7 +22,18 @@ export const MAX_PAYLOAD_DEPTH = 64;
  * @throws {ValidationError} Naming the offending path or the size.
  */
 export function encodePayload(kind: string, payload: unknown, maxBytes: number): Uint8Array {
-  const bad = unencodable(payload, 0);
+  let bad: { path: string; why: string } | undefined;
+  try {
+    bad = unencodable(payload, 0);
+  } catch (err) {
+    // A getter or a Proxy trap that throws.
+    throw new ValidationError(
+      `The payload of "${kind}" cannot be read: ${
+        err instanceof Error ? err.message : String(err)
+      }; payloads must be plain data`,
+      { cause: err },
+    );
+  }
   if (bad) {
     throw new ValidationError(
       `The payload of "${kind}" cannot be encoded: payload${bad.path} ${bad.why}; payloads must be plain data`,

@@ -1,4 +1,5 @@
 import { ValidationError } from "./errors.ts";
+import { MAX_DURATION_MS } from "./limits.ts";
 
 /**
  * A span of time: milliseconds as a number, or a string of a whole or decimal
@@ -10,11 +11,11 @@ const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_0
 const PATTERN = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/;
 
 /**
- * Converts a {@link Duration} to whole milliseconds.
+ * Converts a {@link Duration} to whole milliseconds, from 0 to 100 years.
  *
  * @param value The duration to convert.
  * @param what Names the option in the error message.
- * @throws {ValidationError} When the value is negative, not finite or not a duration string.
+ * @throws {ValidationError} When the value is negative, longer than 100 years or not a duration string.
  *
  * @example Parse durations
  * ```ts
@@ -28,7 +29,7 @@ export function parseDuration(value: Duration, what = "duration"): number {
     if (!Number.isFinite(value) || value < 0) {
       throw new ValidationError(`Option "${what}" must be a non-negative number of milliseconds, got "${value}"`);
     }
-    return Math.round(value);
+    return withinRange(Math.round(value), what, value);
   }
   const match = typeof value === "string" ? PATTERN.exec(value.trim()) : null;
   if (!match) {
@@ -38,5 +39,12 @@ export function parseDuration(value: Duration, what = "duration"): number {
       }"`,
     );
   }
-  return Math.round(Number(match[1]) * UNIT_MS[match[2]]);
+  return withinRange(Math.round(Number(match[1]) * UNIT_MS[match[2]]), what, value);
+}
+
+function withinRange(ms: number, what: string, given: Duration): number {
+  if (ms > MAX_DURATION_MS) {
+    throw new ValidationError(`Option "${what}" must be at most 100 years ("36500d"), got "${String(given)}"`);
+  }
+  return ms;
 }

@@ -9,8 +9,9 @@ import { encodePayload } from "./codec.ts";
 import { type Duration, parseDuration } from "./duration.ts";
 import { ValidationError } from "./errors.ts";
 import { checkPriority, type JobDefinition } from "./job.ts";
+import { checkCount } from "./limits.ts";
 import { checkName } from "./names.ts";
-import { partitionOf, type Placement } from "./partition.ts";
+import { type PartitionKey, partitionOf, type Placement } from "./partition.ts";
 import { checkRetryPolicy, type RetryPolicy } from "./retry.ts";
 import type { JobInsertRow } from "./store.ts";
 import { checkUnique, uniqueKeyOf, type UniqueOptions } from "./unique.ts";
@@ -66,15 +67,13 @@ export interface RowContext {
  */
 export async function buildInsertRow(
   key: string,
-  definition: JobDefinition<unknown> | undefined,
+  definition: JobDefinition<unknown>,
   payload: unknown,
   options: JobEnqueueOptions,
   ctx: RowContext,
-  knownKinds: () => string,
   parents: readonly string[] = [],
   placement?: Placement,
 ): Promise<JobInsertRow> {
-  if (!definition) throw new ValidationError(`Unknown job kind "${key}"; known kinds are ${knownKinds()}`);
   if (typeof options !== "object" || options === null) {
     throw new ValidationError(`Enqueue options of "${key}" must be an object`);
   }
@@ -89,13 +88,11 @@ export async function buildInsertRow(
     }
     runAt = Math.max(ctx.now, options.runAt.getTime());
   }
-  const attempts = options.attempts ?? definition.attempts;
-  if (!Number.isInteger(attempts) || attempts < 1) {
-    throw new ValidationError(`Option "attempts" must be a whole number of at least 1, got "${attempts}"`);
-  }
+  const attempts = checkCount("attempts", options.attempts ?? definition.attempts, 1);
   const timeoutMs = options.timeout === undefined ? definition.timeoutMs : parseDuration(options.timeout, "timeout");
   if (timeoutMs === 0) throw new ValidationError(`Option "timeout" must be greater than 0`);
   const unique = options.unique === undefined ? undefined : checkUnique(key, options.unique);
+  // Encoded first: it refuses what is not plain data, so later steps read only plain data.
   const encoded = encodePayload(key, payload, ctx.maxPayloadBytes);
   const topic = definition.topic?.name ?? placement?.topic ?? null;
   return {
@@ -116,8 +113,20 @@ export async function buildInsertRow(
     uniqueScope: unique?.scope ?? null,
     topic,
     partition: definition.topic
-      ? partitionOf(definition.topic.key(payload), ctx.topics.get(definition.topic.name)!)
+      ? partitionOf(partitionKeyOf(key, definition.topic.key, payload), ctx.topics.get(definition.topic.name)!)
       : placement?.partition ?? null,
     trace: ctx.trace,
   };
+}
+
+/** The kind's `partitionKey(payload)`; a key function that throws is a {@link ValidationError} naming the kind. */
+function partitionKeyOf(kind: string, key: (payload: unknown) => PartitionKey, payload: unknown): PartitionKey {
+  try {
+    return key(payload);
+  } catch (err) {
+    throw new ValidationError(
+      `The partitionKey() of "${kind}" threw for this payload: ${err instanceof Error ? err.message : String(err)}`,
+      { cause: err },
+    );
+  }
 }

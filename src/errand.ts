@@ -5,12 +5,12 @@
  *
  * @module
  */
-import { Completer } from "./completer.ts";
+import { Completer, type Saved } from "./completer.ts";
 import { type ResolveEnv, resolveWaiting } from "./continuations.ts";
 import { parseCron } from "./cron.ts";
 import { type Duration, parseDuration } from "./duration.ts";
 import { buildInsertRow, type EnqueueOptions, type JobEnqueueOptions } from "./enqueue.ts";
-import { NotFoundError, StateError, ValidationError } from "./errors.ts";
+import { describeValue, NotFoundError, StateError, ValidationError } from "./errors.ts";
 import type { Handler } from "./executor.ts";
 import { Heartbeat, liveWorkers } from "./heartbeat.ts";
 import { idFactory } from "./ids.ts";
@@ -21,7 +21,8 @@ import { LeaseKeeper } from "./leases.ts";
 import { claimOfInsert, pickLocalStarts } from "./local_start.ts";
 import { deleteInBatches, Maintenance } from "./maintenance.ts";
 import { checkName } from "./names.ts";
-import { checkCount, type ErrandMode, type ErrandOptions, type ResolvedOptions, resolveOptions } from "./options.ts";
+import { checkCount } from "./limits.ts";
+import { type ErrandMode, type ErrandOptions, type ResolvedOptions, resolveOptions } from "./options.ts";
 import {
   isSequentialTopic,
   type PartitionInfo,
@@ -415,7 +416,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     const { clock, logger } = this.#options;
     const store = this.#store as Store<unknown>;
     this.#telemetry = new Telemetry(this.#options.observer, logger);
-    this.#completer = new Completer(store, clock, logger);
+    this.#completer = new Completer({ store, clock, logger });
     this.#leases = new LeaseKeeper(store, clock, logger, this.#options.leaseMs);
     this.#resolveEnv = { store, clock, wake: (queue) => this.#workers.get(queue)?.wake() };
     this.#maintenance = new Maintenance({
@@ -524,7 +525,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     payload: PayloadOf<J[K]>,
     options: EnqueueOptions<TTx> = {},
   ): Promise<EnqueueResult> {
-    return await this.#enqueueOne(undefined, kind, payload, options);
+    return await this.#enqueueOne(undefined, kind, payload, checkOptions("enqueue", options));
   }
 
   async enqueueAfter<K extends KindKey<J>>(
@@ -533,11 +534,12 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     payload: PayloadOf<J[K]>,
     options: EnqueueOptions<TTx> = {},
   ): Promise<EnqueueResult> {
-    return await this.#enqueueOne(parents, kind, payload, options);
+    return await this.#enqueueOne(parents, kind, payload, checkOptions("enqueueAfter", options));
   }
 
   async enqueueMany(items: readonly EnqueueItem<J>[], options: { tx?: TTx } = {}): Promise<EnqueueResult[]> {
     if (!Array.isArray(items)) throw new ValidationError("enqueueMany() takes an array of { kind, payload, options }");
+    checkOptions("enqueueMany", options);
     const rows: JobInsertRow[] = [];
     // One instant for the whole batch: its jobs keep their order by id, and the store writes the time once.
     const now = this.#options.clock.now();
@@ -545,9 +547,13 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
       if (typeof item !== "object" || item === null) {
         throw new ValidationError(`enqueueMany() item ${i} must be { kind, payload, options }`);
       }
-      rows.push(await this.#row(item.kind, item.payload, item.options ?? {}, [], undefined, undefined, now));
+      if (item.options !== undefined) checkOptions(`enqueueMany() item ${i}:`, item.options);
+      this.#definition(item.kind);
     }
     await this.#validate(items);
+    for (const item of items) {
+      rows.push(await this.#row(item.kind, item.payload, item.options ?? {}, [], undefined, undefined, now));
+    }
     return await this.#insert(rows, options.tx);
   }
 
@@ -561,6 +567,8 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
   }
 
   async list(options: ListOptions = {}): Promise<JobPage> {
+    checkOptions("list", options);
+    if (options.cursor !== undefined) checkId("list", options.cursor, 'as "cursor" the cursor of the previous page');
     const limit = checkCount("limit", options.limit ?? 50, 1);
     if (limit > 1000) throw new ValidationError(`Option "limit" must be at most 1000, got "${limit}"`);
     if (options.state !== undefined && !JOB_STATES.includes(options.state)) {
@@ -662,16 +670,17 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     options: ScheduleOptions = {},
   ): Promise<string | null> {
     checkName("schedule id", id);
-    checkScheduleOptions(id, options);
+    checkScheduleOptions(id, checkOptions("schedule", options));
     const { timezone, catchUp, sequential, ...jobOptions } = options;
     const parsed = await parseCron(cron, timezone);
+    this.#definition(kind);
+    await this.#validate([{ kind, payload }]);
     const row = await this.#row(kind, payload, jobOptions, [], sequential ? sequentialPlacement(id) : undefined);
     if (sequential && row.topic !== sequentialPlacement(id).topic) {
       throw new ValidationError(
         `Option "sequential" of schedule "${id}" cannot apply: kind "${kind}" has topic "${row.topic}", which orders its jobs by partition key; drop "sequential"`,
       );
     }
-    await this.#validate([{ kind, payload }]);
     await this.#ensureReady();
     return await this.#schedules.save({
       id,
@@ -877,7 +886,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     await this.#tracingLoaded;
     return await buildInsertRow(
       kind,
-      Object.hasOwn(this.#jobs, kind) ? this.#jobs[kind] : undefined,
+      this.#definition(kind),
       payload,
       options ?? {},
       {
@@ -887,7 +896,6 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
         topics: this.#options.topics,
         trace: trace === undefined ? this.#tracing.carrier() : trace,
       },
-      () => Object.keys(this.#jobs).map((k) => `"${k}"`).join(", "),
       parents,
       placement,
     );
@@ -909,8 +917,9 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     const placement = from?.topic && isSequentialTopic(from.topic)
       ? { topic: from.topic, partition: from.partition ?? 0 }
       : undefined;
-    const row = await this.#row(kind, payload, options, parents, placement, trace);
+    this.#definition(kind);
     await this.#validate([{ kind, payload }]);
+    const row = await this.#row(kind, payload, options, parents, placement, trace);
     if (parents.length && !options.tx) {
       // Inside the application's transaction a parent may be new in the same transaction: not checked there.
       await this.#ensureReady();
@@ -954,10 +963,23 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     return toJobInfo(row);
   }
 
-  /** Runs the kinds' payload validators; throws {@link ValidationError} naming the first invalid payload. */
+  /**
+   * The definition of kind `key`.
+   * @throws {ValidationError} When there is no such kind.
+   */
+  #definition(key: string): JobDefinition<unknown> {
+    if (typeof key === "string" && Object.hasOwn(this.#jobs, key)) return this.#jobs[key];
+    const known = Object.keys(this.#jobs).map((k) => `"${k}"`).join(", ");
+    throw new ValidationError(`Unknown job kind "${String(key)}"; known kinds are ${known}`);
+  }
+
+  /**
+   * Runs the kinds' payload validators, before anything else reads the
+   * payload; throws {@link ValidationError} naming the first invalid payload.
+   */
   async #validate(items: readonly { kind: string; payload: unknown }[]): Promise<void> {
     for (const [i, { kind, payload }] of items.entries()) {
-      const validator = this.#jobs[kind].validate;
+      const validator = this.#definition(kind).validate;
       if (!validator) continue;
       const problem = await checkPayload(validator, payload);
       if (problem !== null) {
@@ -1063,6 +1085,26 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     return [...this.#kinds].filter(([, k]) => k.handler).map(([id]) => id);
   }
 
+  /**
+   * What follows a run's end once its outcome is saved: only an outcome the
+   * store applied counts as that outcome (a fenced or unsaved one is
+   * `lost`); a job available again, or a partition's head that finished,
+   * wakes its queue; a finished parent releases or cancels its continuations.
+   */
+  async #afterRun(claim: ClaimedJob, saved: Saved): Promise<void> {
+    const { finish } = saved;
+    const written = saved.status === "applied" || saved.status === "replaced";
+    const outcome = written ? outcomeOf(finish) : "lost";
+    const error = written ? finish.run?.error ?? null : null;
+    this.#telemetry.runEnded(claim, finish.at, { outcome, error, runAt: finish.runAt }, saved.status === "unsaved");
+    this.#stepRuns?.push({ ...stepRun(claim), outcome, error });
+    if (!written) return;
+    if (finish.state === "available" || claim.topic !== null) this.#workers.get(claim.queue)?.wake();
+    if (saved.hasChildren && (finish.state === "completed" || finish.state === "failed")) {
+      await this.#resolveChildren([finish.id]);
+    }
+  }
+
   #worker(queue: string, slots: number, run = true): QueueWorker<TTx> {
     // Any kind with a handler may run here: enqueue can move a job to another queue.
     const kinds = this.#handledKinds();
@@ -1091,17 +1133,14 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
       },
       claimed: (claims, now) => this.#telemetry.claimed(claims, now),
       unfinished: (claim, reason) => {
-        this.#telemetry.runEnded(claim, clock.now(), { outcome: reason }, true);
+        this.#telemetry.runEnded(claim, clock.now(), { outcome: reason });
         this.#stepRuns?.push({ ...stepRun(claim), outcome: reason, error: null });
       },
-      finish: async (f, claim) => {
-        const { saved, hasChildren } = await this.#completer.push(f);
-        const run = { outcome: outcomeOf(f), error: f.run?.error ?? null, runAt: f.runAt };
-        this.#telemetry.runEnded(claim, f.at, run, saved);
-        this.#stepRuns?.push({ ...stepRun(claim), outcome: run.outcome, error: run.error });
-        // A retried job is available again; a partition's next job can run once its head finished.
-        if (saved && (f.state === "available" || claim.topic !== null)) this.#workers.get(claim.queue)?.wake();
-        if (hasChildren && (f.state === "completed" || f.state === "failed")) await this.#resolveChildren([f.id]);
+      finish: async (f, claim, applied) => {
+        const saved: Saved = applied
+          ? { status: "applied", finish: f, hasChildren: applied.hasChildren }
+          : await this.#completer.push(f);
+        await this.#afterRun(claim, saved);
       },
       enqueue: (after, kind, payload, options, from, trace) =>
         this.#enqueueOne(after, kind, payload, options ?? {}, from, trace),
@@ -1114,10 +1153,27 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
   }
 }
 
-function checkId(call: string, id: string): void {
-  if (typeof id !== "string" || id.length === 0) {
-    throw new ValidationError(`${call}() needs a job id, got "${String(id)}"`);
+/** Job ids are ULIDs; anything else that could be one is printable ASCII of a sensible length. */
+const ID_PATTERN = /^[\x21-\x7e]{1,64}$/;
+
+/** @throws {ValidationError} Unless `id` could be a job id (`what` names the argument). */
+function checkId(call: string, id: string, what = "a job id"): void {
+  if (typeof id !== "string" || !ID_PATTERN.test(id)) {
+    throw new ValidationError(
+      `${call}() needs ${what} (a job id such as "01J9ZQ4V7K3M8N2P5R6S7T8V9W"), got ${describeValue(id)}`,
+    );
   }
+}
+
+/** `options` if it is an options object (or absent). @throws {ValidationError} Otherwise. */
+function checkOptions<T>(call: string, options: T): T {
+  if (options !== undefined && (typeof options !== "object" || options === null || Array.isArray(options))) {
+    const where = call.endsWith(":") ? call : `${call}()`;
+    throw new ValidationError(
+      `${where} options must be an object such as { delay: "5m" }, got ${describeValue(options)}`,
+    );
+  }
+  return options;
 }
 
 /** The distinct parent ids of `enqueueAfter`. */

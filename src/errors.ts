@@ -13,7 +13,8 @@ export type ErrandErrorCode =
   | "schema_version"
   | "permanent"
   | "state"
-  | "not_found";
+  | "not_found"
+  | "lease_lost";
 
 /**
  * Base class of every error errand throws.
@@ -108,5 +109,46 @@ export class NotFoundError extends ErrandError {
   /** Creates the error; the message names the id. */
   constructor(message: string, options?: { cause?: unknown }) {
     super("not_found", message, options);
+  }
+}
+
+/**
+ * A handler's write in the application's transaction (`job.complete(tx)`,
+ * `job.enqueue(..., { tx })`) was refused because the run no longer holds
+ * its job: the lease expired and another run took over, or the job was
+ * cancelled. Let the transaction roll back, so the handler's writes do not
+ * commit twice.
+ */
+export class LeaseLostError extends ErrandError {
+  /** Creates the error; the message names the job and the call. */
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("lease_lost", message, options);
+  }
+}
+
+/** How an error message names a value the caller passed: its type, and its text for short strings and numbers. */
+export function describeValue(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  switch (typeof value) {
+    case "string":
+      return value.length <= 40 ? `the string ${JSON.stringify(value)}` : "a string";
+    case "number":
+    case "boolean":
+      return `${typeof value} ${String(value)}`;
+    case "object":
+    case "function":
+      return `${typeof value === "object" ? "an object" : "a function"}${ctorName(value)}`;
+    default:
+      return typeof value;
+  }
+}
+
+function ctorName(value: object): string {
+  try {
+    const name = Object.getPrototypeOf(value)?.constructor?.name;
+    return typeof name === "string" && name !== "Object" && name !== "Function" && name !== "" ? ` (${name})` : "";
+  } catch {
+    return "";
   }
 }

@@ -9,7 +9,7 @@
 import type { Clock } from "./clock.ts";
 import { decodePayload } from "./codec.ts";
 import { type Duration, parseDuration } from "./duration.ts";
-import { PermanentError, StateError, ValidationError } from "./errors.ts";
+import { LeaseLostError, PermanentError, StateError, ValidationError } from "./errors.ts";
 import type { Logger } from "./logger.ts";
 import {
   completedFinish,
@@ -20,7 +20,7 @@ import {
   snoozedFinish,
 } from "./outcome.ts";
 import type { RetryPolicy } from "./retry.ts";
-import type { ClaimedJob, JobFinish, Store } from "./store.ts";
+import type { ClaimedJob, FinishedJob, JobFinish, Store } from "./store.ts";
 import { outcomeOf } from "./telemetry.ts";
 import type { RunSpan } from "./tracing.ts";
 import type { EnqueueOptions } from "./enqueue.ts";
@@ -57,6 +57,8 @@ export interface JobContext<Ctx = unknown, TTx = unknown, J extends JobDefinitio
    * Marks the job completed inside the application's transaction `tx`, so
    * the handler's writes and the completion commit together. If `tx` rolls
    * back, the job's outcome is decided as if this was never called.
+   * @throws {LeaseLostError} When this run no longer holds the job (its lease
+   * expired and another run took over, or it was cancelled): let `tx` roll back.
    */
   complete(tx: TTx): Promise<void>;
   /**
@@ -87,10 +89,16 @@ export interface ExecutorEnv<TTx> {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly context: unknown;
+  /** How long a claim holds; a handler's write in its own transaction renews it there. */
+  readonly leaseMs: number;
   /** The handler, retry policy and timeout of a kind this worker runs. */
   kind(name: string, version: number): RunnableKind<TTx> | undefined;
-  /** Hands the outcome of a run to the completer; settles once it is saved or given up on. */
-  finish(finish: JobFinish, claim: ClaimedJob): Promise<void>;
+  /**
+   * Hands the outcome of a run to the completer, or, with `applied`, reports
+   * one the application's transaction already wrote; settles once it is
+   * saved or given up on.
+   */
+  finish(finish: JobFinish, claim: ClaimedJob, applied?: FinishedJob): Promise<void>;
   /** Told of a run that ends without an outcome to write (its lease was lost, or its job cancelled). */
   unfinished(claim: ClaimedJob, reason: "lost" | "cancelled"): void;
   /**
@@ -142,6 +150,8 @@ export interface Execution {
 interface RunDecision {
   decision: Decision | undefined;
   note: string | undefined;
+  /** The completion `job.complete(tx)` wrote in the application's transaction (which may yet roll back). */
+  completedInTx: { readonly finish: JobFinish; readonly applied: FinishedJob } | undefined;
 }
 
 /**
@@ -185,6 +195,18 @@ class RunContext<TTx> implements JobContext<unknown, TTx, JobDefinitions> {
     decided: RunDecision,
   ) {
     this.#controller = controller;
+    // A write in the application's transaction first renews this run's lease there: a stale run's
+    // write fails, and (on PostgreSQL) no rescue can take the job before the transaction ends.
+    const holdIn = async (options: EnqueueOptions<TTx> | undefined, call: string) => {
+      if (typeof options !== "object" || options === null || options.tx === undefined) return;
+      const lease = { id: claim.id, fence: claim.fence };
+      const held = await env.store.jobRenewLeases({
+        leases: [lease],
+        leaseUntil: env.clock.now() + env.leaseMs,
+        tx: options.tx,
+      });
+      if (held.length === 0) throw staleRun(claim, call);
+    };
     const decide = (next: Decision) => {
       if (decided.decision) {
         throw new StateError(
@@ -205,20 +227,28 @@ class RunContext<TTx> implements JobContext<unknown, TTx, JobDefinitions> {
       spanId: span.spanId,
       context: env.context,
       complete: async (tx: TTx) => {
-        await env.store.jobFinishMany({ finishes: [completedFinish(claim, env.clock.now(), decided.note)], tx });
+        const finish = completedFinish(claim, env.clock.now(), decided.note);
+        const [applied] = await env.store.jobFinishMany({ finishes: [finish], tx });
+        if (!applied) throw staleRun(claim, "job.complete(tx)");
+        decided.completedInTx = { finish, applied };
       },
       snooze: (delay: Duration) => decide({ type: "snooze", delayMs: parseDuration(delay, "snooze") }),
       discard: (reason: string) => decide({ type: "discard", reason: checkText("discard", reason) }),
       retryIn: (delay: Duration) => decide({ type: "retryIn", delayMs: parseDuration(delay, "retryIn") }),
       explain: (message: string) => void (decided.note = checkText("explain", message)),
-      enqueue: (kind: string, payload: unknown, options?: EnqueueOptions<TTx>) =>
-        env.enqueue(undefined, kind, payload, options, undefined, span.carrier),
-      enqueueAfter: (
+      enqueue: async (kind: string, payload: unknown, options?: EnqueueOptions<TTx>) => {
+        await holdIn(options, "job.enqueue()");
+        return await env.enqueue(undefined, kind, payload, options, undefined, span.carrier);
+      },
+      enqueueAfter: async (
         parents: string | readonly string[],
         kind: string,
         payload: unknown,
         options?: EnqueueOptions<TTx>,
-      ) => env.enqueue(parents, kind, payload, options, claim, span.carrier),
+      ) => {
+        await holdIn(options, "job.enqueueAfter()");
+        return await env.enqueue(parents, kind, payload, options, claim, span.carrier);
+      },
     });
   }
 
@@ -275,6 +305,10 @@ async function run<TTx>(
 ): Promise<HandedOff> {
   const kind = env.kind(claim.kind, claim.version);
   if (!kind) return { saved: env.finish(interruptedFinish(claim, env.clock.now()), claim) };
+  if (claim.unreadable !== undefined) {
+    const error = new PermanentError(`The stored job cannot be run: ${claim.unreadable}`);
+    return { saved: env.finish(failedFinish(claim, error, env.clock.now(), kind.retry), claim) };
+  }
   let payload: unknown;
   try {
     payload = decodePayload(claim.payload);
@@ -296,13 +330,19 @@ async function run<TTx>(
     controller.abort(error);
   }, timeoutMs);
   const span = env.startSpan(claim);
-  const decided: RunDecision = { decision: undefined, note: undefined };
+  const decided: RunDecision = { decision: undefined, note: undefined, completedInTx: undefined };
   const jobContext = new RunContext(claim, env, controller, span, decided);
   Promise.resolve()
     .then(() => span.wrap(() => kind.handler(payload, jobContext)))
     .then(() => settle({ type: "ok" }), (error) => settle({ type: "error", error }));
   const end = await ending;
   timer?.cancel();
+  if (decided.completedInTx && await committed(env, claim)) {
+    // The application's transaction committed the completion: that is the run's outcome, whatever came after.
+    const { finish, applied } = decided.completedInTx;
+    span.end("completed", null);
+    return { saved: env.finish(finish, claim, applied) };
+  }
   const now = env.clock.now();
   if (end.type === "lost" || end.type === "cancelled") {
     if (end.type === "lost") {
@@ -340,10 +380,25 @@ function finishOf(
   return end.type === "ok" ? completedFinish(claim, now, note) : failedFinish(claim, end.error, now, retry, { note });
 }
 
-/** Messages the handler stores are kept short: they are history, not logs. */
-const MAX_NOTE_LENGTH = 2_000;
+/** Whether the job is completed under this run's fence: its `job.complete(tx)` committed. */
+async function committed<TTx>(env: ExecutorEnv<TTx>, claim: ClaimedJob): Promise<boolean> {
+  try {
+    const row = await env.store.jobGet(claim.id);
+    return row?.state === "completed" && row.fence === claim.fence;
+  } catch {
+    // Unknown: the completer writes the run's own outcome, which the fence rejects if the transaction committed.
+    return false;
+  }
+}
+
+/** The error of a write a run makes after it lost its job. */
+function staleRun(claim: ClaimedJob, call: string): LeaseLostError {
+  return new LeaseLostError(
+    `${call} was not applied: this run (attempt ${claim.attempt}) no longer holds job "${claim.id}", whose lease expired or which was cancelled, and another run or an operator took it over; let the transaction roll back`,
+  );
+}
 
 function checkText(method: string, text: string): string {
   if (typeof text !== "string") throw new ValidationError(`job.${method}() needs a string, got ${typeof text}`);
-  return text.length > MAX_NOTE_LENGTH ? `${text.slice(0, MAX_NOTE_LENGTH)}…` : text;
+  return text;
 }

@@ -7,6 +7,7 @@
  */
 import { type Duration, parseDuration } from "./duration.ts";
 import { ValidationError } from "./errors.ts";
+import { checkCount, MAX_COUNT } from "./limits.ts";
 import { checkName } from "./names.ts";
 import type { PartitionKey } from "./partition.ts";
 import { checkRetryPolicy, type RetryPolicy } from "./retry.ts";
@@ -117,16 +118,9 @@ export type JobDefinitions = Readonly<Record<string, JobDefinition<unknown>>>;
  */
 export function job<T>(options: JobOptions<T> = {}): JobDefinition<T> {
   const name = options.name === undefined ? undefined : checkName("job name", options.name);
-  const attempts = options.attempts ?? 10;
-  if (!Number.isInteger(attempts) || attempts < 1) {
-    throw new ValidationError(`Option "attempts" must be a whole number of at least 1, got "${attempts}"`);
-  }
-  const priority = options.priority ?? 0;
-  checkPriority(priority);
-  const version = options.version ?? 1;
-  if (!Number.isInteger(version) || version < 1) {
-    throw new ValidationError(`Option "version" must be a whole number of at least 1, got "${version}"`);
-  }
+  const attempts = checkCount("attempts", options.attempts ?? 10, 1);
+  const priority = checkPriority(options.priority ?? 0);
+  const version = checkCount("version", options.version ?? 1, 1);
   if (options.validate !== undefined && !isPayloadValidator(options.validate)) {
     throw new ValidationError(`Option "validate" must be a function or a Standard Schema validator`);
   }
@@ -188,9 +182,9 @@ export function defineJobs<const D extends Record<string, JobDefinition<unknown>
 
 /** @throws {ValidationError} When `priority` is not a safe integer. */
 export function checkPriority(priority: number): number {
-  if (!Number.isSafeInteger(priority) || Math.abs(priority) > 2 ** 31 - 1) {
+  if (!Number.isSafeInteger(priority) || Math.abs(priority) > MAX_COUNT) {
     throw new ValidationError(
-      `Option "priority" must be a whole number between -2147483647 and 2147483647, got "${priority}"`,
+      `Option "priority" must be a whole number between -${MAX_COUNT} and ${MAX_COUNT}, got "${priority}"`,
     );
   }
   return priority;

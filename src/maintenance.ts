@@ -4,7 +4,8 @@
  * - promotion: due scheduled jobs become available, and their queues' workers wake;
  * - rescue: running jobs whose lease expired (their worker died or hung) are
  *   recorded with error `LeaseExpired` and retried or failed like any error,
- *   each write conditional on the lease still being expired under the same fence;
+ *   each write conditional on the lease still being expired under the same fence
+ *   (and saved like any outcome, so one the store refuses stops no other);
  * - pruning: completed, failed and cancelled jobs older than their retention
  *   are deleted in small batches, so a large backlog never takes one long lock;
  *   so are a partition's finished jobs beyond its history cap, when set.
@@ -12,6 +13,7 @@
  * @module
  */
 import type { Clock } from "./clock.ts";
+import { saveFinishes } from "./completer.ts";
 import type { Logger } from "./logger.ts";
 import { resolveWaiting } from "./continuations.ts";
 import { failedFinish, namedError } from "./outcome.ts";
@@ -104,7 +106,9 @@ export class Maintenance {
         ...failedFinish(job, error, now, this.#env.retryPolicy(job.kind, job.version)),
         leaseExpiredBefore: now,
       }));
-      const changed = (await store.jobFinishMany({ finishes })).map((f) => f.id);
+      const changed = (await saveFinishes(this.#env, finishes))
+        .filter((s) => s.status === "applied" || s.status === "replaced")
+        .map((s) => s.finish.id);
       rescued += changed.length;
       for (const queue of new Set(expired.map((j) => j.queue))) this.#env.wake(queue);
       if (changed.length) {

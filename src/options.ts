@@ -8,6 +8,7 @@ import { type Duration, parseDuration } from "./duration.ts";
 import { ValidationError } from "./errors.ts";
 import type { Handler } from "./executor.ts";
 import type { JobDefinitions, PayloadOf } from "./job.ts";
+import { checkCount } from "./limits.ts";
 import { consoleLogger, type Logger } from "./logger.ts";
 import type { MaintenanceIntervals, Retention } from "./maintenance.ts";
 import { checkName } from "./names.ts";
@@ -221,14 +222,6 @@ export function resolveOptions<J extends JobDefinitions, Ctx, TTx>(
     queues,
     topics,
   };
-}
-
-/** @throws {ValidationError} Unless `value` is a whole number >= `min`. */
-export function checkCount(what: string, value: unknown, min: number): number {
-  if (!Number.isSafeInteger(value) || (value as number) < min) {
-    throw new ValidationError(`Option "${what}" must be a whole number of at least ${min}, got "${String(value)}"`);
-  }
-  return value as number;
 }
 
 function atLeast(what: string, ms: number, min: number): number {

@@ -7,6 +7,7 @@
  * @module
  */
 import { PermanentError } from "./errors.ts";
+import { storableText } from "./limits.ts";
 import { checkRetryPolicy, retryDelay, type RetryPolicy } from "./retry.ts";
 import type { JobFinish } from "./store.ts";
 import type { RunError } from "./types.ts";
@@ -57,7 +58,45 @@ export function discardedFinish(run: RunRef, reason: string, now: number, note?:
     fence: run.fence,
     state: "failed",
     at: now,
-    run: { ...record(run, now, note), outcome: "discarded", error: { name: "Discarded", message: reason } },
+    run: {
+      ...record(run, now, note),
+      outcome: "discarded",
+      error: { name: "Discarded", message: storableText(reason, MAX_MESSAGE_LENGTH) },
+    },
+  };
+}
+
+/**
+ * The finish that replaces one the store refused to write (a value it
+ * cannot hold): the job fails at once with error `OutcomeRejected`, which
+ * names the outcome and the store's reason.
+ */
+export function rejectedFinish(finish: JobFinish, storeError: unknown): JobFinish {
+  const intended = finish.run?.outcome ?? finish.state;
+  const error = {
+    name: "OutcomeRejected",
+    message: storableText(
+      `The store refused to save this run's outcome (${intended}), so the job failed instead: ${
+        readableMessage(storeError)
+      }`,
+      MAX_MESSAGE_LENGTH,
+    ),
+  };
+  const { id, fence, at, leaseExpiredBefore } = finish;
+  const run = finish.run && {
+    attempt: finish.run.attempt,
+    startedAt: finish.run.startedAt,
+    finishedAt: at,
+    outcome: "failed" as const,
+    error,
+  };
+  return {
+    id,
+    fence,
+    state: "failed",
+    at,
+    ...(run ? { run } : {}),
+    ...(leaseExpiredBefore === undefined ? {} : { leaseExpiredBefore }),
   };
 }
 
@@ -103,17 +142,48 @@ function runAgain(run: RunRef, now: number, delayMs: number) {
   } as const;
 }
 
+/** Longest note kept from `job.explain()`: history, not logs. */
+const MAX_NOTE_LENGTH = 2_000;
+/** Longest error name and message kept in history. */
+const MAX_MESSAGE_LENGTH = 2_000;
+/** Longest error stack kept in history. */
+const MAX_STACK_LENGTH = 8_000;
+
 /** The history entry of a run that ended at `now`, with the handler's note if it left one. */
 function record(run: RunRef, now: number, note?: string) {
-  return { attempt: run.attempt, startedAt: run.startedAt, finishedAt: now, ...(note === undefined ? {} : { note }) };
+  return {
+    attempt: run.attempt,
+    startedAt: run.startedAt,
+    finishedAt: now,
+    ...(note === undefined ? {} : { note: storableText(note, MAX_NOTE_LENGTH) }),
+  };
 }
 
-/** Converts anything thrown into the error stored in run history. */
+/**
+ * Converts anything thrown into the error stored in run history, as text
+ * every store can hold. Never throws, whatever was thrown (a getter that
+ * throws, a revoked Proxy).
+ */
 export function toRunError(error: unknown): RunError {
-  if (error instanceof Error) {
-    return { name: error.name, message: error.message, ...(error.stack ? { stack: error.stack } : {}) };
+  try {
+    if (error instanceof Error) {
+      const stack = error.stack;
+      return {
+        name: storableText(String(error.name), MAX_MESSAGE_LENGTH),
+        message: storableText(String(error.message), MAX_MESSAGE_LENGTH),
+        ...(stack ? { stack: storableText(String(stack), MAX_STACK_LENGTH) } : {}),
+      };
+    }
+    const message = typeof error === "string" ? error : safeString(error);
+    return { name: "Error", message: storableText(message, MAX_MESSAGE_LENGTH) };
+  } catch {
+    return { name: "Error", message: "The handler threw a value that cannot be read" };
   }
-  return { name: "Error", message: typeof error === "string" ? error : safeString(error) };
+}
+
+/** The message of a thrown value, for messages errand writes about it. */
+function readableMessage(error: unknown): string {
+  return toRunError(error).message;
 }
 
 /** An error with a given name, for outcomes that are not thrown (timeouts, lost leases). */

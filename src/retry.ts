@@ -7,6 +7,7 @@
  */
 import { type Duration, parseDuration } from "./duration.ts";
 import { ValidationError } from "./errors.ts";
+import { MAX_DURATION_MS } from "./limits.ts";
 
 /** A retry policy; build one with {@link backoff}. */
 export type RetryPolicy =
@@ -70,14 +71,20 @@ export function checkRetryPolicy(policy: RetryPolicy): RetryPolicy {
       `Invalid retry policy: ${why}; build one with backoff.exponential(), backoff.fixed() or backoff.none`,
     );
   if (typeof policy !== "object" || policy === null) throw bad("not an object");
+  const checkMs = (field: string, ms: unknown) => {
+    if (!(typeof ms === "number" && ms >= 0 && ms <= MAX_DURATION_MS)) {
+      throw bad(`${field} must be from 0 to ${MAX_DURATION_MS} ms (100 years), got "${String(ms)}"`);
+    }
+  };
   switch (policy.type) {
     case "none":
       return policy;
     case "fixed":
-      if (!(policy.delayMs >= 0)) throw bad(`delayMs must be >= 0, got "${policy.delayMs}"`);
+      checkMs("delayMs", policy.delayMs);
       return policy;
     case "exponential":
-      if (!(policy.baseMs >= 0)) throw bad(`baseMs must be >= 0, got "${policy.baseMs}"`);
+      checkMs("baseMs", policy.baseMs);
+      checkMs("capMs", policy.capMs);
       if (!(policy.factor >= 1) || !Number.isFinite(policy.factor)) {
         throw bad(`factor must be a finite number >= 1, got "${policy.factor}"`);
       }
@@ -93,18 +100,19 @@ export function checkRetryPolicy(policy: RetryPolicy): RetryPolicy {
 
 /**
  * The delay before the next attempt after `attempt` (1-based) failed, or
- * `null` when the policy does not retry.
+ * `null` when the policy does not retry. A policy stored before its values
+ * were checked never yields more than 100 years.
  */
 export function retryDelay(policy: RetryPolicy, attempt: number, random: () => number = Math.random): number | null {
   switch (policy.type) {
     case "none":
       return null;
     case "fixed":
-      return policy.delayMs;
+      return Math.min(MAX_DURATION_MS, policy.delayMs);
     case "exponential": {
       const raw = Math.min(policy.capMs, policy.baseMs * policy.factor ** Math.max(0, attempt - 1));
       const spread = raw * policy.jitter * (random() * 2 - 1);
-      return Math.max(0, Math.round(Math.min(policy.capMs, raw + spread)));
+      return Math.max(0, Math.round(Math.min(policy.capMs, MAX_DURATION_MS, raw + spread)));
     }
   }
 }

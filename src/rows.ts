@@ -6,7 +6,6 @@
  *
  * @module
  */
-import { StoreError } from "./errors.ts";
 import type {
   ActivityRow,
   ClaimedJob,
@@ -71,9 +70,13 @@ export const EXPIRED_COLUMNS: readonly string[] = [
   "retry",
 ];
 
-/** A claimed job from a row with {@link CLAIMED_COLUMNS}. */
+/**
+ * A claimed job from a row with {@link CLAIMED_COLUMNS}. Never throws over
+ * one row's values: the claim has committed, so every row must reach its
+ * worker, and one that cannot run as stored says why in `unreadable`.
+ */
 export function toClaimedJob(r: StoredRow): ClaimedJob {
-  return Object.assign(toFields(r), {
+  const job: ClaimedJob = Object.assign(toFields(r), {
     attempt: Number(r.attempt),
     fence: Number(r.fence),
     startedAt: Number(r.started_at),
@@ -83,6 +86,8 @@ export function toClaimedJob(r: StoredRow): ClaimedJob {
     partition: numberOrNull(r.partition),
     trace: textOrNull(r.trace),
   });
+  if (toBytes(r.payload)) return job;
+  return { ...job, unreadable: `The stored payload is not bytes but ${describeStored(r.payload)}` };
 }
 
 /** A job from a row with {@link JOB_COLUMNS}; `runs` may be JSON text or already parsed. */
@@ -133,15 +138,25 @@ function toJobShape(r: StoredRow): Omit<JobFields, "id" | "runAt" | "createdAt">
     version: Number(r.version),
     queue: String(r.queue),
     priority: Number(r.priority),
-    payload: toBytes(r.payload),
+    payload: toBytes(r.payload) ?? NO_BYTES,
     maxAttempts: Number(r.max_attempts),
   };
 }
 
-function toBytes(value: unknown): Uint8Array {
+/** The payload of a row whose payload column holds no bytes (SQLite lets a column hold any type). */
+const NO_BYTES = new Uint8Array(0);
+
+function toBytes(value: unknown): Uint8Array | undefined {
   if (value instanceof Uint8Array) return value;
   if (value instanceof ArrayBuffer) return new Uint8Array(value);
-  throw new StoreError(`Expected the payload as bytes, got "${typeof value}"`);
+  return undefined;
+}
+
+/** What a stored value that should be bytes is, for the message of the job it spoils. */
+function describeStored(value: unknown): string {
+  if (value === null || value === undefined) return "NULL";
+  if (typeof value === "string") return `text (${JSON.stringify(value.slice(0, 40))}${value.length > 40 ? "…" : ""})`;
+  return `a ${typeof value === "bigint" || Number.isInteger(value) ? "whole number" : typeof value} (${String(value)})`;
 }
 
 function textOrNull(v: unknown): string | null {

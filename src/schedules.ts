@@ -25,7 +25,7 @@ import type { JobEnqueueOptions } from "./enqueue.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
 import type { Leadership } from "./leader.ts";
 import type { Logger } from "./logger.ts";
-import { checkCount } from "./options.ts";
+import { checkCount } from "./limits.ts";
 import type { JobInsertRow, ScheduleRecord, Store } from "./store.ts";
 import { sha256Hex, uniqueKeyOf } from "./unique.ts";
 

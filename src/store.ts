@@ -169,6 +169,12 @@ export interface ClaimedJob extends JobFields, JobRunSettings {
   readonly partition: number | null;
   /** The trace context it was enqueued with, or null. */
   readonly trace: string | null;
+  /**
+   * Why the claimed row cannot be run as stored (a payload column holding
+   * something other than bytes, written outside errand); the run then
+   * fails at once with this reason. Absent for every row errand wrote.
+   */
+  readonly unreadable?: string;
 }
 
 /** A state change after a claim, applied only while the claim still holds. */
@@ -460,8 +466,15 @@ export interface Store<TTx = unknown> {
   jobPrune(
     params: { readonly state: "completed" | "failed" | "cancelled"; readonly before: number; readonly limit: number },
   ): Promise<number>;
-  /** Extends the leases of the given claims to `leaseUntil`; returns the ids still held (need not commit durably). */
-  jobRenewLeases(params: { readonly leases: readonly LeaseRef[]; readonly leaseUntil: number }): Promise<string[]>;
+  /**
+   * Extends the leases of the given claims to `leaseUntil`; returns the ids
+   * still held. Need not commit durably, except inside the application's
+   * transaction `tx`, where it holds the claims until that ends (a
+   * handler's write there is fenced by it).
+   */
+  jobRenewLeases(
+    params: { readonly leases: readonly LeaseRef[]; readonly leaseUntil: number; readonly tx?: TTx },
+  ): Promise<string[]>;
   /** Applies an operator's state change if the job is in one of `from`; returns whether it applied. */
   jobTransition(params: JobTransition): Promise<boolean>;
   /**

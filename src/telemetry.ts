@@ -38,7 +38,7 @@ export interface Observer {
   enqueued?(event: ObservedJob & { readonly inserted: boolean }): void;
   /** A worker of this instance claimed a job; `waitMs` is how long it had been due. */
   claimed?(event: ObservedJob & { readonly attempt: number; readonly waitMs: number }): void;
-  /** A run completed and its outcome was saved. */
+  /** A run completed and the store applied its outcome (a stale run's rejected outcome is not reported). */
   completed?(event: ObservedRun): void;
   /** A run failed and the job will not run again (attempts used up, discarded or permanent). */
   failed?(event: ObservedRun & { readonly error: RunError | null }): void;
@@ -174,21 +174,21 @@ export class Telemetry {
     }
   }
 
-  /** A run of `claim` ended at `at` with `outcome` (saved: whether its outcome was written). */
+  /**
+   * A run of `claim` ended at `at` with `outcome`, as the store applied it
+   * (`lost` when it did not); `unsaved`: its outcome was given up on.
+   */
   runEnded(
     claim: ClaimedJob,
     at: number,
     run: { readonly outcome: FinishOutcome; readonly error?: RunError | null; readonly runAt?: number },
-    saved: boolean,
+    unsaved = false,
   ): void {
     const outcome = run.outcome;
     const durationMs = Math.max(0, at - claim.startedAt);
     this.#m.finished.inc({ queue: claim.queue, kind: claim.kind, outcome });
     this.#m.run.observe({ kind: claim.kind, outcome }, durationMs / 1000);
-    if (!saved) {
-      this.#m.unsaved.inc();
-      return;
-    }
+    if (unsaved) this.#m.unsaved.inc();
     const event = { id: claim.id, kind: claim.kind, queue: claim.queue, attempt: claim.attempt, durationMs };
     if (outcome === "completed") this.#tell("completed", event);
     if (outcome === "failed") this.#tell("failed", { ...event, error: run.error ?? null });

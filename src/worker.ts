@@ -26,7 +26,6 @@ export interface WorkerEnv<TTx> extends ExecutorEnv<TTx> {
   readonly clock: Clock;
   readonly leases: LeaseKeeper;
   readonly workerId: string;
-  readonly leaseMs: number;
   readonly pollMs: number;
   /** Most jobs one claim takes. */
   readonly claimBatch: number;

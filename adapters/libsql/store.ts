@@ -27,7 +27,14 @@
  * @module
  */
 import type { Client, InStatement, InValue, ResultSet, Transaction } from "@libsql/client";
-import { ErrandError, SchemaVersionError, StoreError, StoreUnavailableError } from "../../src/errors.ts";
+import {
+  describeValue,
+  ErrandError,
+  SchemaVersionError,
+  StoreError,
+  StoreUnavailableError,
+  ValidationError,
+} from "../../src/errors.ts";
 import { toHex } from "../../src/hex.ts";
 import type {
   ActivityRow,
@@ -239,6 +246,7 @@ export class LibsqlStore implements Store<Transaction> {
   }
 
   async jobFinishMany(p: JobFinishParams<Transaction>): Promise<FinishedJob[]> {
+    checkTransaction(p.tx);
     if (p.finishes.length === 0) return [];
     // Each item is a JSON array of its id, its fence and the fields that differ between items; a
     // field with one value in every item (in a busy worker's batch, all of them) is one parameter,
@@ -295,6 +303,7 @@ export class LibsqlStore implements Store<Transaction> {
   }
 
   async jobInsertMany(p: JobInsertParams<Transaction>): Promise<JobInsertResult> {
+    checkTransaction(p.tx);
     // One INSERT per chunk with the rows as literals (payloads as blob literals): SQLite parses
     // literals faster than it binds parameters or reads JSON, and a script prepares no statement.
     const { allocate, seqs } = this.#sequences(p.rows);
@@ -820,15 +829,17 @@ export class LibsqlStore implements Store<Transaction> {
     return toResolvedWaiting(rs.rows);
   }
 
-  async jobRenewLeases(p: { leases: readonly LeaseRef[]; leaseUntil: number }): Promise<string[]> {
+  async jobRenewLeases(p: { leases: readonly LeaseRef[]; leaseUntil: number; tx?: Transaction }): Promise<string[]> {
+    checkTransaction(p.tx);
     if (p.leases.length === 0) return [];
-    const rs = await this.#writeUnsynced({
+    const statement = {
       sql: `UPDATE errand_jobs AS j SET lease_until = ?
             FROM json_each(?) AS l
             WHERE j.id = l.value ->> 'id' AND +j.namespace = ? AND j.state = 'running' AND j.fence = l.value ->> 'fence'
             RETURNING id`,
       args: [p.leaseUntil, JSON.stringify(p.leases), this.namespace],
-    });
+    };
+    const rs = p.tx ? await this.#write(statement, p.tx) : await this.#writeUnsynced(statement);
     return rs.rows.map((r) => String(r.id));
   }
 
@@ -930,6 +941,17 @@ export class LibsqlStore implements Store<Transaction> {
         throw toErrandError(err);
       }
     }
+  }
+}
+
+/** @throws {ValidationError} Unless `tx` is absent or a libSQL `Transaction`. */
+function checkTransaction(tx: unknown): void {
+  if (tx === undefined) return;
+  const t = tx as Partial<Transaction> | null;
+  if (typeof t?.execute !== "function" || typeof t.commit !== "function" || typeof t.rollback !== "function") {
+    throw new ValidationError(
+      `Option "tx" must be a libSQL Transaction (from await client.transaction("write")), got ${describeValue(tx)}`,
+    );
   }
 }
 

@@ -18,7 +18,14 @@
  * @module
  */
 import type { Sql, TransactionSql } from "postgres";
-import { ErrandError, SchemaVersionError, StoreError, StoreUnavailableError } from "../../src/errors.ts";
+import {
+  describeValue,
+  ErrandError,
+  SchemaVersionError,
+  StoreError,
+  StoreUnavailableError,
+  ValidationError,
+} from "../../src/errors.ts";
 import { toHex } from "../../src/hex.ts";
 import type {
   ActivityRow,
@@ -726,15 +733,18 @@ export class PostgresStore implements Store<TransactionSql> {
     return resolved;
   }
 
-  async jobRenewLeases(p: { leases: readonly LeaseRef[]; leaseUntil: number }): Promise<string[]> {
+  async jobRenewLeases(p: { leases: readonly LeaseRef[]; leaseUntil: number; tx?: TransactionSql }): Promise<string[]> {
     if (p.leases.length === 0) return [];
+    // Alone, the renewal's commit need not wait for the flush; in the application's transaction it must not
+    // change how that commits.
+    const unsynced = p.tx ? "" : ", (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit";
     const rows = await this.#query(
       `UPDATE ${this.#jobs} AS j SET lease_until = $1
-       FROM unnest($2::text[], $3::int[]) AS l(id, fence),
-            (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit
+       FROM unnest($2::text[], $3::int[]) AS l(id, fence)${unsynced}
        WHERE j.id = l.id AND j.namespace = $4 AND j.state = 'running' AND j.fence = l.fence
        RETURNING j.id`,
       [p.leaseUntil, p.leases.map((l) => l.id), p.leases.map((l) => l.fence), this.namespace],
+      p.tx,
     );
     return rows.map((r) => String(r.id));
   }
@@ -755,7 +765,7 @@ export class PostgresStore implements Store<TransactionSql> {
   }
 
   #query(text: string, args: unknown[], tx?: TransactionSql): Promise<Row[]> {
-    const q: Querier = tx ?? this.#sql;
+    const q: Querier = tx === undefined ? this.#sql : checkTransaction(tx);
     return this.#run(async () => [...await q.unsafe(text, args as never[], { prepare: this.#sql.options.prepare })]);
   }
 
@@ -782,6 +792,23 @@ const CONNECTION_CODES = new Set([
   "57P02",
   "57P03",
 ]);
+
+/**
+ * `tx` if it is a postgres.js transaction: the `sql` of `sql.begin()` or of a
+ * savepoint (the client's own `sql` has no `savepoint`).
+ * @throws {ValidationError} Otherwise.
+ */
+function checkTransaction(tx: unknown): TransactionSql {
+  const t = tx as { unsafe?: unknown; savepoint?: unknown } | null;
+  if (typeof tx !== "function" || typeof t?.unsafe !== "function" || typeof t.savepoint !== "function") {
+    throw new ValidationError(
+      `Option "tx" must be a postgres.js transaction (the tx of sql.begin(async (tx) => ...)), got ${
+        describeValue(tx)
+      }`,
+    );
+  }
+  return tx as TransactionSql;
+}
 
 function toErrandError(err: unknown): Error {
   if (err instanceof ErrandError) return err;
