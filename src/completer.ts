@@ -23,8 +23,6 @@ import type { JobFinish, Store } from "./store.ts";
 const MAX_BATCH = 1000;
 /** Writes in a row that may fail, with backoff, before the rest of a batch is given up on. */
 const SAVE_TRIES = 8;
-/** How long a refused single outcome waits before its one more try (a deadlock or a busy lock passes). */
-const REFUSED_RETRY_MS = 50;
 
 /** What became of an outcome handed to {@link saveFinishes}. */
 export interface Saved {
@@ -85,7 +83,7 @@ export async function saveFinishes(env: SaveEnv, finishes: readonly JobFinish[])
       }
       const refused = finishes[start];
       try {
-        await sleep(clock, REFUSED_RETRY_MS);
+        // Once more at once: a refusal that passes (a deadlock victim) is not the outcome's fault.
         await write([refused], start, "applied");
         failures = 0;
         continue;

@@ -15,7 +15,8 @@ const PATTERN = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/;
  *
  * @param value The duration to convert.
  * @param what Names the option in the error message.
- * @throws {ValidationError} When the value is negative, longer than 100 years or not a duration string.
+ * @param maxMs The longest accepted, in ms (100 years unless the option holds less).
+ * @throws {ValidationError} When the value is negative, longer than `maxMs` or not a duration string.
  *
  * @example Parse durations
  * ```ts
@@ -24,12 +25,12 @@ const PATTERN = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/;
  * parseDuration(250); // 250
  * ```
  */
-export function parseDuration(value: Duration, what = "duration"): number {
+export function parseDuration(value: Duration, what = "duration", maxMs: number = MAX_DURATION_MS): number {
   if (typeof value === "number") {
     if (!Number.isFinite(value) || value < 0) {
       throw new ValidationError(`Option "${what}" must be a non-negative number of milliseconds, got "${value}"`);
     }
-    return withinRange(Math.round(value), what, value);
+    return withinRange(Math.round(value), what, value, maxMs);
   }
   const match = typeof value === "string" ? PATTERN.exec(value.trim()) : null;
   if (!match) {
@@ -39,12 +40,15 @@ export function parseDuration(value: Duration, what = "duration"): number {
       }"`,
     );
   }
-  return withinRange(Math.round(Number(match[1]) * UNIT_MS[match[2]]), what, value);
+  return withinRange(Math.round(Number(match[1]) * UNIT_MS[match[2]]), what, value, maxMs);
 }
 
-function withinRange(ms: number, what: string, given: Duration): number {
-  if (ms > MAX_DURATION_MS) {
-    throw new ValidationError(`Option "${what}" must be at most 100 years ("36500d"), got "${String(given)}"`);
+function withinRange(ms: number, what: string, given: Duration, maxMs: number): number {
+  if (ms > maxMs) {
+    const most = maxMs === MAX_DURATION_MS
+      ? '100 years ("36500d")'
+      : `${maxMs} ms (about ${Math.floor(maxMs / 8_640_000) / 10} days)`;
+    throw new ValidationError(`Option "${what}" must be at most ${most}, got "${String(given)}"`);
   }
   return ms;
 }

@@ -9,7 +9,7 @@ import { encodePayload } from "./codec.ts";
 import { type Duration, parseDuration } from "./duration.ts";
 import { ValidationError } from "./errors.ts";
 import { checkPriority, type JobDefinition } from "./job.ts";
-import { checkCount } from "./limits.ts";
+import { checkCount, MAX_TIMEOUT_MS } from "./limits.ts";
 import { checkName } from "./names.ts";
 import { type PartitionKey, partitionOf, type Placement } from "./partition.ts";
 import { checkRetryPolicy, type RetryPolicy } from "./retry.ts";
@@ -89,7 +89,7 @@ export async function buildInsertRow(
     runAt = Math.max(ctx.now, options.runAt.getTime());
   }
   const attempts = checkCount("attempts", options.attempts ?? definition.attempts, 1);
-  const timeoutMs = options.timeout === undefined ? definition.timeoutMs : parseDuration(options.timeout, "timeout");
+  const timeoutMs = options.timeout === undefined ? definition.timeoutMs : parseDuration(options.timeout, "timeout", MAX_TIMEOUT_MS);
   if (timeoutMs === 0) throw new ValidationError(`Option "timeout" must be greater than 0`);
   const unique = options.unique === undefined ? undefined : checkUnique(key, options.unique);
   // Encoded first: it refuses what is not plain data, so later steps read only plain data.

@@ -568,7 +568,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
 
   async list(options: ListOptions = {}): Promise<JobPage> {
     checkOptions("list", options);
-    if (options.cursor !== undefined) checkId("list", options.cursor, 'as "cursor" the cursor of the previous page');
+    if (options.cursor !== undefined) checkId("list", options.cursor, 'a "cursor" from the previous page: a job id');
     const limit = checkCount("limit", options.limit ?? 50, 1);
     if (limit > 1000) throw new ValidationError(`Option "limit" must be at most 1000, got "${limit}"`);
     if (options.state !== undefined && !JOB_STATES.includes(options.state)) {
@@ -1160,7 +1160,7 @@ const ID_PATTERN = /^[\x21-\x7e]{1,64}$/;
 function checkId(call: string, id: string, what = "a job id"): void {
   if (typeof id !== "string" || !ID_PATTERN.test(id)) {
     throw new ValidationError(
-      `${call}() needs ${what} (a job id such as "01J9ZQ4V7K3M8N2P5R6S7T8V9W"), got ${describeValue(id)}`,
+      `${call}() needs ${what} such as "01J9ZQ4V7K3M8N2P5R6S7T8V9W", got ${describeValue(id)}`,
     );
   }
 }

@@ -7,7 +7,7 @@
  */
 import { type Duration, parseDuration } from "./duration.ts";
 import { ValidationError } from "./errors.ts";
-import { checkCount, MAX_COUNT } from "./limits.ts";
+import { checkCount, MAX_COUNT, MAX_TIMEOUT_MS } from "./limits.ts";
 import { checkName } from "./names.ts";
 import type { PartitionKey } from "./partition.ts";
 import { checkRetryPolicy, type RetryPolicy } from "./retry.ts";
@@ -140,7 +140,7 @@ export function job<T>(options: JobOptions<T> = {}): JobDefinition<T> {
     retry: options.retry === undefined ? undefined : checkRetryPolicy(options.retry),
     timeoutMs: options.timeout === undefined
       ? undefined
-      : positive(parseDuration(options.timeout, "timeout"), "timeout"),
+      : positive(parseDuration(options.timeout, "timeout", MAX_TIMEOUT_MS), "timeout"),
     version,
     validate: options.validate as AnyPayloadValidator | undefined,
     topic: options.topic === undefined

@@ -1,10 +1,11 @@
 /**
  * The values errand accepts are the values both stores can hold, checked
  * before anything is written:
- * - every duration (delays, timeouts, leases, intervals, retry delays,
- *   retention) is a whole number of milliseconds from 0 to
- *   {@link MAX_DURATION_MS}, 100 years, so any time errand computes from it
- *   stays within the stores' columns and JavaScript's `Date`;
+ * - every duration (delays, leases, intervals, retry delays, retention) is
+ *   a whole number of milliseconds from 0 to {@link MAX_DURATION_MS}, 100
+ *   years, so any time errand computes from it stays within the stores'
+ *   columns and JavaScript's `Date`; a job's timeout is at most
+ *   {@link MAX_TIMEOUT_MS}, about 24.8 days;
  * - every count (attempts, concurrency, batch sizes, partitions, priorities
  *   by magnitude) is at most {@link MAX_COUNT}, the stores' 32-bit integers;
  * - text a handler hands over (error messages and stacks, `job.explain()`
@@ -21,6 +22,9 @@ export const MAX_DURATION_MS = 100 * 365 * 86_400_000;
 
 /** The largest count errand accepts: 2,147,483,647, the stores' 32-bit integer columns. */
 export const MAX_COUNT = 2 ** 31 - 1;
+
+/** The longest job timeout: 2,147,483,647 ms (about 24.8 days), what the stores' timeout columns hold. */
+export const MAX_TIMEOUT_MS = MAX_COUNT;
 
 /**
  * Returns `value` if it is a whole number from `min` to {@link MAX_COUNT}.

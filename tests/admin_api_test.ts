@@ -10,7 +10,9 @@ import { Hono } from "hono";
 import { createErrand, defineJobs, type Errand, job, PermanentError, ValidationError } from "../mod.ts";
 import { libsqlStore } from "../adapters/libsql/mod.ts";
 import { adminRouter } from "../adapters/hono/mod.ts";
+import { allKinds } from "./support/stores.ts";
 import { eventually, quietLogger } from "./support/wait.ts";
+import { errandOn, withDatabase } from "./conformance/harness.ts";
 
 const HOSTILE = "<img src=x onerror=alert(1)>";
 
@@ -243,3 +245,36 @@ describe("admin API", () => {
     assert.equal((await request("/jobs/topic/nope")).status, 404);
   });
 });
+
+for (const kind of allKinds()) {
+  describe(`admin API on ${kind.name}`, () => {
+    it("a job id or cursor no store can hold (a NUL byte, control characters) answers 400, never 500", {
+      skip: kind.skip,
+    }, () =>
+      withDatabase(kind, async (db, track) => {
+        const { errand } = errandOn(db, { jobs, mode: "enqueue", topics: { orders: { partitions: 4 } } });
+        track(errand);
+        await errand.enqueue("greet", { name: "x" });
+        const app = new Hono().route("/admin", adminRouter(errand, { insecure: true }));
+        const changing = { method: "POST", headers: { "content-type": "application/json" }, body: "{}" };
+        for (
+          const [path, init] of [
+            ["/admin/api/jobs/%00"],
+            ["/admin/api/jobs/a%00b"],
+            ["/admin/api/jobs/%0A%1B"],
+            ["/admin/api/jobs?cursor=%00"],
+            ["/admin/api/jobs?queue=%00"],
+            ["/admin/job/%00"],
+            ["/admin/?cursor=%00"],
+            ["/admin/api/jobs/%00/retry", changing],
+            ["/admin/api/jobs/%00/cancel", changing],
+            ["/admin/api/jobs/%00", { ...changing, method: "DELETE" }],
+          ] as [string, RequestInit?][]
+        ) {
+          const res = await app.request(path, init);
+          assert.equal(res.status, 400, `${init?.method ?? "GET"} ${path} answered ${res.status}`);
+          assert.match((await res.json()).error, /needs (a job id|a "cursor" from the previous page)|Invalid queue/);
+        }
+      }));
+  });
+}

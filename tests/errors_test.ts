@@ -43,6 +43,77 @@ describe("errors", () => {
     assert.equal(parseDuration("1.5s"), 1500);
   });
 
+  it("payloads that cannot be read and options that are not objects are a ValidationError saying what to change", async () => {
+    const client = createClient({ url: ":memory:" });
+    const keyed = defineJobs({
+      ping: job<{ n: number }>(),
+      order: job<{ customer: string }>({
+        topic: "orders",
+        partitionKey: (p) => {
+          if (!p.customer) throw new Error("no customer");
+          return p.customer;
+        },
+      }),
+    });
+    const errand = createErrand({
+      jobs: keyed,
+      store: libsqlStore(client),
+      mode: "enqueue",
+      topics: { orders: { partitions: 2 } },
+    });
+    const getter = {
+      get n(): number {
+        throw new Error("getter exploded");
+      },
+    };
+    const trap = new Proxy({ n: 1 }, {
+      ownKeys() {
+        throw new Error("trap exploded");
+      },
+    });
+    const refused: [Promise<unknown>, RegExp][] = [
+      [
+        errand.enqueue("ping", getter),
+        /The payload of "ping" cannot be read: getter exploded; payloads must be plain data/,
+      ],
+      [errand.enqueue("ping", trap), /The payload of "ping" cannot be read: trap exploded/],
+      [
+        errand.enqueue("order", { customer: "" }),
+        /The partitionKey\(\) of "order" threw for this payload: no customer/,
+      ],
+      [
+        errand.enqueue("ping", { n: 1 }, null as never),
+        /enqueue\(\) options must be an object such as \{ delay: "5m" \}, got null/,
+      ],
+      [
+        errand.enqueueAfter("01J9ZQ4V7K3M8N2P5R6S7T8V9W", "ping", { n: 1 }, 5 as never),
+        /enqueueAfter\(\) options must be an object/,
+      ],
+      [
+        errand.enqueueMany([{ kind: "ping", payload: { n: 1 } }], null as never),
+        /enqueueMany\(\) options must be an object/,
+      ],
+      [
+        errand.enqueueMany([{ kind: "ping", payload: { n: 1 }, options: "x" as never }]),
+        /enqueueMany\(\) item 0: options must be an object/,
+      ],
+      [
+        errand.schedule("nightly", "ping", { n: 1 }, "0 3 * * *", null as never),
+        /schedule\(\) options must be an object/,
+      ],
+      [errand.list(null as never), /list\(\) options must be an object/],
+      [errand.get("a\u0000b"), /get\(\) needs a job id such as/],
+    ];
+    // Every call runs at once; their rejections are awaited one by one below.
+    for (const [call] of refused) call.catch(() => {});
+    for (const [call, message] of refused) {
+      await assert.rejects(call, (e) => e instanceof ValidationError && message.test(e.message));
+    }
+    assert.equal((await errand.list()).jobs.length, 0);
+    assert.deepEqual(await errand.schedules(), []);
+    client.close();
+  });
+
   it("an unreachable PostgreSQL server gives StoreUnavailableError", async () => {
     const sql = postgres("postgres://root@127.0.0.1:1/test", { max: 1, connect_timeout: 2, onnotice: () => {} });
     const errand = createErrand({ jobs, store: postgresStore(sql), mode: "enqueue" });

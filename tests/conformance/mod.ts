@@ -12,6 +12,7 @@ import { executionCases } from "./execution.ts";
 import { leaseCases } from "./leases.ts";
 import { lifecycleCases } from "./lifecycle.ts";
 import { operatorCases } from "./operators.ts";
+import { poisonCases } from "./poison.ts";
 import { retentionCases } from "./retention.ts";
 import { scheduleCases } from "./schedules.ts";
 import { statsCases } from "./stats.ts";
@@ -37,6 +38,7 @@ export function runConformance(kind: StoreKind<unknown>): void {
     leaseCases(kind);
     lifecycleCases(kind);
     transactionCases(kind);
+    poisonCases(kind);
     retentionCases(kind);
     scheduleCases(kind);
     topicCases(kind);

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { ValidationError } from "../../mod.ts";
 import type { StoreKind } from "../support/stores.ts";
 import { eventually } from "../support/wait.ts";
 import { errandOn, testJobs, withDatabase } from "./harness.ts";
@@ -23,6 +24,25 @@ export function transactionCases(kind: StoreKind<unknown>): void {
         );
         assert.equal((await errand.get(committed.id))?.state, "available");
         assert.equal(await errand.get(rolledBack), null);
+      }));
+
+    it("a tx that is not the store's transaction is refused with what to pass, and nothing is written", () =>
+      withDatabase(kind, async (db, track) => {
+        const { errand } = errandOn(db, { jobs: testJobs, mode: "enqueue" });
+        track(errand);
+        for (const tx of [{}, "tx", db.store()]) {
+          await assert.rejects(
+            errand.enqueue("greet", { name: "x" }, { tx }),
+            (e) =>
+              e instanceof ValidationError &&
+              /Option "tx" must be a (postgres\.js|libSQL) [Tt]ransaction/.test(e.message),
+          );
+          await assert.rejects(
+            errand.enqueueMany([{ kind: "greet", payload: { name: "x" } }], { tx }),
+            ValidationError,
+          );
+        }
+        assert.equal((await errand.list()).jobs.length, 0);
       }));
 
     it("job.complete(tx) commits the handler's writes and the completion together", () =>

@@ -19,6 +19,12 @@ export interface TestDatabase<TTx> {
   readonly url: string;
   /** Extra store options a child process needs (the PostgreSQL schema). */
   readonly schema?: string;
+  /**
+   * Makes the database itself refuse every write that adds a run record
+   * holding `marker` (a trigger raises an error), as a database refuses a
+   * value it cannot hold. Call it once errand has created its tables.
+   */
+  refuseRunsWith(marker: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -61,6 +67,13 @@ export function libsqlKind(where: "file" | "memory"): StoreKind<Transaction> {
             tx.close();
           }
         },
+        async refuseRunsWith(marker) {
+          await client.execute(
+            `CREATE TRIGGER refuse_marked_runs BEFORE UPDATE OF runs ON errand_jobs
+             WHEN NEW.runs LIKE '%${marker}%'
+             BEGIN SELECT RAISE(ABORT, 'the test database refuses this value'); END`,
+          );
+        },
         close() {
           client.close();
           if (where === "file") removeDbFiles(url.slice("file:".length));
@@ -91,6 +104,16 @@ export function postgresKind(options: { prepare?: boolean } = {}): StoreKind<Tra
         schema,
         store: (namespace = "default") => postgresStore(sql, { namespace, schema }),
         transaction: <T>(fn: (tx: TransactionSql) => Promise<T>) => sql.begin(fn) as Promise<T>,
+        async refuseRunsWith(marker) {
+          await sql.unsafe(`
+            CREATE FUNCTION "${schema}".refuse_marked_runs() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+              IF NEW.runs::text LIKE '%${marker}%' THEN RAISE EXCEPTION 'the test database refuses this value'; END IF;
+              RETURN NEW;
+            END $$;
+            CREATE TRIGGER refuse_marked_runs BEFORE UPDATE OF runs ON "${schema}".jobs
+              FOR EACH ROW EXECUTE FUNCTION "${schema}".refuse_marked_runs();`);
+        },
         async close() {
           await sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
           await sql.end({ timeout: 5 });

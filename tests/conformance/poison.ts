@@ -1,0 +1,296 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import {
+  backoff,
+  createErrand,
+  defineJobs,
+  job,
+  LeaseLostError,
+  PermanentError,
+  type Store,
+  systemClock,
+  ValidationError,
+} from "../../mod.ts";
+import { FakeClock } from "../../src/testing.ts";
+import type { StoreKind } from "../support/stores.ts";
+import { eventually, quietLogger } from "../support/wait.ts";
+import { errandOn, testJobs, withDatabase } from "./harness.ts";
+
+const jobs = defineJobs({
+  item: job<{ n: number; poison?: "nul" | "surrogate" | "discard" | "marker" | "huge-retry" | "huge-snooze" }>({
+    attempts: 1,
+  }),
+});
+
+/** Enough slots and a large claim, so the outcomes of one drain are saved in shared batches. */
+const wide = { claimBatch: 50, queues: { default: { concurrency: 50 } } };
+
+/** Bad values from handlers and callers never spoil other jobs, and are refused or stored safely. */
+export function poisonCases(kind: StoreKind<unknown>): void {
+  describe("poison values", () => {
+    it("text with NUL or unpaired surrogates from a handler is stored readably, and the jobs beside it run once", () =>
+      withDatabase(kind, async (db, track) => {
+        const runs = new Map<number, number>();
+        const { errand } = errandOn(db, {
+          jobs,
+          ...wide,
+          handlers: {
+            item: (p, j) => {
+              runs.set(p.n, (runs.get(p.n) ?? 0) + 1);
+              if (p.poison === "nul") {
+                j.explain("note\u0000with NUL");
+                throw new PermanentError("bad\u0000value");
+              }
+              if (p.poison === "surrogate") throw new Error("half a pair: \ud800!");
+              if (p.poison === "discard") j.discard("reason\u0000");
+            },
+          },
+        });
+        track(errand);
+        const poisons = { 3: "nul", 17: "surrogate", 29: "discard" } as const;
+        const ids = await errand.enqueueMany(
+          Array.from({ length: 40 }, (_, n) => ({
+            kind: "item" as const,
+            payload: { n, poison: poisons[n as keyof typeof poisons] },
+          })),
+        );
+        await errand.start();
+        await eventually(async () => (await errand.counts()).byState.running === 0 && runs.size === 40, "every run");
+        const counts = (await errand.counts()).byState;
+        assert.equal(counts.completed, 37);
+        assert.equal(counts.failed, 3);
+        assert.deepEqual([...runs.values()].filter((n) => n !== 1), [], "no job ran twice");
+        const nul = (await errand.get(ids[3].id))!;
+        assert.equal(nul.runs[0].error?.message, "bad\\u0000value");
+        assert.equal(nul.runs[0].note, "note\\u0000with NUL");
+        assert.equal((await errand.get(ids[17].id))!.runs[0].error?.message, "half a pair: \ufffd!");
+        assert.equal((await errand.get(ids[29].id))!.runs[0].error?.message, "reason\\u0000");
+      }));
+
+    it("an outcome the store refuses fails only its own job with OutcomeRejected; the rest of its batch is saved", () =>
+      withDatabase(kind, async (db, track) => {
+        const runs = new Map<number, number>();
+        const told: string[] = [];
+        const { errand, logger } = errandOn(db, {
+          jobs,
+          ...wide,
+          observer: {
+            completed: () => void told.push("completed"),
+            failed: (e) => void told.push(`failed ${e.error?.name}`),
+          },
+          handlers: {
+            item: (p, j) => {
+              runs.set(p.n, (runs.get(p.n) ?? 0) + 1);
+              if (p.poison === "marker") j.explain("refuse-me");
+            },
+          },
+        });
+        track(errand);
+        await errand.start();
+        await db.refuseRunsWith("refuse-me");
+        const ids = await errand.enqueueMany(
+          Array.from({ length: 30 }, (_, n) => ({
+            kind: "item" as const,
+            payload: { n, poison: n === 11 ? "marker" as const : undefined },
+          })),
+        );
+        await eventually(async () => (await errand.counts()).byState.running === 0 && runs.size === 30, "every run");
+        assert.deepEqual([...runs.values()].filter((n) => n !== 1), [], "no job ran twice");
+        const counts = (await errand.counts()).byState;
+        assert.equal(counts.completed, 29);
+        assert.equal(counts.failed, 1);
+        const refused = (await errand.get(ids[11].id))!;
+        assert.equal(refused.state, "failed");
+        assert.equal(refused.runs.at(-1)?.error?.name, "OutcomeRejected");
+        assert.match(refused.runs.at(-1)?.error?.message ?? "", /refused to save this run's outcome \(completed\)/);
+        assert.equal(told.filter((t) => t === "completed").length, 29);
+        assert.deepEqual(told.filter((t) => t !== "completed"), ["failed OutcomeRejected"]);
+        assert.ok(logger.lines.some((l) => l.includes("OutcomeRejected") && l.includes(ids[11].id)));
+      }));
+
+    it("durations and counts beyond the stores' range are refused at the call, with nothing written", () =>
+      withDatabase(kind, async (db, track) => {
+        const { errand } = errandOn(db, { jobs, mode: "enqueue" });
+        track(errand);
+        assert.throws(() => backoff.fixed(1e20), /"backoff.fixed delay" must be at most 100 years/);
+        assert.throws(() => job({ attempts: 2 ** 31 }), /"attempts" must be a whole number of at least 1 and at most/);
+        assert.throws(() => job({ timeout: "25d" }), /"timeout" must be at most 2147483647 ms \(about 24.8 days\)/);
+        const refused: [Promise<unknown>, RegExp][] = [
+          [errand.enqueue("item", { n: 1 }, { delay: 1e20 }), /"delay" must be at most 100 years/],
+          [errand.enqueue("item", { n: 1 }, { attempts: 2 ** 31 }), /at most 2147483647/],
+          [errand.enqueue("item", { n: 1 }, { retry: { type: "fixed", delayMs: 1e20 } }), /delayMs must be from 0/],
+          [
+            errand.enqueue("item", { n: 1 }, {
+              retry: { type: "exponential", baseMs: 1, factor: 2, capMs: 1e20, jitter: 0 },
+            }),
+            /capMs must be from 0/,
+          ],
+          [errand.enqueue("item", { n: 1 }, { timeout: "25d" }), /"timeout" must be at most 2147483647 ms/],
+        ];
+        // Every call runs at once; their rejections are awaited one by one below.
+        for (const [call] of refused) call.catch(() => {});
+        for (const [call, message] of refused) {
+          await assert.rejects(call, (e) => e instanceof ValidationError && message.test(e.message));
+        }
+        assert.throws(
+          () => createErrand({ jobs, store: db.store(), lease: "40000d" }),
+          /"lease" must be at most 100 years/,
+        );
+        assert.equal((await errand.list()).jobs.length, 0);
+      }));
+
+    it("a handler's retryIn() or snooze() beyond the range fails its own run with a clear error, and the rest run on", () =>
+      withDatabase(kind, async (db, track) => {
+        const runs = new Map<number, number>();
+        const { errand } = errandOn(db, {
+          jobs,
+          ...wide,
+          handlers: {
+            item: (p, j) => {
+              runs.set(p.n, (runs.get(p.n) ?? 0) + 1);
+              if (p.poison === "huge-retry") j.retryIn(1e20);
+              if (p.poison === "huge-snooze") j.snooze("50000000d");
+            },
+          },
+        });
+        track(errand);
+        const ids = await errand.enqueueMany(
+          Array.from({ length: 20 }, (_, n) => ({
+            kind: "item" as const,
+            payload: { n, poison: n === 4 ? "huge-retry" as const : n === 9 ? "huge-snooze" as const : undefined },
+          })),
+        );
+        await errand.start();
+        await eventually(async () => (await errand.counts()).byState.running === 0 && runs.size === 20, "every run");
+        assert.equal((await errand.counts()).byState.completed, 18);
+        for (const n of [4, 9]) {
+          const j = (await errand.get(ids[n].id))!;
+          assert.equal(j.state, "failed");
+          assert.match(j.runs[0].error?.message ?? "", /must be at most 100 years/);
+        }
+      }));
+
+    it("a stale run's job.complete(tx) and job.enqueue(..., { tx }) throw LeaseLostError, so its transaction rolls back and counts as lost", () =>
+      withDatabase(kind, async (db, track) => {
+        let releaseStale!: () => void;
+        const staleResults: unknown[] = [];
+        const toldA: string[] = [];
+        // Instance A's clock never moves: it never renews, like a hung process.
+        const a = errandOn(db, {
+          jobs: testJobs,
+          lease: "30s",
+          observer: { completed: () => void toldA.push("completed") },
+          handlers: {
+            greet: async (_p, j) => {
+              await new Promise<void>((r) => (releaseStale = r));
+              for (
+                const write of [
+                  (tx: unknown) => a.errand.enqueue("mail", { to: "committed-by-the-stale-run" }, { tx }),
+                  (tx: unknown) => j.enqueue("mail", { to: "enqueued-by-the-stale-run" }, { tx }),
+                  (tx: unknown) => j.complete(tx),
+                ]
+              ) {
+                staleResults.push(
+                  await db.transaction(async (tx) => {
+                    await a.errand.enqueue("mail", { to: "the-handler's-own-write" }, { tx });
+                    return await write(tx);
+                  }).then(() => "committed", (e) => e),
+                );
+              }
+            },
+          },
+        });
+        track(a.errand);
+        await a.errand.start();
+        const { id } = await a.errand.enqueue("greet", { name: "stale" }, { retry: backoff.fixed(0) });
+        await eventually(() => releaseStale !== undefined, "the stale run's start");
+
+        // Instance B lives 31 s later: it rescues the job and completes it.
+        const b = errandOn(db, {
+          jobs: testJobs,
+          clock: new FakeClock(new FakeClock().now() + 31_000),
+          handlers: { greet: () => {} },
+        });
+        track(b.errand);
+        await b.errand.start();
+        await eventually(async () => (await b.errand.get(id))?.state === "completed", "rescue and rerun on B");
+
+        releaseStale();
+        await eventually(() => staleResults.length === 3, "the stale run's writes");
+        assert.equal(staleResults[0], "committed", "a plain enqueue in the transaction is not the run's to fence");
+        for (const result of staleResults.slice(1)) {
+          assert.ok(result instanceof LeaseLostError, `expected LeaseLostError, got ${String(result)}`);
+          assert.match(result.message, new RegExp(`no longer holds job "${id}"`));
+        }
+        const mails = (await b.errand.list({ kind: "mail" })).jobs;
+        assert.equal(mails.length, 2, "only the first transaction committed its two enqueues");
+        await eventually(async () => /outcome="lost"/.test(await a.errand.metrics()), "the stale run counted");
+        const metrics = await a.errand.metrics();
+        assert.match(metrics, /errand_jobs_finished_total\{queue="default",kind="greet",outcome="lost"\} 1/);
+        assert.doesNotMatch(metrics, /outcome="completed"/);
+        assert.deepEqual(toldA, []);
+      }));
+
+    it("a live run's job.complete(tx) commits with its writes and counts as completed once", () =>
+      withDatabase(kind, async (db, track) => {
+        const told: string[] = [];
+        const { errand } = errandOn(db, {
+          jobs: testJobs,
+          observer: { completed: (e) => void told.push(e.id) },
+          handlers: {
+            greet: (_p, j) =>
+              db.transaction(async (tx) => {
+                await j.enqueue("mail", { to: "follow-up" }, { tx });
+                await j.complete(tx);
+              }),
+          },
+        });
+        track(errand);
+        await errand.start();
+        const { id } = await errand.enqueue("greet", { name: "x" });
+        await eventually(() => told.length === 1, "the completed event");
+        assert.equal((await errand.get(id))?.state, "completed");
+        assert.equal((await errand.list({ kind: "mail" })).jobs.length, 1);
+        assert.deepEqual(told, [id]);
+        assert.match(await errand.metrics(), /kind="greet",outcome="completed"\} 1/);
+        assert.doesNotMatch(await errand.metrics(), /kind="greet",outcome="lost"/);
+      }));
+
+    it("timers longer than the runtime's (24.8 days) fire on time: a 30-day lease or interval is no busy loop", () =>
+      withDatabase(kind, async (db, track) => {
+        const store = db.store();
+        let calls = 0;
+        const counted = new Proxy(store, {
+          get(target, key) {
+            const value = Reflect.get(target, key);
+            if (typeof value !== "function") return value;
+            return (...args: unknown[]) => (calls++, value.apply(target, args));
+          },
+        }) as Store<unknown>;
+        let finished = false;
+        const errand = track(createErrand({
+          jobs: defineJobs({ long: job<null>({ timeout: "24d", attempts: 1 }) }),
+          store: counted,
+          clock: systemClock,
+          logger: quietLogger(),
+          lease: "30d",
+          pollInterval: "30d",
+          maintenance: { promote: "30d", rescue: "30d", prune: "30d" },
+          handlers: {
+            long: async () => {
+              await new Promise((r) => setTimeout(r, 100));
+              finished = true;
+            },
+          },
+        }));
+        await errand.start();
+        const { id } = await errand.enqueue("long", null);
+        const started = calls;
+        await new Promise((r) => setTimeout(r, 300));
+        assert.ok(calls - started < 20, `${calls - started} store calls in 300 ms of idling`);
+        assert.ok(finished, "the handler ran to its end");
+        const done = (await errand.get(id))!;
+        assert.equal(done.state, "completed", `job ${done.state}: ${done.runs[0]?.error?.message}`);
+      }));
+  });
+}
