@@ -89,7 +89,9 @@ export async function buildInsertRow(
     runAt = Math.max(ctx.now, options.runAt.getTime());
   }
   const attempts = checkCount("attempts", options.attempts ?? definition.attempts, 1);
-  const timeoutMs = options.timeout === undefined ? definition.timeoutMs : parseDuration(options.timeout, "timeout", MAX_TIMEOUT_MS);
+  const timeoutMs = options.timeout === undefined
+    ? definition.timeoutMs
+    : parseDuration(options.timeout, "timeout", MAX_TIMEOUT_MS);
   if (timeoutMs === 0) throw new ValidationError(`Option "timeout" must be greater than 0`);
   const unique = options.unique === undefined ? undefined : checkUnique(key, options.unique);
   // Encoded first: it refuses what is not plain data, so later steps read only plain data.
