@@ -2,7 +2,8 @@
  * libSQL lets a column hold a value of any type, so a row written outside
  * errand can hold a payload that is not bytes. Such a row fails its own job
  * with a clear error; the jobs claimed beside it run as usual, and reading
- * it (get, the admin API) still works.
+ * it (get, the admin API and dashboard) still works, as it does for a run
+ * time beyond the range of `Date`.
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
@@ -19,7 +20,7 @@ import { eventually, quietLogger } from "./support/wait.ts";
 const jobs = defineJobs({ item: job<{ n: number }>({ attempts: 3 }) });
 
 describe("libSQL: stored values of the wrong type", () => {
-  it("a payload stored as text or a number fails its own job with a decode error; the jobs claimed with it run once", async () => {
+  it("a payload stored as text or a number fails its own job; the jobs claimed with it run once; such rows still show", async () => {
     const dir = `${tmpdir()}/errand-tests`;
     mkdirSync(dir, { recursive: true });
     const path = `${dir}/stored-values-${Date.now().toString(36)}.db`;
@@ -56,7 +57,14 @@ describe("libSQL: stored values of the wrong type", () => {
         assert.equal((await errand.get(ids[n]))?.attempt, 1, `job ${n} ran on its first attempt`);
       }
 
+      // A run time beyond the range of Date, as only a row written outside errand can hold.
+      const far = (await errand.enqueue("item", { n: 9 }, { delay: "1d" })).id;
+      await client.execute({ sql: "UPDATE errand_jobs SET run_at = 1e20 WHERE id = ?", args: [far] });
+      assert.equal((await errand.get(far))?.state, "scheduled");
+
       const app = new Hono().route("/admin", adminRouter(errand, { insecure: true }));
+      assert.equal((await app.request(`/admin/api/jobs/${far}`)).status, 200);
+      assert.equal((await app.request(`/admin/job/${far}`)).status, 200);
       assert.equal((await app.request(`/admin/api/jobs/${ids[1]}`)).status, 200);
       assert.equal((await app.request(`/admin/job/${ids[1]}`)).status, 200);
       assert.equal((await app.request("/admin/")).status, 200);

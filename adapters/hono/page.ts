@@ -68,9 +68,10 @@ export function stateLabel(state: JobState): Html {
   return html`<span class="state state-${state}">${state}</span>`;
 }
 
-/** A time as UTC `YYYY-MM-DD hh:mm:ss`, or a dash. */
+/** A time as UTC `YYYY-MM-DD hh:mm:ss`, a dash for none, or "invalid time" for one beyond `Date`'s range (a row written outside errand). */
 export function when(date: Date | null | undefined): string {
-  return date ? date.toISOString().replace("T", " ").slice(0, 19) : "–";
+  if (!date) return "–";
+  return Number.isNaN(date.getTime()) ? "invalid time" : date.toISOString().replace("T", " ").slice(0, 19);
 }
 
 /** A duration for people: `850 ms`, `3.2 s`, `4.0 min`, `2.5 h`. */

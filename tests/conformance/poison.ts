@@ -11,6 +11,8 @@ import {
   systemClock,
   ValidationError,
 } from "../../mod.ts";
+import { encodePayload } from "../../src/codec.ts";
+import { idFactory } from "../../src/ids.ts";
 import { FakeClock } from "../../src/testing.ts";
 import type { StoreKind } from "../support/stores.ts";
 import { eventually, quietLogger } from "../support/wait.ts";
@@ -168,6 +170,54 @@ export function poisonCases(kind: StoreKind<unknown>): void {
           assert.equal(j.state, "failed");
           assert.match(j.runs[0].error?.message ?? "", /must be at most 100 years/);
         }
+      }));
+
+    it("a job an older errand stored with a retry delay out of range is rescued on its kind's policy, and so are the jobs beside it", () =>
+      withDatabase(kind, async (db, track) => {
+        // Instance A's clock never moves: it holds three jobs and never renews, like a hung process.
+        const a = errandOn(db, { jobs, handlers: { item: () => new Promise<void>(() => {}) } });
+        track(a.errand);
+        await a.errand.start();
+        await a.errand.pauseQueue("default");
+        const now = a.clock.now();
+        const newId = idFactory();
+        // As an errand without range checks wrote it: a fixed retry delay of 1e20 ms.
+        const stored = {
+          id: newId(now),
+          kind: "item",
+          version: 1,
+          queue: "default",
+          state: "available" as const,
+          parents: [],
+          priority: 0,
+          payload: encodePayload("item", { n: 0 }, 1024),
+          maxAttempts: 3,
+          runAt: now,
+          createdAt: now,
+          timeoutMs: null,
+          retry: JSON.stringify({ type: "fixed", delayMs: 1e20 }),
+          uniqueKey: null,
+          uniqueScope: null,
+          topic: null,
+          partition: null,
+          trace: null,
+        };
+        await db.store().jobInsertMany({ rows: [stored], notify: false });
+        const others = await a.errand.enqueueMany([1, 2].map((n) => ({ kind: "item" as const, payload: { n } })));
+        await a.errand.resumeQueue("default");
+        await eventually(async () => (await a.errand.counts()).byState.running === 3, "A holding all three");
+
+        // Instance B lives 31 s later and rescues them.
+        const clockB = new FakeClock(now + 31_000);
+        const b = errandOn(db, { jobs, clock: clockB, mode: "manual" });
+        track(b.errand);
+        const report = await b.errand.step();
+        assert.equal(report.rescued, 3);
+        const rescued = (await b.errand.get(stored.id))!;
+        assert.equal(rescued.state, "scheduled");
+        assert.equal(rescued.runs[0].error?.name, "LeaseExpired");
+        assert.ok(rescued.runAt.getTime() - clockB.now() <= 3_600_000, `retried at ${rescued.runAt.toISOString()}`);
+        for (const { id } of others) assert.equal((await b.errand.get(id))?.state, "failed");
       }));
 
     it("a stale run's job.complete(tx) and job.enqueue(..., { tx }) throw LeaseLostError, so its transaction rolls back and counts as lost", () =>
