@@ -525,7 +525,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     payload: PayloadOf<J[K]>,
     options: EnqueueOptions<TTx> = {},
   ): Promise<EnqueueResult> {
-    return await this.#enqueueOne(undefined, kind, payload, checkOptions("enqueue", options));
+    return await this.#enqueueOne(undefined, kind, payload, checkOptions("enqueue()", options));
   }
 
   async enqueueAfter<K extends KindKey<J>>(
@@ -534,12 +534,12 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     payload: PayloadOf<J[K]>,
     options: EnqueueOptions<TTx> = {},
   ): Promise<EnqueueResult> {
-    return await this.#enqueueOne(parents, kind, payload, checkOptions("enqueueAfter", options));
+    return await this.#enqueueOne(parents, kind, payload, checkOptions("enqueueAfter()", options));
   }
 
   async enqueueMany(items: readonly EnqueueItem<J>[], options: { tx?: TTx } = {}): Promise<EnqueueResult[]> {
     if (!Array.isArray(items)) throw new ValidationError("enqueueMany() takes an array of { kind, payload, options }");
-    checkOptions("enqueueMany", options);
+    checkOptions("enqueueMany()", options);
     const rows: JobInsertRow[] = [];
     // One instant for the whole batch: its jobs keep their order by id, and the store writes the time once.
     const now = this.#options.clock.now();
@@ -567,7 +567,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
   }
 
   async list(options: ListOptions = {}): Promise<JobPage> {
-    checkOptions("list", options);
+    checkOptions("list()", options);
     if (options.cursor !== undefined) checkId("list", options.cursor, 'a "cursor" from the previous page: a job id');
     const limit = checkCount("limit", options.limit ?? 50, 1);
     if (limit > 1000) throw new ValidationError(`Option "limit" must be at most 1000, got "${limit}"`);
@@ -670,7 +670,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     options: ScheduleOptions = {},
   ): Promise<string | null> {
     checkName("schedule id", id);
-    checkScheduleOptions(id, checkOptions("schedule", options));
+    checkScheduleOptions(id, checkOptions("schedule()", options));
     const { timezone, catchUp, sequential, ...jobOptions } = options;
     const parsed = await parseCron(cron, timezone);
     this.#definition(kind);
@@ -1165,10 +1165,9 @@ function checkId(call: string, id: string, what = "a job id"): void {
   }
 }
 
-/** `options` if it is an options object (or absent). @throws {ValidationError} Otherwise. */
-function checkOptions<T>(call: string, options: T): T {
+/** `options` if it is an options object (or absent); `where` names the call. @throws {ValidationError} Otherwise. */
+function checkOptions<T>(where: string, options: T): T {
   if (options !== undefined && (typeof options !== "object" || options === null || Array.isArray(options))) {
-    const where = call.endsWith(":") ? call : `${call}()`;
     throw new ValidationError(
       `${where} options must be an object such as { delay: "5m" }, got ${describeValue(options)}`,
     );

@@ -195,18 +195,6 @@ class RunContext<TTx> implements JobContext<unknown, TTx, JobDefinitions> {
     decided: RunDecision,
   ) {
     this.#controller = controller;
-    // A write in the application's transaction first renews this run's lease there: a stale run's
-    // write fails, and (on PostgreSQL) no rescue can take the job before the transaction ends.
-    const holdIn = async (options: EnqueueOptions<TTx> | undefined, call: string) => {
-      if (typeof options !== "object" || options === null || options.tx === undefined) return;
-      const lease = { id: claim.id, fence: claim.fence };
-      const held = await env.store.jobRenewLeases({
-        leases: [lease],
-        leaseUntil: env.clock.now() + env.leaseMs,
-        tx: options.tx,
-      });
-      if (held.length === 0) throw staleRun(claim, call);
-    };
     const decide = (next: Decision) => {
       if (decided.decision) {
         throw new StateError(
@@ -237,7 +225,7 @@ class RunContext<TTx> implements JobContext<unknown, TTx, JobDefinitions> {
       retryIn: (delay: Duration) => decide({ type: "retryIn", delayMs: parseDuration(delay, "retryIn") }),
       explain: (message: string) => void (decided.note = checkText("explain", message)),
       enqueue: async (kind: string, payload: unknown, options?: EnqueueOptions<TTx>) => {
-        await holdIn(options, "job.enqueue()");
+        await holdClaimIn(env, claim, options, "job.enqueue()");
         return await env.enqueue(undefined, kind, payload, options, undefined, span.carrier);
       },
       enqueueAfter: async (
@@ -246,7 +234,7 @@ class RunContext<TTx> implements JobContext<unknown, TTx, JobDefinitions> {
         payload: unknown,
         options?: EnqueueOptions<TTx>,
       ) => {
-        await holdIn(options, "job.enqueueAfter()");
+        await holdClaimIn(env, claim, options, "job.enqueueAfter()");
         return await env.enqueue(parents, kind, payload, options, claim, span.carrier);
       },
     });
@@ -389,6 +377,26 @@ async function committed<TTx>(env: ExecutorEnv<TTx>, claim: ClaimedJob): Promise
     // Unknown: the completer writes the run's own outcome, which the fence rejects if the transaction committed.
     return false;
   }
+}
+
+/**
+ * Before a handler's write in the application's transaction (`options.tx`),
+ * renews the run's lease in that transaction: a stale run's write fails, and
+ * (on PostgreSQL) no rescue can take the job before the transaction ends.
+ */
+async function holdClaimIn<TTx>(
+  env: ExecutorEnv<TTx>,
+  claim: ClaimedJob,
+  options: EnqueueOptions<TTx> | undefined,
+  call: string,
+): Promise<void> {
+  if (typeof options !== "object" || options === null || options.tx === undefined) return;
+  const held = await env.store.jobRenewLeases({
+    leases: [{ id: claim.id, fence: claim.fence }],
+    leaseUntil: env.clock.now() + env.leaseMs,
+    tx: options.tx,
+  });
+  if (held.length === 0) throw staleRun(claim, call);
 }
 
 /** The error of a write a run makes after it lost its job. */

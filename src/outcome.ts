@@ -77,7 +77,7 @@ export function rejectedFinish(finish: JobFinish, storeError: unknown): JobFinis
     name: "OutcomeRejected",
     message: storableText(
       `The store refused to save this run's outcome (${intended}), so the job failed instead: ${
-        readableMessage(storeError)
+        toRunError(storeError).message
       }`,
       MAX_MESSAGE_LENGTH,
     ),
@@ -121,7 +121,7 @@ export function failedFinish(
   options: FailureOptions = {},
 ): JobFinish {
   const policy = run.retry ? parseStoredPolicy(run.retry) ?? fallbackPolicy : fallbackPolicy;
-  const delay = error instanceof PermanentError || run.attempt >= run.maxAttempts
+  const delay = isPermanent(error) || run.attempt >= run.maxAttempts
     ? null
     : options.retryInMs ?? retryDelay(policy, run.attempt);
   const failure = { ...record(run, now, options.note), error: toRunError(error) };
@@ -181,9 +181,13 @@ export function toRunError(error: unknown): RunError {
   }
 }
 
-/** The message of a thrown value, for messages errand writes about it. */
-function readableMessage(error: unknown): string {
-  return toRunError(error).message;
+/** Whether a thrown value is a {@link PermanentError} (false for one that cannot be inspected, such as a revoked Proxy). */
+function isPermanent(error: unknown): boolean {
+  try {
+    return error instanceof PermanentError;
+  } catch {
+    return false;
+  }
 }
 
 /** An error with a given name, for outcomes that are not thrown (timeouts, lost leases). */

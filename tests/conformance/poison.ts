@@ -19,7 +19,10 @@ import { eventually, quietLogger } from "../support/wait.ts";
 import { errandOn, testJobs, withDatabase } from "./harness.ts";
 
 const jobs = defineJobs({
-  item: job<{ n: number; poison?: "nul" | "surrogate" | "discard" | "marker" | "huge-retry" | "huge-snooze" }>({
+  item: job<{
+    n: number;
+    poison?: "nul" | "surrogate" | "discard" | "unreadable" | "marker" | "huge-retry" | "huge-snooze";
+  }>({
     attempts: 1,
   }),
 });
@@ -30,7 +33,7 @@ const wide = { claimBatch: 50, queues: { default: { concurrency: 50 } } };
 /** Bad values from handlers and callers never spoil other jobs, and are refused or stored safely. */
 export function poisonCases(kind: StoreKind<unknown>): void {
   describe("poison values", () => {
-    it("text with NUL or unpaired surrogates from a handler is stored readably, and the jobs beside it run once", () =>
+    it("text with NUL or unpaired surrogates, or a thrown value that cannot be read, is stored readably; the jobs beside it run once", () =>
       withDatabase(kind, async (db, track) => {
         const runs = new Map<number, number>();
         const { errand } = errandOn(db, {
@@ -45,11 +48,16 @@ export function poisonCases(kind: StoreKind<unknown>): void {
               }
               if (p.poison === "surrogate") throw new Error("half a pair: \ud800!");
               if (p.poison === "discard") j.discard("reason\u0000");
+              if (p.poison === "unreadable") {
+                const { proxy, revoke } = Proxy.revocable({}, {});
+                revoke();
+                throw proxy;
+              }
             },
           },
         });
         track(errand);
-        const poisons = { 3: "nul", 17: "surrogate", 29: "discard" } as const;
+        const poisons = { 3: "nul", 17: "surrogate", 29: "discard", 33: "unreadable" } as const;
         const ids = await errand.enqueueMany(
           Array.from({ length: 40 }, (_, n) => ({
             kind: "item" as const,
@@ -59,14 +67,18 @@ export function poisonCases(kind: StoreKind<unknown>): void {
         await errand.start();
         await eventually(async () => (await errand.counts()).byState.running === 0 && runs.size === 40, "every run");
         const counts = (await errand.counts()).byState;
-        assert.equal(counts.completed, 37);
-        assert.equal(counts.failed, 3);
+        assert.equal(counts.completed, 36);
+        assert.equal(counts.failed, 4);
         assert.deepEqual([...runs.values()].filter((n) => n !== 1), [], "no job ran twice");
         const nul = (await errand.get(ids[3].id))!;
         assert.equal(nul.runs[0].error?.message, "bad\\u0000value");
         assert.equal(nul.runs[0].note, "note\\u0000with NUL");
         assert.equal((await errand.get(ids[17].id))!.runs[0].error?.message, "half a pair: \ufffd!");
         assert.equal((await errand.get(ids[29].id))!.runs[0].error?.message, "reason\\u0000");
+        assert.equal(
+          (await errand.get(ids[33].id))!.runs[0].error?.message,
+          "The handler threw a value that cannot be read",
+        );
       }));
 
     it("an outcome the store refuses fails only its own job with OutcomeRejected; the rest of its batch is saved", () =>
