@@ -30,21 +30,24 @@
  */
 export { createErrand } from "./src/errand.ts";
 export type {
-  EnqueueItem,
-  Enqueuer,
-  EnqueueResult,
   Errand,
   JobCounts,
   JobDetails,
   JobPage,
-  KindKey,
   ListOptions,
   ShutdownOptions,
   StepReport,
   StepRun,
   UnhandledCount,
 } from "./src/errand.ts";
-export type { EnqueueOptions, JobEnqueueOptions } from "./src/enqueue.ts";
+export type {
+  EnqueueItem,
+  EnqueueOptions,
+  Enqueuer,
+  EnqueueResult,
+  JobEnqueueOptions,
+  KindKey,
+} from "./src/enqueue.ts";
 export type { UniqueOptions } from "./src/unique.ts";
 export type { ScheduleInfo, ScheduleOptions } from "./src/schedules.ts";
 export { partitionOf } from "./src/partition.ts";

@@ -8,7 +8,7 @@
 import { encodePayload } from "./codec.ts";
 import { type Duration, parseDuration } from "./duration.ts";
 import { ValidationError } from "./errors.ts";
-import { checkPriority, type JobDefinition } from "./job.ts";
+import { checkPriority, type JobDefinition, type JobDefinitions, type PayloadOf } from "./job.ts";
 import { checkCount, MAX_TIMEOUT_MS } from "./limits.ts";
 import { checkName } from "./names.ts";
 import { type PartitionKey, partitionOf, type Placement } from "./partition.ts";
@@ -47,6 +47,46 @@ export interface EnqueueOptions<TTx> extends JobEnqueueOptions {
    * libSQL `Transaction`): the job exists only if it commits.
    */
   tx?: TTx;
+}
+
+/** The keys of a set of job kinds. */
+export type KindKey<J extends JobDefinitions> = keyof J & string;
+
+/** What `enqueue` returns. */
+export interface EnqueueResult {
+  /** The job's id. */
+  readonly id: string;
+  /** Whether a new job was written. */
+  readonly inserted: boolean;
+}
+
+/** One job of an `enqueueMany` call. */
+export type EnqueueItem<J extends JobDefinitions> = {
+  [K in KindKey<J>]: { kind: K; payload: PayloadOf<J[K]>; options?: JobEnqueueOptions };
+}[KindKey<J>];
+
+/** Enqueueing, typed by the job kinds `J`: on the errand client and on a handler's `job`. */
+export interface Enqueuer<J extends JobDefinitions, TTx> {
+  /** Enqueues one job; nothing is written if anything about it is invalid. */
+  enqueue<K extends KindKey<J>>(
+    kind: K,
+    payload: PayloadOf<J[K]>,
+    options?: EnqueueOptions<TTx>,
+  ): Promise<EnqueueResult>;
+  /**
+   * Enqueues a continuation: the job waits until every parent has completed,
+   * then runs (after its own delay, if it has one). If a parent fails or is
+   * cancelled, the job is cancelled with a reason naming that parent.
+   * In a handler, `job.enqueueAfter(job.id, ...)` continues the running job;
+   * pass `{ tx }` to enqueue in the handler's own transaction.
+   * @throws {NotFoundError} When a parent does not exist (checked outside a transaction).
+   */
+  enqueueAfter<K extends KindKey<J>>(
+    parents: string | readonly string[],
+    kind: K,
+    payload: PayloadOf<J[K]>,
+    options?: EnqueueOptions<TTx>,
+  ): Promise<EnqueueResult>;
 }
 
 /** What the row builder needs besides the call's arguments. */

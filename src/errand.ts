@@ -9,7 +9,14 @@ import { Completer, type Saved } from "./completer.ts";
 import { type ResolveEnv, resolveWaiting } from "./continuations.ts";
 import { parseCron } from "./cron.ts";
 import { type Duration, parseDuration } from "./duration.ts";
-import { buildInsertRow, type EnqueueOptions, type JobEnqueueOptions } from "./enqueue.ts";
+import {
+  buildInsertRow,
+  type EnqueueItem,
+  type EnqueueOptions,
+  type Enqueuer,
+  type EnqueueResult,
+  type KindKey,
+} from "./enqueue.ts";
 import { describeValue, NotFoundError, StateError, ValidationError } from "./errors.ts";
 import type { Handler } from "./executor.ts";
 import { Heartbeat, liveWorkers } from "./heartbeat.ts";
@@ -49,22 +56,6 @@ import type { ClaimedJob, JobInsertRow, JobTransition, Store } from "./store.ts"
 import { JOB_STATES, type JobInfo, type JobState, type RunError, type WorkerInfo } from "./types.ts";
 import { checkPayload } from "./validate.ts";
 import { QueueWorker, type WorkerEnv } from "./worker.ts";
-
-/** The keys of a set of job kinds. */
-export type KindKey<J extends JobDefinitions> = keyof J & string;
-
-/** What `enqueue` returns. */
-export interface EnqueueResult {
-  /** The job's id. */
-  readonly id: string;
-  /** Whether a new job was written. */
-  readonly inserted: boolean;
-}
-
-/** One job of an `enqueueMany` call. */
-export type EnqueueItem<J extends JobDefinitions> = {
-  [K in KindKey<J>]: { kind: K; payload: PayloadOf<J[K]>; options?: JobEnqueueOptions };
-}[KindKey<J>];
 
 /** One run of a `step()`. */
 export interface StepRun {
@@ -163,30 +154,6 @@ export interface ShutdownOptions {
    * @default "10s"
    */
   drain?: Duration;
-}
-
-/** Enqueueing, typed by the job kinds `J`: on the errand client and on a handler's `job`. */
-export interface Enqueuer<J extends JobDefinitions, TTx> {
-  /** Enqueues one job; nothing is written if anything about it is invalid. */
-  enqueue<K extends KindKey<J>>(
-    kind: K,
-    payload: PayloadOf<J[K]>,
-    options?: EnqueueOptions<TTx>,
-  ): Promise<EnqueueResult>;
-  /**
-   * Enqueues a continuation: the job waits until every parent has completed,
-   * then runs (after its own delay, if it has one). If a parent fails or is
-   * cancelled, the job is cancelled with a reason naming that parent.
-   * In a handler, `job.enqueueAfter(job.id, ...)` continues the running job;
-   * pass `{ tx }` to enqueue in the handler's own transaction.
-   * @throws {NotFoundError} When a parent does not exist (checked outside a transaction).
-   */
-  enqueueAfter<K extends KindKey<J>>(
-    parents: string | readonly string[],
-    kind: K,
-    payload: PayloadOf<J[K]>,
-    options?: EnqueueOptions<TTx>,
-  ): Promise<EnqueueResult>;
 }
 
 /** The errand client returned by {@link createErrand}. */

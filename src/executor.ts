@@ -23,8 +23,7 @@ import type { RetryPolicy } from "./retry.ts";
 import type { ClaimedJob, FinishedJob, JobFinish, Store } from "./store.ts";
 import { outcomeOf } from "./telemetry.ts";
 import type { RunSpan } from "./tracing.ts";
-import type { EnqueueOptions } from "./enqueue.ts";
-import type { Enqueuer, EnqueueResult } from "./errand.ts";
+import type { EnqueueOptions, Enqueuer, EnqueueResult } from "./enqueue.ts";
 import type { JobDefinitions } from "./job.ts";
 import { type AnyPayloadValidator, checkPayload } from "./validate.ts";
 

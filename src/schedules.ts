@@ -19,9 +19,8 @@
  */
 import { type Clock, sleep } from "./clock.ts";
 import { parseCron } from "./cron.ts";
-import type { EnqueueResult } from "./errand.ts";
 import { payloadForDisplay } from "./codec.ts";
-import type { JobEnqueueOptions } from "./enqueue.ts";
+import type { EnqueueResult, JobEnqueueOptions } from "./enqueue.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
 import type { Leadership } from "./leader.ts";
 import type { Logger } from "./logger.ts";

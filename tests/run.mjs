@@ -1,4 +1,4 @@
-// Runs every check and the whole test suite on Node (tsx), Deno and Bun, then
+// Runs every check (types, doc examples, lint, format, import cycles) and the whole test suite on Node (tsx), Deno and Bun, then
 // prints one summary line per runtime and a total. `npm test` runs this.
 // Usage: node tests/run.mjs [--runtimes node,deno,bun] [--skip-checks]
 import { spawnSync } from "node:child_process";
@@ -49,6 +49,16 @@ if (!args.includes("--skip-checks")) {
   ) {
     if (!run(label, bin("deno"), a).ok) failures.push(label);
   }
+  // No import cycle among the package's modules, type-only imports included.
+  const entries = [
+    "mod.ts",
+    "adapters/postgres/mod.ts",
+    "adapters/libsql/mod.ts",
+    "adapters/hono/mod.ts",
+    "src/testing.ts",
+  ];
+  const cycles = ["--no-warning", "--no-tree", "--exit-code", "circular:1", ...entries];
+  if (!run("import cycles", bin("dpdm"), cycles).ok) failures.push("import cycles");
 }
 
 // deno-lint-ignore no-control-regex
