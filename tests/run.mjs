@@ -1,27 +1,31 @@
 // Runs every check (types, doc examples, lint, format, import cycles) and the whole test suite on Node (tsx), Deno and Bun, then
 // prints one summary line per runtime and a total. `npm test` runs this.
-// Usage: node tests/run.mjs [--runtimes node,deno,bun] [--skip-checks]
+// Node runs twice: the machine's own (Node 20 here) and Node 24 from the devDependency node24.
+// Usage: node tests/run.mjs [--runtimes node,node24,deno,bun] [--skip-checks]
 import { spawnSync } from "node:child_process";
-import { readdirSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const bin = (name) => path.join(root, "node_modules", ".bin", name);
 const args = process.argv.slice(2);
-const runtimes = (args.includes("--runtimes") ? args[args.indexOf("--runtimes") + 1] : "node,deno,bun").split(",");
+const runtimes = (args.includes("--runtimes") ? args[args.indexOf("--runtimes") + 1] : "node,node24,deno,bun").split(
+  ",",
+);
 const testFiles = readdirSync(path.join(root, "tests"), { recursive: true })
   .filter((f) => f.endsWith("_test.ts"))
   .sort()
   .map((f) => `tests/${f}`);
 
-function run(label, command, commandArgs) {
+function run(label, command, commandArgs, env = process.env) {
   console.log(`\n=== ${label}: ${[path.basename(command), ...commandArgs].join(" ")}`);
   const started = Date.now();
   const result = spawnSync(command, commandArgs, {
     cwd: root,
     encoding: "utf8",
-    env: process.env,
+    env,
     maxBuffer: 64 << 20,
   });
   const output = `${result.stdout ?? ""}${result.stderr ?? ""}`;
@@ -61,15 +65,40 @@ if (!args.includes("--skip-checks")) {
   if (!run("import cycles", bin("dpdm"), cycles).ok) failures.push("import cycles");
 }
 
+/**
+ * The machine's own Node: the one running npm, else the first `node` on PATH
+ * outside node_modules (the devDependency node24 links a `node` there).
+ */
+function systemNode() {
+  if (process.env.npm_node_execpath) return process.env.npm_node_execpath;
+  for (const dir of (process.env.PATH ?? "").split(path.delimiter)) {
+    if (!dir.includes("node_modules") && existsSync(path.join(dir, "node"))) return path.join(dir, "node");
+  }
+  return process.execPath;
+}
+
+/** The environment of a Node run: `node` on its PATH is `binary`, so tests that spawn `node` get the same one. */
+function nodeEnv(binary) {
+  const dir = mkdtempSync(path.join(tmpdir(), "errand-node-"));
+  symlinkSync(binary, path.join(dir, "node"));
+  return { ...process.env, PATH: `${dir}${path.delimiter}${process.env.PATH ?? ""}` };
+}
+
 // deno-lint-ignore no-control-regex
 const strip = (s) => s.replace(/\x1b\[[0-9;]*m/g, "");
+const nodeCounters = () => [/^ℹ pass (\d+)/m, /^ℹ fail (\d+)/m, /^ℹ skipped (\d+)/m];
 const counters = {
-  node: () => [/^ℹ pass (\d+)/m, /^ℹ fail (\d+)/m, /^ℹ skipped (\d+)/m],
+  node: nodeCounters,
+  node24: nodeCounters,
   deno: () => [/(\d+) passed \((\d+) steps\)/, /(\d+) failed/, /(\d+) ignored/],
   bun: () => [/^\s*(\d+) pass$/m, /^\s*(\d+) fail$/m, /^\s*(\d+) skip$/m],
 };
+const tsxCli = path.join(root, "node_modules", "tsx", "dist", "cli.mjs");
+const nodeTests = ["--test", "--test-reporter=spec", ...testFiles];
+const nodes = { node: systemNode(), node24: path.join(root, "node_modules", "node24", "bin", "node") };
 const commands = {
-  node: [bin("tsx"), ["--test", "--test-reporter=spec", ...testFiles]],
+  node: [nodes.node, [tsxCli, ...nodeTests]],
+  node24: [nodes.node24, [tsxCli, ...nodeTests]],
   deno: [bin("deno"), ["test", "-A", ...testFiles]],
   bun: [bin("bun"), ["test", "--timeout", "120000", ...testFiles.map((f) => `./${f}`)]],
 };
@@ -78,7 +107,9 @@ let passed = 0;
 let failed = 0;
 for (const runtime of runtimes) {
   const [command, a] = commands[runtime];
-  const result = run(`tests on ${runtime}`, command, a);
+  const node = nodes[runtime];
+  const version = node ? ` ${spawnSync(node, ["--version"], { encoding: "utf8" }).stdout.trim()}` : "";
+  const result = run(`tests on ${runtime}${version}`, command, a, node ? nodeEnv(node) : process.env);
   const out = strip(result.output);
   const [p, f, s] = counters[runtime](out).map((re) => out.match(re));
   // Deno counts each describe() block as a test and its it()s as steps.
@@ -87,7 +118,9 @@ for (const runtime of runtimes) {
   passed += pass;
   failed += fail;
   if (!result.ok) failures.push(`tests on ${runtime}`);
-  summary.push(`${runtime}: ${pass} passed, ${fail} failed, ${Number(s?.[1] ?? 0)} skipped (${result.seconds}s)`);
+  summary.push(
+    `${runtime}${version}: ${pass} passed, ${fail} failed, ${Number(s?.[1] ?? 0)} skipped (${result.seconds}s)`,
+  );
 }
 console.log("\n=== summary");
 for (const line of summary) console.log(line);
