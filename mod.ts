@@ -28,7 +28,7 @@
  *
  * @module
  */
-export { createErrand } from "./src/errand.ts";
+export { createErrand } from "./src/client/errand.ts";
 export type {
   Errand,
   JobCounts,
@@ -39,7 +39,7 @@ export type {
   StepReport,
   StepRun,
   UnhandledCount,
-} from "./src/errand.ts";
+} from "./src/client/errand.ts";
 export type {
   EnqueueItem,
   EnqueueOptions,
@@ -47,28 +47,41 @@ export type {
   EnqueueResult,
   JobEnqueueOptions,
   KindKey,
-} from "./src/enqueue.ts";
-export type { UniqueOptions } from "./src/unique.ts";
-export type { ScheduleInfo, ScheduleOptions } from "./src/schedules.ts";
-export { partitionOf } from "./src/partition.ts";
-export type { PartitionInfo, PartitionKey, TopicInfo, TopicOptions } from "./src/partition.ts";
-export type { ErrandStats, ThroughputSecond, WaitStats } from "./src/stats.ts";
-export type { FinishOutcome, ObservedJob, ObservedRun, Observer } from "./src/telemetry.ts";
-export type { ErrandMode, ErrandOptions, Handlers, QueueOptions } from "./src/options.ts";
-export { defineJobs, job } from "./src/job.ts";
-export type { JobDefinition, JobDefinitions, JobOptions, KindTopic, PayloadOf } from "./src/job.ts";
-export type { AnyPayloadValidator, PayloadValidator, StandardSchemaResult, StandardSchemaV1 } from "./src/validate.ts";
-export type { Handler, JobContext } from "./src/executor.ts";
-export { backoff } from "./src/retry.ts";
-export type { RetryPolicy } from "./src/retry.ts";
-export { parseDuration } from "./src/duration.ts";
-export type { Duration } from "./src/duration.ts";
-export { systemClock } from "./src/clock.ts";
-export type { Clock, Timer } from "./src/clock.ts";
-export { consoleLogger } from "./src/logger.ts";
-export type { Logger } from "./src/logger.ts";
-export { JOB_STATES } from "./src/types.ts";
-export type { JobInfo, JobState, RunError, RunInfo, RunOutcome, WorkerInfo, WorkerQueueInfo } from "./src/types.ts";
+} from "./src/enqueue/enqueue.ts";
+export type { UniqueOptions } from "./src/enqueue/unique.ts";
+export type { ScheduleInfo, ScheduleOptions } from "./src/schedules/schedules.ts";
+export { partitionOf } from "./src/topics/partition.ts";
+export type { PartitionInfo, PartitionKey, TopicInfo, TopicOptions } from "./src/topics/partition.ts";
+export type { ErrandStats, ThroughputSecond, WaitStats } from "./src/observability/stats.ts";
+export type { FinishOutcome, ObservedJob, ObservedRun, Observer } from "./src/observability/telemetry.ts";
+export type { ErrandMode, ErrandOptions, Handlers, QueueOptions } from "./src/client/options.ts";
+export { defineJobs, job } from "./src/jobs/job.ts";
+export type { JobDefinition, JobDefinitions, JobOptions, KindTopic, PayloadOf } from "./src/jobs/job.ts";
+export type {
+  AnyPayloadValidator,
+  PayloadValidator,
+  StandardSchemaResult,
+  StandardSchemaV1,
+} from "./src/jobs/validate.ts";
+export type { Handler, JobContext } from "./src/running/executor.ts";
+export { backoff } from "./src/running/retry.ts";
+export type { RetryPolicy } from "./src/running/retry.ts";
+export { parseDuration } from "./src/time/duration.ts";
+export type { Duration } from "./src/time/duration.ts";
+export { systemClock } from "./src/time/clock.ts";
+export type { Clock, Timer } from "./src/time/clock.ts";
+export { consoleLogger } from "./src/observability/logger.ts";
+export type { Logger } from "./src/observability/logger.ts";
+export { JOB_STATES } from "./src/jobs/types.ts";
+export type {
+  JobInfo,
+  JobState,
+  RunError,
+  RunInfo,
+  RunOutcome,
+  WorkerInfo,
+  WorkerQueueInfo,
+} from "./src/jobs/types.ts";
 export {
   ErrandError,
   LeaseLostError,
@@ -110,5 +123,5 @@ export type {
   ScheduleRecord,
   Store,
   StoreCapabilities,
-} from "./src/store.ts";
-export type { RunRecord } from "./src/types.ts";
+} from "./src/store/store.ts";
+export type { RunRecord } from "./src/jobs/types.ts";

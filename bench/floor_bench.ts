@@ -12,8 +12,8 @@
  */
 import process from "node:process";
 import { fileURLToPath } from "node:url";
-import { toHex } from "../src/hex.ts";
-import { idFactory } from "../src/ids.ts";
+import { toHex } from "../src/encoding/hex.ts";
+import { idFactory } from "../src/encoding/ids.ts";
 import {
   benchMain,
   CFG,

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { LISTED_STATES } from "../../src/store.ts";
+import { LISTED_STATES } from "../../src/store/store.ts";
 
 /** One numbered schema change. */
 export interface LibsqlMigration {

@@ -12,10 +12,10 @@
  * @module
  */
 import type { Client, Transaction } from "@libsql/client";
-import type { Store } from "../../src/store.ts";
-import { type Duration, parseDuration } from "../../src/duration.ts";
+import type { Store } from "../../src/store/store.ts";
+import { type Duration, parseDuration } from "../../src/time/duration.ts";
 import { ValidationError } from "../../src/errors.ts";
-import { checkName, NAMESPACE_PATTERN } from "../../src/names.ts";
+import { checkName, NAMESPACE_PATTERN } from "../../src/checks/names.ts";
 import { LibsqlStore } from "./store.ts";
 
 export { LIBSQL_SCHEMA_VERSION, libsqlMigrationSql } from "./migrations.ts";

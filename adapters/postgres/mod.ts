@@ -12,8 +12,8 @@
  * @module
  */
 import type { Sql, TransactionSql } from "postgres";
-import type { Store } from "../../src/store.ts";
-import { checkName, NAMESPACE_PATTERN } from "../../src/names.ts";
+import type { Store } from "../../src/store/store.ts";
+import { checkName, NAMESPACE_PATTERN } from "../../src/checks/names.ts";
 import { PostgresStore } from "./store.ts";
 
 export { POSTGRES_SCHEMA_VERSION, postgresMigrationSql } from "./migrations.ts";

@@ -26,7 +26,7 @@ import {
   StoreUnavailableError,
   ValidationError,
 } from "../../src/errors.ts";
-import { toHex } from "../../src/hex.ts";
+import { toHex } from "../../src/encoding/hex.ts";
 import type {
   ActivityRow,
   ClaimedJob,
@@ -50,9 +50,9 @@ import type {
   ScheduleRecord,
   Store,
   StoreCapabilities,
-} from "../../src/store.ts";
-import { LISTED_STATES } from "../../src/store.ts";
-import type { WorkerInfo } from "../../src/types.ts";
+} from "../../src/store/store.ts";
+import { LISTED_STATES } from "../../src/store/store.ts";
+import type { WorkerInfo } from "../../src/jobs/types.ts";
 import {
   CLAIMED_COLUMNS,
   EXPIRED_COLUMNS,
@@ -72,7 +72,7 @@ import {
   toScheduleRecord,
   toWorkerInfo,
   workerInfoColumn,
-} from "../../src/rows.ts";
+} from "../../src/store/rows.ts";
 import {
   BOOTSTRAP_SQL,
   LISTED_STATES_SQL,

@@ -11,8 +11,8 @@ import {
   systemClock,
   ValidationError,
 } from "../../mod.ts";
-import { encodePayload } from "../../src/codec.ts";
-import { idFactory } from "../../src/ids.ts";
+import { encodePayload } from "../../src/encoding/codec.ts";
+import { idFactory } from "../../src/encoding/ids.ts";
 import { FakeClock } from "../../src/testing.ts";
 import type { StoreKind } from "../support/stores.ts";
 import { eventually, quietLogger } from "../support/wait.ts";

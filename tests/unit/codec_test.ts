@@ -1,8 +1,8 @@
 /** Payload encoding round trips, and decoding untrusted bytes stays safe. */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { decodePayload, encodePayload } from "../../src/codec.ts";
-import { MsgpackDecodeError } from "../../src/msgpack_decode.ts";
+import { decodePayload, encodePayload } from "../../src/encoding/codec.ts";
+import { MsgpackDecodeError } from "../../src/encoding/msgpack_decode.ts";
 
 const roundTrip = (value: unknown) => decodePayload(encodePayload("k", value, 1 << 20));
 

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { rendezvousOwner } from "../../src/ownership.ts";
+import { rendezvousOwner } from "../../src/topics/ownership.ts";
 
 const PARTITIONS = 1024;
 const owners = (candidates: string[]) =>

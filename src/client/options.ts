@@ -1,0 +1,242 @@
+/**
+ * The options of `createErrand`, and their checked, resolved form.
+ *
+ * @module
+ */
+import { type Clock, systemClock } from "../time/clock.ts";
+import { type Duration, parseDuration } from "../time/duration.ts";
+import { ValidationError } from "../errors.ts";
+import type { Handler } from "../running/executor.ts";
+import type { JobDefinitions, PayloadOf } from "../jobs/job.ts";
+import { checkCount } from "../checks/limits.ts";
+import { consoleLogger, type Logger } from "../observability/logger.ts";
+import type { MaintenanceIntervals, Retention } from "../cluster/maintenance.ts";
+import { checkName } from "../checks/names.ts";
+import { checkTopics, type TopicOptions } from "../topics/partition.ts";
+import { checkRetryPolicy, defaultRetryPolicy, type RetryPolicy } from "../running/retry.ts";
+import type { Store } from "../store/store.ts";
+import type { Observer } from "../observability/telemetry.ts";
+
+/**
+ * `"work"` runs workers and maintenance after `start()`; `"enqueue"` only
+ * enqueues and reads, starting no timer, listener or worker (for serverless
+ * and edge functions); `"manual"` (for tests) runs nothing on its own:
+ * each `errand.step()` runs one full round.
+ */
+export type ErrandMode = "work" | "enqueue" | "manual";
+
+/** Options of one queue. */
+export interface QueueOptions {
+  /**
+   * How many of its jobs this instance runs at once.
+   * @default 6
+   */
+  concurrency?: number;
+}
+
+/** The handlers of a set of job kinds, by key; payload types come from the definitions. */
+export type Handlers<J extends JobDefinitions, Ctx, TTx> = {
+  [K in keyof J]?: Handler<PayloadOf<J[K]>, Ctx, TTx, J>;
+};
+
+/** Options of `createErrand`. */
+export interface ErrandOptions<J extends JobDefinitions, Ctx, TTx> {
+  /** The job kinds, from `defineJobs`. */
+  jobs: J;
+  /** Where jobs live: `libsqlStore(...)` or `postgresStore(...)`. */
+  store: Store<TTx>;
+  /**
+   * `"work"` to run workers and maintenance, `"enqueue"` to only enqueue and read.
+   * @default "work"
+   */
+  mode?: ErrandMode;
+  /** Handed to every handler as `job.context`. */
+  context?: Ctx;
+  /** Callbacks for what happens to jobs (enqueued, claimed, completed, failed, retried, rescued, leader changes). */
+  observer?: Observer;
+  /**
+   * The topics kinds may send jobs to, each with its fixed partition count:
+   * `{ orders: { partitions: 8 } }`. Jobs of one partition run one at a time,
+   * in enqueue order.
+   */
+  topics?: Record<string, TopicOptions>;
+  /** Concurrency per queue; queues of kinds with handlers get the default. */
+  queues?: Record<string, QueueOptions>;
+  /** The handler of each kind this instance runs. */
+  handlers?: Handlers<J, Ctx, TTx>;
+  /**
+   * The source of every time errand writes or compares; a `FakeClock` in tests.
+   * @default systemClock
+   */
+  clock?: Clock;
+  /**
+   * Where errand reports what it does.
+   * @default consoleLogger (warnings and errors only)
+   */
+  logger?: Logger;
+  /**
+   * How long a claim holds without a heartbeat; renewed every third of it while the handler runs.
+   * @default "30s"
+   */
+  lease?: Duration;
+  /**
+   * How often an idle worker looks for jobs that no wake-up announced.
+   * @default "1s"
+   */
+  pollInterval?: Duration;
+  /**
+   * Most jobs one claim takes.
+   * @default 32
+   */
+  claimBatch?: number;
+  /**
+   * Largest encoded payload accepted by `enqueue`, in bytes.
+   * @default 262144 (256 KiB)
+   */
+  maxPayloadBytes?: number;
+  /**
+   * The retry policy of kinds that do not name one.
+   * @default backoff.exponential()
+   */
+  retry?: RetryPolicy;
+  /**
+   * How long finished jobs are kept before pruning.
+   * @default { completed: "24h", failed: "30d", cancelled: "7d" }
+   */
+  retention?: { completed?: Duration; failed?: Duration; cancelled?: Duration };
+  /**
+   * How long the leadership (which fires cron schedules) holds without
+   * renewal; the leader renews it every second, and another instance takes
+   * over this long after the leader stops.
+   * @default "10s"
+   */
+  leaderLease?: Duration;
+  /**
+   * Most finished jobs kept per partition of a topic (the partition's history),
+   * newest first by sequence number; pruning deletes older ones besides the
+   * time-based `retention`. Unset: only `retention` applies.
+   */
+  partitionHistoryRetention?: number;
+  /**
+   * How often maintenance promotes due jobs, rescues expired leases and prunes.
+   * @default { promote: "1s", rescue: "5s", prune: "1m" }
+   */
+  maintenance?: { promote?: Duration; rescue?: Duration; prune?: Duration };
+}
+
+/** Options after checking, with every default filled in. */
+export interface ResolvedOptions {
+  readonly mode: ErrandMode;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly leaseMs: number;
+  readonly leaderLeaseMs: number;
+  readonly pollMs: number;
+  readonly claimBatch: number;
+  readonly maxPayloadBytes: number;
+  readonly retry: RetryPolicy;
+  readonly retention: Retention;
+  /** Most finished jobs kept per partition, or undefined for no cap. */
+  readonly partitionHistory: number | undefined;
+  readonly intervals: MaintenanceIntervals;
+  /** Concurrency of every queue this instance works, by name. */
+  readonly queues: ReadonlyMap<string, number>;
+  /** The partition count of each topic. */
+  readonly topics: ReadonlyMap<string, number>;
+  /** The application's observer callbacks. */
+  readonly observer: Observer | undefined;
+}
+
+const DEFAULT_CONCURRENCY = 6;
+
+/** Checks the options; throws {@link ValidationError} saying what to change. */
+export function resolveOptions<J extends JobDefinitions, Ctx, TTx>(
+  options: ErrandOptions<J, Ctx, TTx>,
+): ResolvedOptions {
+  if (typeof options !== "object" || options === null) {
+    throw new ValidationError("createErrand() needs an options object");
+  }
+  if (typeof options.jobs !== "object" || options.jobs === null) {
+    throw new ValidationError('Option "jobs" is required: pass the result of defineJobs({...})');
+  }
+  if (typeof options.store?.jobClaim !== "function") {
+    throw new ValidationError('Option "store" is required: pass libsqlStore(client) or postgresStore(sql)');
+  }
+  const mode = options.mode ?? "work";
+  if (mode !== "work" && mode !== "enqueue" && mode !== "manual") {
+    throw new ValidationError(`Option "mode" must be "work", "enqueue" or "manual", got "${mode}"`);
+  }
+  for (const key of Object.keys(options.handlers ?? {})) {
+    if (!Object.hasOwn(options.jobs, key)) {
+      throw new ValidationError(
+        `There is a handler for "${key}", which is not a kind in "jobs"; known kinds are ${
+          Object.keys(options.jobs).join(", ")
+        }`,
+      );
+    }
+  }
+  const topics = checkTopics(options.topics);
+  for (const [key, definition] of Object.entries(options.jobs)) {
+    const topic = definition.topic?.name;
+    if (topic !== undefined && !topics.has(topic)) {
+      throw new ValidationError(
+        `Kind "${key}" sends its jobs to topic "${topic}", which is not configured; add topics: { ${topic}: { partitions: 8 } } (any count from 1 to 1024)`,
+      );
+    }
+  }
+  const queues = new Map<string, number>();
+  for (const [key, handler] of Object.entries(options.handlers ?? {})) {
+    if (typeof handler !== "function") throw new ValidationError(`The handler for "${key}" must be a function`);
+    queues.set(options.jobs[key].queue, DEFAULT_CONCURRENCY);
+  }
+  for (const [queue, q] of Object.entries(options.queues ?? {})) {
+    checkName("queue", queue);
+    queues.set(queue, checkCount(`queues.${queue}.concurrency`, q?.concurrency ?? DEFAULT_CONCURRENCY, 0));
+  }
+  const retention = options.retention ?? {};
+  const intervals = options.maintenance ?? {};
+  return {
+    mode,
+    clock: options.clock ?? systemClock,
+    logger: options.logger ?? consoleLogger,
+    leaseMs: atLeast("lease", parseDuration(options.lease ?? "30s", "lease"), 100),
+    leaderLeaseMs: atLeast("leaderLease", parseDuration(options.leaderLease ?? "10s", "leaderLease"), 2_000),
+    pollMs: atLeast("pollInterval", parseDuration(options.pollInterval ?? "1s", "pollInterval"), 1),
+    claimBatch: checkCount("claimBatch", options.claimBatch ?? 32, 1),
+    maxPayloadBytes: checkCount("maxPayloadBytes", options.maxPayloadBytes ?? 256 * 1024, 1),
+    retry: options.retry === undefined ? defaultRetryPolicy : checkRetryPolicy(options.retry),
+    observer: checkObserver(options.observer),
+    retention: {
+      completed: parseDuration(retention.completed ?? "24h", "retention.completed"),
+      failed: parseDuration(retention.failed ?? "30d", "retention.failed"),
+      cancelled: parseDuration(retention.cancelled ?? "7d", "retention.cancelled"),
+    },
+    partitionHistory: options.partitionHistoryRetention === undefined
+      ? undefined
+      : checkCount("partitionHistoryRetention", options.partitionHistoryRetention, 0),
+    intervals: {
+      promote: atLeast("maintenance.promote", parseDuration(intervals.promote ?? "1s", "maintenance.promote"), 1),
+      rescue: atLeast("maintenance.rescue", parseDuration(intervals.rescue ?? "5s", "maintenance.rescue"), 1),
+      prune: atLeast("maintenance.prune", parseDuration(intervals.prune ?? "1m", "maintenance.prune"), 1),
+    },
+    queues,
+    topics,
+  };
+}
+
+function atLeast(what: string, ms: number, min: number): number {
+  if (ms < min) throw new ValidationError(`Option "${what}" must be at least ${min} ms, got "${ms}"`);
+  return ms;
+}
+
+/** The observer, if its callbacks are functions. */
+function checkObserver(observer: Observer | undefined): Observer | undefined {
+  if (observer === undefined) return undefined;
+  if (typeof observer !== "object" || observer === null) {
+    throw new ValidationError('Option "observer" must be an object of callbacks such as { failed(event) {...} }');
+  }
+  for (const [name, callback] of Object.entries(observer)) {
+    if (typeof callback !== "function") throw new ValidationError(`Observer callback "${name}" must be a function`);
+  }
+  return observer;
+}

@@ -1,0 +1,34 @@
+/**
+ * Continuations: a job enqueued after others waits until all of them
+ * succeed. Resolving releases waiting jobs whose parents all completed, and
+ * cancels those with a parent that failed, was cancelled or is gone, which in
+ * turn resolves their own children (a chain cancels to its end).
+ *
+ * @module
+ */
+import type { Clock } from "../time/clock.ts";
+import type { Store } from "../store/store.ts";
+
+const BATCH = 500;
+
+/** What resolving needs from the rest of errand. */
+export interface ResolveEnv {
+  readonly store: Store<unknown>;
+  readonly clock: Clock;
+  /** Wakes this instance's worker of `queue`, if any. */
+  wake(queue: string): void;
+}
+
+/**
+ * Resolves the waiting children of `parents` (every waiting job when
+ * omitted), then the children of every job that resolving cancelled.
+ */
+export async function resolveWaiting(env: ResolveEnv, parents?: readonly string[]): Promise<void> {
+  // Each pass changes at least one job or ends the loop: jobs whose parents are still running stay waiting.
+  for (;;) {
+    const resolved = await env.store.jobResolveWaiting({ parents, now: env.clock.now(), limit: BATCH });
+    for (const queue of resolved.queues) env.wake(queue);
+    if (resolved.cancelled.length) await resolveWaiting(env, resolved.cancelled);
+    if (resolved.queues.length === 0 && resolved.cancelled.length === 0) return;
+  }
+}

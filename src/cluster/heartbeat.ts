@@ -1,0 +1,82 @@
+/**
+ * The heartbeat of a `"work"` instance: every {@link HEARTBEAT_MS} it records
+ * the queues it works (slots and busy slots) and the kinds it can run. An
+ * instance whose last beat is older than {@link WORKER_EXPIRY_MS} counts as
+ * gone (it crashed or lost the database) and its record is deleted by the
+ * next beat of any instance; a graceful shutdown deletes it at once.
+ *
+ * `counts()` uses the live instances to tell jobs no one can run,
+ * `workers()` lists them for operators, and each instance divides the
+ * partitions of topics among the live instances after every beat.
+ *
+ * @module
+ */
+import type { Clock } from "../time/clock.ts";
+import type { Logger } from "../observability/logger.ts";
+import { every, type Periodic } from "../time/periodic.ts";
+import type { Store } from "../store/store.ts";
+import type { WorkerInfo } from "../jobs/types.ts";
+
+/** How often a `"work"` instance beats. */
+export const HEARTBEAT_MS = 5_000;
+
+/** An instance whose last beat is older than this counts as gone. */
+export const WORKER_EXPIRY_MS = 15_000;
+
+/** What the heartbeat needs from the rest of errand. */
+export interface HeartbeatEnv {
+  readonly store: Store<unknown>;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** This instance's id. */
+  readonly id: string;
+  /** What this instance works now. */
+  describe(): Pick<WorkerInfo, "queues" | "kinds">;
+  /** Receives the live instances, read after each beat. */
+  onLive(workers: WorkerInfo[]): void;
+}
+
+/** Records this instance as live while it runs. */
+export class Heartbeat {
+  readonly #env: HeartbeatEnv;
+  #startedAt = 0;
+  #task: Periodic | undefined;
+
+  /** Creates the heartbeat; `start()` begins beating. */
+  constructor(env: HeartbeatEnv) {
+    this.#env = env;
+  }
+
+  /** Beats once now (a failure is logged; the loop retries), then every {@link HEARTBEAT_MS}. */
+  async start(): Promise<void> {
+    const { clock, logger } = this.#env;
+    await this.beat().catch((err) => logger.warn("Heartbeat failed; retrying", { error: String(err) }));
+    this.#task = every(clock, HEARTBEAT_MS, "Heartbeat", logger, () => this.beat(), true);
+  }
+
+  /** Stops beating and deletes this instance's record, so others stop counting it at once. */
+  async stop(): Promise<void> {
+    if (this.#startedAt === 0) return;
+    this.#startedAt = 0;
+    await this.#task?.stop();
+    this.#task = undefined;
+    await this.#env.store.workerRemove({ id: this.#env.id }).catch((err) =>
+      this.#env.logger.warn("Removing this worker's heartbeat failed; it expires by itself", { error: String(err) })
+    );
+  }
+
+  /** Beats once now (in mode "manual", each `step()` does), then reads the live instances. */
+  async beat(): Promise<void> {
+    const { store, clock, id } = this.#env;
+    const now = clock.now();
+    this.#startedAt ||= now;
+    const worker = { id, startedAt: this.#startedAt, beatAt: now, ...this.#env.describe() };
+    await store.workerBeat({ worker, expiredBefore: now - WORKER_EXPIRY_MS });
+    this.#env.onLive(await liveWorkers(store, now));
+  }
+}
+
+/** The live instances as seen at `now`. */
+export async function liveWorkers(store: Store<unknown>, now: number): Promise<WorkerInfo[]> {
+  return await store.workerList({ since: now - WORKER_EXPIRY_MS });
+}

@@ -1,0 +1,76 @@
+/**
+ * Leadership: one `"work"` instance per database and namespace does what must
+ * happen once (firing cron schedules). It holds a lease row that it renews on
+ * every tick; when the leader stops renewing (it crashed, hung or lost the
+ * database), another instance takes over once the lease has ended. A graceful
+ * shutdown gives the leadership up at once.
+ *
+ * Leadership is not fencing: a leader that stalls past its lease may act once
+ * more before it notices. Everything a leader writes is therefore idempotent
+ * on its own (occurrences carry unique keys, schedule progress is
+ * compare-and-set).
+ *
+ * @module
+ */
+import type { Clock } from "../time/clock.ts";
+import type { Logger } from "../observability/logger.ts";
+import type { Store } from "../store/store.ts";
+
+/** What leadership needs from the rest of errand. */
+export interface LeadershipEnv {
+  readonly store: Store<unknown>;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** This instance's id. */
+  readonly holder: string;
+  /** How long the lease holds without renewal. */
+  readonly leaseMs: number;
+  /** Told whether this instance leads after every renewal. */
+  onRenewed(leading: boolean): void;
+}
+
+/** The lease row's name. */
+const LEADER = "leader";
+
+/** This instance's view of the leadership. */
+export class Leadership {
+  readonly #env: LeadershipEnv;
+  #leader = false;
+
+  /** Creates the view; nothing is written until {@link Leadership.renew}. */
+  constructor(env: LeadershipEnv) {
+    this.#env = env;
+  }
+
+  /** Whether this instance led at its last renewal. */
+  get isLeader(): boolean {
+    return this.#leader;
+  }
+
+  /** Takes or renews the leadership if it can; returns whether this instance leads. A failure means not leading. */
+  async renew(): Promise<boolean> {
+    const { store, clock, logger, holder, leaseMs } = this.#env;
+    const now = clock.now();
+    let leading = false;
+    try {
+      leading = await store.leaderAcquire({ name: LEADER, holder, now, until: now + leaseMs });
+    } catch (err) {
+      logger.warn("Renewing the leadership failed", { error: String(err) });
+    }
+    if (leading !== this.#leader) logger.info(leading ? "Became the leader" : "No longer the leader", { holder });
+    this.#leader = leading;
+    this.#env.onRenewed(leading);
+    return leading;
+  }
+
+  /** Gives the leadership up if this instance holds it. */
+  async release(): Promise<void> {
+    if (!this.#leader) return;
+    this.#leader = false;
+    this.#env.onRenewed(false);
+    const { store, logger, holder } = this.#env;
+    await store.leaderRelease({ name: LEADER, holder }).catch((err) =>
+      logger.warn("Giving up the leadership failed; its lease ends by itself", { error: String(err) })
+    );
+  }
+}

@@ -1,0 +1,151 @@
+/**
+ * Housekeeping of a `"work"` instance. Every task is safe to run on many
+ * instances at once, so there is no leader:
+ * - promotion: due scheduled jobs become available, and their queues' workers wake;
+ * - rescue: running jobs whose lease expired (their worker died or hung) are
+ *   recorded with error `LeaseExpired` and retried or failed like any error,
+ *   each write conditional on the lease still being expired under the same fence
+ *   (and saved like any outcome, so one the store refuses stops no other);
+ * - pruning: completed, failed and cancelled jobs older than their retention
+ *   are deleted in small batches, so a large backlog never takes one long lock;
+ *   so are a partition's finished jobs beyond its history cap, when set.
+ *
+ * @module
+ */
+import type { Clock } from "../time/clock.ts";
+import { saveFinishes } from "../running/completer.ts";
+import type { Logger } from "../observability/logger.ts";
+import { resolveWaiting } from "./continuations.ts";
+import { failedFinish, namedError } from "../running/outcome.ts";
+import { every, type Periodic } from "../time/periodic.ts";
+import type { RetryPolicy } from "../running/retry.ts";
+import type { Store } from "../store/store.ts";
+
+/** How long finished jobs are kept, in ms, by final state. */
+export interface Retention {
+  readonly completed: number;
+  readonly failed: number;
+  readonly cancelled: number;
+}
+
+/** Intervals of the maintenance tasks, in ms. */
+export interface MaintenanceIntervals {
+  readonly promote: number;
+  readonly rescue: number;
+  readonly prune: number;
+}
+
+/** What maintenance needs from the rest of errand. */
+export interface MaintenanceEnv {
+  readonly store: Store<unknown>;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly retention: Retention;
+  /** Most finished jobs kept per partition, or undefined for no cap. */
+  readonly partitionHistory: number | undefined;
+  readonly intervals: MaintenanceIntervals;
+  /** The retry policy of a kind (the default for kinds this instance does not know). */
+  retryPolicy(kind: string, version: number): RetryPolicy;
+  /** Wakes this instance's worker of `queue`, if any. */
+  wake(queue: string): void;
+  /** Told the ids of jobs this instance rescued. */
+  rescued(ids: readonly string[]): void;
+}
+
+const BATCH = 500;
+/** Most batches one pruning run deletes per state, so one run stays short. */
+const PRUNE_BATCHES_PER_RUN = 20;
+
+/** Runs the maintenance tasks on timers. */
+export class Maintenance {
+  #tasks: Periodic[] = [];
+  readonly #env: MaintenanceEnv;
+
+  /** Creates the tasks; `start()` runs them. */
+  constructor(env: MaintenanceEnv) {
+    this.#env = env;
+  }
+
+  /** Starts every task; a second call does nothing. */
+  start(): void {
+    if (this.#tasks.length) return;
+    const { clock, logger, intervals } = this.#env;
+    this.#tasks = [
+      every(clock, intervals.promote, "Promoting scheduled jobs", logger, () => this.promote()),
+      every(clock, intervals.promote, "Resolving continuations", logger, () => resolveWaiting(this.#env)),
+      every(clock, intervals.rescue, "Rescuing expired leases", logger, () => this.rescue()),
+      every(clock, intervals.prune, "Pruning finished jobs", logger, () => this.prune()),
+    ];
+  }
+
+  /** Stops every task; safe to call twice or before start. */
+  async stop(): Promise<void> {
+    await Promise.all(this.#tasks.map((t) => t.stop()));
+    this.#tasks = [];
+  }
+
+  /** Moves due scheduled jobs to available and wakes their workers. */
+  async promote(): Promise<void> {
+    for (;;) {
+      const queues = await this.#env.store.jobPromoteDue({ now: this.#env.clock.now(), limit: BATCH });
+      for (const queue of queues) this.#env.wake(queue);
+      if (queues.length === 0) return;
+    }
+  }
+
+  /** Retries or fails running jobs whose lease expired; returns how many. */
+  async rescue(): Promise<number> {
+    const { store, clock } = this.#env;
+    let rescued = 0;
+    for (;;) {
+      const now = clock.now();
+      const expired = await store.jobListExpired({ now, limit: BATCH });
+      if (expired.length === 0) return rescued;
+      const error = namedError("LeaseExpired", "The worker running this job stopped renewing its lease");
+      const finishes = expired.map((job) => ({
+        ...failedFinish(job, error, now, this.#env.retryPolicy(job.kind, job.version)),
+        leaseExpiredBefore: now,
+      }));
+      const changed = (await saveFinishes(this.#env, finishes))
+        .filter((s) => s.status === "applied" || s.status === "replaced")
+        .map((s) => s.finish.id);
+      rescued += changed.length;
+      for (const queue of new Set(expired.map((j) => j.queue))) this.#env.wake(queue);
+      if (changed.length) {
+        this.#env.logger.warn("Rescued jobs whose lease expired", { ids: changed });
+        this.#env.rescued(changed);
+      }
+      if (expired.length < BATCH) return rescued;
+    }
+  }
+
+  /** Deletes finished jobs older than their retention, and beyond each partition's history cap, in batches. */
+  async prune(): Promise<void> {
+    const { store, clock, retention, partitionHistory } = this.#env;
+    for (const state of ["completed", "failed", "cancelled"] as const) {
+      const before = clock.now() - retention[state];
+      await deleteInBatches((limit) => store.jobPrune({ state, before, limit }), PRUNE_BATCHES_PER_RUN);
+    }
+    if (partitionHistory !== undefined) {
+      const keep = partitionHistory;
+      await deleteInBatches((limit) => store.partitionTrimHistory({ keep, limit }), PRUNE_BATCHES_PER_RUN);
+    }
+  }
+}
+
+/**
+ * Runs a batched delete until a batch comes back short (or after `maxBatches`),
+ * so a large backlog never takes one long lock; returns how many it deleted.
+ */
+export async function deleteInBatches(
+  deleteBatch: (limit: number) => Promise<number>,
+  maxBatches = Infinity,
+): Promise<number> {
+  let deleted = 0;
+  for (let i = 0; i < maxBatches; i++) {
+    const n = await deleteBatch(BATCH);
+    deleted += n;
+    if (n < BATCH) break;
+  }
+  return deleted;
+}

@@ -1,0 +1,109 @@
+/**
+ * Payload encoding: msgpack written by msgpackr with no extension types but
+ * `Date` and `undefined`, and read back by errand's strict decoder, so
+ * decoding bytes from the database never builds class instances, never
+ * touches a prototype and never recurses without bound.
+ *
+ * @module
+ */
+import { Packr } from "msgpackr/pack";
+import { ValidationError } from "../errors.ts";
+import { decodeMsgpack } from "./msgpack_decode.ts";
+
+const packr = new Packr({ useRecords: false, moreTypes: false, mapsAsObjects: true, bundleStrings: false });
+
+/** Deepest nesting of objects and arrays a payload may have. */
+export const MAX_PAYLOAD_DEPTH = 64;
+
+/**
+ * Encodes a payload, refusing what msgpack would silently drop or mangle
+ * (functions, symbols, class instances other than Date and Uint8Array) and
+ * payloads over `maxBytes`.
+ * @throws {ValidationError} Naming the offending path or the size.
+ */
+export function encodePayload(kind: string, payload: unknown, maxBytes: number): Uint8Array {
+  let bad: { path: string; why: string } | undefined;
+  try {
+    bad = unencodable(payload, 0);
+  } catch (err) {
+    // A getter or a Proxy trap that throws.
+    throw new ValidationError(
+      `The payload of "${kind}" cannot be read: ${
+        err instanceof Error ? err.message : String(err)
+      }; payloads must be plain data`,
+      { cause: err },
+    );
+  }
+  if (bad) {
+    throw new ValidationError(
+      `The payload of "${kind}" cannot be encoded: payload${bad.path} ${bad.why}; payloads must be plain data`,
+    );
+  }
+  let bytes: Uint8Array;
+  try {
+    bytes = packr.pack(payload);
+  } catch (err) {
+    throw new ValidationError(`The payload of "${kind}" cannot be encoded: ${(err as Error).message}`, { cause: err });
+  }
+  if (bytes.byteLength > maxBytes) {
+    throw new ValidationError(
+      `The payload of "${kind}" is ${bytes.byteLength} bytes, over the limit of ${maxBytes}; store large data elsewhere and enqueue a reference, or raise "maxPayloadBytes"`,
+    );
+  }
+  return bytes;
+}
+
+/** Decodes a stored payload; throws a `MsgpackDecodeError` on bytes it does not accept. */
+export function decodePayload(bytes: Uint8Array): unknown {
+  return decodeMsgpack(bytes, MAX_PAYLOAD_DEPTH + 1);
+}
+
+/** Decodes a stored payload for display: undefined when its bytes cannot be decoded. */
+export function payloadForDisplay(bytes: Uint8Array): unknown {
+  try {
+    return decodePayload(bytes);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Why `value` cannot be encoded, with the path to the offending part, or
+ * undefined when it can. Paths are built only on the way out of a failure,
+ * so checking a valid payload allocates nothing.
+ */
+function unencodable(value: unknown, depth: number): { path: string; why: string } | undefined {
+  switch (typeof value) {
+    case "function":
+      return { path: "", why: "is a function" };
+    case "symbol":
+      return { path: "", why: "is a symbol" };
+    case "bigint":
+      return value > 0xffff_ffff_ffff_ffffn || value < -0x8000_0000_0000_0000n
+        ? { path: "", why: "is a bigint outside 64 bits" }
+        : undefined;
+    case "object": {
+      if (value === null || value instanceof Date || value instanceof Uint8Array) return undefined;
+      if (depth >= MAX_PAYLOAD_DEPTH) return { path: "", why: `nests deeper than ${MAX_PAYLOAD_DEPTH} levels` };
+      if (Array.isArray(value)) {
+        for (let i = 0; i < value.length; i++) {
+          const bad = unencodable(value[i], depth + 1);
+          if (bad) return { path: `[${i}]${bad.path}`, why: bad.why };
+        }
+        return undefined;
+      }
+      const proto = Object.getPrototypeOf(value);
+      if (proto !== Object.prototype && proto !== null) {
+        return { path: "", why: `is a ${proto?.constructor?.name ?? "class instance"}` };
+      }
+      for (const key in value) {
+        if (!Object.hasOwn(value, key)) continue;
+        const bad = unencodable((value as Record<string, unknown>)[key], depth + 1);
+        if (bad) return { path: `.${key}${bad.path}`, why: bad.why };
+      }
+      return undefined;
+    }
+    default:
+      return undefined;
+  }
+}

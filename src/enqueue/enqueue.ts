@@ -1,0 +1,174 @@
+/**
+ * Turns `enqueue` calls into rows: checks the kind and every option, encodes
+ * the payload, resolves defaults from the kind. Nothing is written unless
+ * every job of the call is valid.
+ *
+ * @module
+ */
+import { encodePayload } from "../encoding/codec.ts";
+import { type Duration, parseDuration } from "../time/duration.ts";
+import { ValidationError } from "../errors.ts";
+import { checkPriority, type JobDefinition, type JobDefinitions, type PayloadOf } from "../jobs/job.ts";
+import { checkCount, MAX_TIMEOUT_MS } from "../checks/limits.ts";
+import { checkName } from "../checks/names.ts";
+import { type PartitionKey, partitionOf, type Placement } from "../topics/partition.ts";
+import { checkRetryPolicy, type RetryPolicy } from "../running/retry.ts";
+import type { JobInsertRow } from "../store/store.ts";
+import { checkUnique, uniqueKeyOf, type UniqueOptions } from "./unique.ts";
+
+/** Options of one enqueued job; each overrides the kind's default. */
+export interface JobEnqueueOptions {
+  /** Run no earlier than this long from now. Not with `runAt`. */
+  delay?: Duration;
+  /** Run no earlier than this time. Not with `delay`. */
+  runAt?: Date;
+  /** Lower runs first within a queue. */
+  priority?: number;
+  /** How many attempts it may use. */
+  attempts?: number;
+  /** The queue it runs on. */
+  queue?: string;
+  /** Its retry policy. */
+  retry?: RetryPolicy;
+  /** Abort and count a failed attempt after this long. */
+  timeout?: Duration;
+  /**
+   * Make the job unique: while a job of the same kind holds the same key,
+   * `enqueue` returns that job's id with `inserted: false`. `true` keys on
+   * the payload.
+   */
+  unique?: UniqueOptions | true;
+}
+
+/** Options of `enqueue`: the job's options plus the application's transaction. */
+export interface EnqueueOptions<TTx> extends JobEnqueueOptions {
+  /**
+   * The application's own transaction (postgres.js `sql.begin` transaction,
+   * libSQL `Transaction`): the job exists only if it commits.
+   */
+  tx?: TTx;
+}
+
+/** The keys of a set of job kinds. */
+export type KindKey<J extends JobDefinitions> = keyof J & string;
+
+/** What `enqueue` returns. */
+export interface EnqueueResult {
+  /** The job's id. */
+  readonly id: string;
+  /** Whether a new job was written. */
+  readonly inserted: boolean;
+}
+
+/** One job of an `enqueueMany` call. */
+export type EnqueueItem<J extends JobDefinitions> = {
+  [K in KindKey<J>]: { kind: K; payload: PayloadOf<J[K]>; options?: JobEnqueueOptions };
+}[KindKey<J>];
+
+/** Enqueueing, typed by the job kinds `J`: on the errand client and on a handler's `job`. */
+export interface Enqueuer<J extends JobDefinitions, TTx> {
+  /** Enqueues one job; nothing is written if anything about it is invalid. */
+  enqueue<K extends KindKey<J>>(
+    kind: K,
+    payload: PayloadOf<J[K]>,
+    options?: EnqueueOptions<TTx>,
+  ): Promise<EnqueueResult>;
+  /**
+   * Enqueues a continuation: the job waits until every parent has completed,
+   * then runs (after its own delay, if it has one). If a parent fails or is
+   * cancelled, the job is cancelled with a reason naming that parent.
+   * In a handler, `job.enqueueAfter(job.id, ...)` continues the running job;
+   * pass `{ tx }` to enqueue in the handler's own transaction.
+   * @throws {NotFoundError} When a parent does not exist (checked outside a transaction).
+   */
+  enqueueAfter<K extends KindKey<J>>(
+    parents: string | readonly string[],
+    kind: K,
+    payload: PayloadOf<J[K]>,
+    options?: EnqueueOptions<TTx>,
+  ): Promise<EnqueueResult>;
+}
+
+/** What the row builder needs besides the call's arguments. */
+export interface RowContext {
+  readonly now: number;
+  readonly newId: (now: number) => string;
+  readonly maxPayloadBytes: number;
+  /** The partition count of each topic. */
+  readonly topics: ReadonlyMap<string, number>;
+  /** The enqueuer's trace context to store with the job, or null. */
+  readonly trace: string | null;
+}
+
+/**
+ * Builds the row for one job; throws {@link ValidationError} on bad input. A
+ * kind with a topic goes to its key's partition; another kind goes to
+ * `placement` when given (a sequential recurring job's partition).
+ */
+export async function buildInsertRow(
+  key: string,
+  definition: JobDefinition<unknown>,
+  payload: unknown,
+  options: JobEnqueueOptions,
+  ctx: RowContext,
+  parents: readonly string[] = [],
+  placement?: Placement,
+): Promise<JobInsertRow> {
+  if (typeof options !== "object" || options === null) {
+    throw new ValidationError(`Enqueue options of "${key}" must be an object`);
+  }
+  if (options.delay !== undefined && options.runAt !== undefined) {
+    throw new ValidationError(`Enqueue options of "${key}" give both "delay" and "runAt"; give one`);
+  }
+  let runAt = ctx.now;
+  if (options.delay !== undefined) runAt = ctx.now + parseDuration(options.delay, "delay");
+  if (options.runAt !== undefined) {
+    if (!(options.runAt instanceof Date) || Number.isNaN(options.runAt.getTime())) {
+      throw new ValidationError(`Option "runAt" of "${key}" must be a valid Date, got "${String(options.runAt)}"`);
+    }
+    runAt = Math.max(ctx.now, options.runAt.getTime());
+  }
+  const attempts = checkCount("attempts", options.attempts ?? definition.attempts, 1);
+  const timeoutMs = options.timeout === undefined
+    ? definition.timeoutMs
+    : parseDuration(options.timeout, "timeout", MAX_TIMEOUT_MS);
+  if (timeoutMs === 0) throw new ValidationError(`Option "timeout" must be greater than 0`);
+  const unique = options.unique === undefined ? undefined : checkUnique(key, options.unique);
+  // Encoded first: it refuses what is not plain data, so later steps read only plain data.
+  const encoded = encodePayload(key, payload, ctx.maxPayloadBytes);
+  const topic = definition.topic?.name ?? placement?.topic ?? null;
+  return {
+    id: ctx.newId(ctx.now),
+    kind: definition.name ?? key,
+    version: definition.version,
+    queue: options.queue === undefined ? definition.queue : checkName("queue", options.queue),
+    state: parents.length ? "waiting" : runAt > ctx.now ? "scheduled" : "available",
+    parents,
+    priority: checkPriority(options.priority ?? definition.priority),
+    payload: encoded,
+    maxAttempts: attempts,
+    runAt,
+    createdAt: ctx.now,
+    timeoutMs: timeoutMs ?? null,
+    retry: options.retry === undefined ? null : JSON.stringify(checkRetryPolicy(options.retry)),
+    uniqueKey: unique ? await uniqueKeyOf(unique, payload, ctx.now) : null,
+    uniqueScope: unique?.scope ?? null,
+    topic,
+    partition: definition.topic
+      ? partitionOf(partitionKeyOf(key, definition.topic.key, payload), ctx.topics.get(definition.topic.name)!)
+      : placement?.partition ?? null,
+    trace: ctx.trace,
+  };
+}
+
+/** The kind's `partitionKey(payload)`; a key function that throws is a {@link ValidationError} naming the kind. */
+function partitionKeyOf(kind: string, key: (payload: unknown) => PartitionKey, payload: unknown): PartitionKey {
+  try {
+    return key(payload);
+  } catch (err) {
+    throw new ValidationError(
+      `The partitionKey() of "${kind}" threw for this payload: ${err instanceof Error ? err.message : String(err)}`,
+      { cause: err },
+    );
+  }
+}

@@ -1,0 +1,196 @@
+/**
+ * Job kinds: `job<Payload>(options)` declares a kind and its payload type,
+ * `defineJobs({...})` names a set of kinds. Payload types then flow to
+ * `enqueue` and to handlers.
+ *
+ * @module
+ */
+import { type Duration, parseDuration } from "../time/duration.ts";
+import { ValidationError } from "../errors.ts";
+import { checkCount, MAX_COUNT, MAX_TIMEOUT_MS } from "../checks/limits.ts";
+import { checkName } from "../checks/names.ts";
+import type { PartitionKey } from "../topics/partition.ts";
+import { checkRetryPolicy, type RetryPolicy } from "../running/retry.ts";
+import { type AnyPayloadValidator, isPayloadValidator, type PayloadValidator } from "./validate.ts";
+
+/** Options of one job kind; all are optional. */
+export interface JobOptions<T = unknown> {
+  /**
+   * The kind's stored name. Renaming a key in `defineJobs` while keeping
+   * `name` keeps old jobs runnable.
+   * @default the key in `defineJobs`
+   */
+  name?: string;
+  /**
+   * The queue its jobs run on.
+   * @default "default"
+   */
+  queue?: string;
+  /**
+   * Lower runs first within a queue; any integer.
+   * @default 0
+   */
+  priority?: number;
+  /**
+   * How many attempts a job may use before it fails.
+   * @default 10
+   */
+  attempts?: number;
+  /**
+   * How long to wait before retrying a failed attempt.
+   * @default backoff.exponential() (1s doubling up to 1h, ±10 % jitter)
+   */
+  retry?: RetryPolicy;
+  /**
+   * Abort `job.signal` and count a failed attempt after this long. Unset: no timeout.
+   */
+  timeout?: Duration;
+  /**
+   * The payload shape's version; a job's identity is (name, version).
+   * @default 1
+   */
+  version?: number;
+  /**
+   * Checks every payload: a Standard Schema validator (Zod, Valibot, ArkType,
+   * ...) or a function that throws, or returns `false` or a message, when the
+   * payload is invalid. `enqueue` rejects an invalid payload with nothing
+   * written; a stored payload that fails it at run time is discarded.
+   */
+  validate?: PayloadValidator<T>;
+  /**
+   * The topic its jobs go to (one of `createErrand({ topics })`): jobs with
+   * the same partition key run strictly one after another, in enqueue order.
+   * Needs `partitionKey`.
+   */
+  topic?: string;
+  /** The partition key of a payload (a customer id, an order id); needs `topic`. */
+  partitionKey?: (payload: T) => PartitionKey;
+}
+
+/** A declared job kind, carrying its payload type `T`. */
+export interface JobDefinition<T> {
+  /** The stored name; set from the key by `defineJobs` unless given. */
+  readonly name: string | undefined;
+  /** The queue its jobs run on. */
+  readonly queue: string;
+  /** Default priority of its jobs. */
+  readonly priority: number;
+  /** Default attempts of its jobs. */
+  readonly attempts: number;
+  /** Its retry policy, or undefined for the default. */
+  readonly retry: RetryPolicy | undefined;
+  /** Its timeout in ms, or undefined for none. */
+  readonly timeoutMs: number | undefined;
+  /** The payload shape's version. */
+  readonly version: number;
+  /** Its payload validator, if it has one. */
+  readonly validate: AnyPayloadValidator | undefined;
+  /** Its topic and partition key, if it has one. */
+  readonly topic: KindTopic<T> | undefined;
+  /** Type-only marker of the payload type; never set at run time. */
+  readonly payloadType?: T;
+}
+
+/** A kind's topic, and how its payloads map to partition keys. */
+export interface KindTopic<T> {
+  /** The topic's name. */
+  readonly name: string;
+  /** The partition key of a payload. */
+  key(payload: T): PartitionKey;
+}
+
+/** The payload type of a job definition. */
+export type PayloadOf<D> = D extends JobDefinition<infer T> ? T : never;
+
+/** A set of job kinds by key, as returned by {@link defineJobs}. */
+export type JobDefinitions = Readonly<Record<string, JobDefinition<unknown>>>;
+
+/**
+ * Declares a job kind whose payload has type `T`.
+ *
+ * @throws {ValidationError} When an option is invalid.
+ *
+ * @example A kind with options
+ * ```ts
+ * import { job } from "@errand/errand";
+ * const sendWelcome = job<{ userId: number }>({ queue: "mail", attempts: 8, timeout: "30s" });
+ * ```
+ */
+export function job<T>(options: JobOptions<T> = {}): JobDefinition<T> {
+  const name = options.name === undefined ? undefined : checkName("job name", options.name);
+  const attempts = checkCount("attempts", options.attempts ?? 10, 1);
+  const priority = checkPriority(options.priority ?? 0);
+  const version = checkCount("version", options.version ?? 1, 1);
+  if (options.validate !== undefined && !isPayloadValidator(options.validate)) {
+    throw new ValidationError(`Option "validate" must be a function or a Standard Schema validator`);
+  }
+  if ((options.topic === undefined) !== (options.partitionKey === undefined)) {
+    throw new ValidationError(
+      `Options "topic" and "partitionKey" go together: a kind in a topic needs partitionKey(payload), and only such a kind takes one`,
+    );
+  }
+  if (options.partitionKey !== undefined && typeof options.partitionKey !== "function") {
+    throw new ValidationError(`Option "partitionKey" must be a function of the payload`);
+  }
+  return {
+    name,
+    queue: checkName("queue", options.queue ?? "default"),
+    priority,
+    attempts,
+    retry: options.retry === undefined ? undefined : checkRetryPolicy(options.retry),
+    timeoutMs: options.timeout === undefined
+      ? undefined
+      : positive(parseDuration(options.timeout, "timeout", MAX_TIMEOUT_MS), "timeout"),
+    version,
+    validate: options.validate as AnyPayloadValidator | undefined,
+    topic: options.topic === undefined
+      ? undefined
+      : { name: checkName("topic", options.topic), key: options.partitionKey! },
+  };
+}
+
+/**
+ * Names a set of job kinds. Each kind's name defaults to its key.
+ *
+ * @throws {ValidationError} When a name is invalid or two kinds share a name and version.
+ *
+ * @example Define the kinds of an application
+ * ```ts
+ * import { defineJobs, job } from "@errand/errand";
+ * export const jobs = defineJobs({
+ *   sendWelcome: job<{ userId: number }>({ queue: "mail" }),
+ *   resizeImage: job<{ url: string; width: number }>(),
+ * });
+ * ```
+ */
+export function defineJobs<const D extends Record<string, JobDefinition<unknown>>>(definitions: D): D {
+  const seen = new Map<string, string>();
+  const named: Record<string, JobDefinition<unknown>> = {};
+  for (const [key, definition] of Object.entries(definitions)) {
+    const name = definition.name ?? checkName("job name", key);
+    const other = seen.get(`${name}@${definition.version}`);
+    if (other !== undefined) {
+      throw new ValidationError(
+        `Job kinds "${other}" and "${key}" share the name "${name}" and version ${definition.version}; give one a different "name" or "version"`,
+      );
+    }
+    seen.set(`${name}@${definition.version}`, key);
+    named[key] = { ...definition, name };
+  }
+  return named as D;
+}
+
+/** @throws {ValidationError} When `priority` is not a safe integer. */
+export function checkPriority(priority: number): number {
+  if (!Number.isSafeInteger(priority) || Math.abs(priority) > MAX_COUNT) {
+    throw new ValidationError(
+      `Option "priority" must be a whole number between -${MAX_COUNT} and ${MAX_COUNT}, got "${priority}"`,
+    );
+  }
+  return priority;
+}
+
+function positive(ms: number, what: string): number {
+  if (ms <= 0) throw new ValidationError(`Option "${what}" must be greater than 0`);
+  return ms;
+}

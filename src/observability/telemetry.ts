@@ -1,0 +1,249 @@
+/**
+ * What errand reports about itself as it runs: the Prometheus metrics of
+ * `errand.metrics()` and the application's `observer` callbacks. The core
+ * calls one method per event; this module turns it into counters,
+ * histograms and callbacks. An observer that throws is logged and ignored.
+ *
+ * @module
+ */
+import type { Logger } from "./logger.ts";
+import { type Metric, Registry } from "./metrics.ts";
+import type { ClaimedJob, JobFinish } from "../store/store.ts";
+import type { RunError, RunOutcome } from "../jobs/types.ts";
+
+/** A job as observer events describe it. */
+export interface ObservedJob {
+  /** The job's id. */
+  readonly id: string;
+  /** Its kind. */
+  readonly kind: string;
+  /** Its queue. */
+  readonly queue: string;
+}
+
+/** A run's end as observer events describe it. */
+export interface ObservedRun extends ObservedJob {
+  /** The attempt that ended. */
+  readonly attempt: number;
+  /** How long it ran, in ms. */
+  readonly durationMs: number;
+}
+
+/**
+ * Callbacks for what happens to jobs, for logging or forwarding events. Each
+ * is optional and called synchronously after the event; keep them quick.
+ */
+export interface Observer {
+  /** A job was enqueued (`inserted: false`: a unique key matched an existing job). */
+  enqueued?(event: ObservedJob & { readonly inserted: boolean }): void;
+  /** A worker of this instance claimed a job; `waitMs` is how long it had been due. */
+  claimed?(event: ObservedJob & { readonly attempt: number; readonly waitMs: number }): void;
+  /** A run completed and the store applied its outcome (a stale run's rejected outcome is not reported). */
+  completed?(event: ObservedRun): void;
+  /** A run failed and the job will not run again (attempts used up, discarded or permanent). */
+  failed?(event: ObservedRun & { readonly error: RunError | null }): void;
+  /** A run failed and the job will run again at `runAt`. */
+  retried?(event: ObservedRun & { readonly error: RunError | null; readonly runAt: Date }): void;
+  /** This instance rescued jobs whose lease had expired. */
+  rescued?(event: { readonly ids: readonly string[] }): void;
+  /** This instance became the leader (cron), or stopped being it. */
+  leaderChanged?(event: { readonly leader: boolean }): void;
+}
+
+/** How a run ended, as the metrics count it. */
+export type FinishOutcome =
+  | "completed"
+  | "retried"
+  | "failed"
+  | "snoozed"
+  | "cancelled"
+  | "interrupted"
+  | "lost";
+
+/** How the outcome `finish` writes counts (a discard is a failure; a finish without a run record, by its state). */
+export function outcomeOf(finish: JobFinish): FinishOutcome {
+  const outcome: RunOutcome | undefined = finish.run?.outcome;
+  if (outcome === "discarded") return "failed";
+  if (outcome === undefined || outcome === "running") {
+    return finish.state === "completed" || finish.state === "failed" ? finish.state : "retried";
+  }
+  return outcome;
+}
+
+/** Upper bounds of the run and wait histograms, in seconds. */
+const SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800];
+
+/** A scrape-time view of state that lives elsewhere (workers, the store). */
+export interface Snapshot {
+  /** Per local queue: slots and busy slots. */
+  readonly queues: readonly { readonly queue: string; readonly slots: number; readonly busy: number }[];
+  /** Jobs by queue and state, as read from the store. */
+  readonly queued: Readonly<Record<string, Readonly<Record<string, number>>>>;
+  /** Per topic: active partitions, backlog and the oldest due head's age in ms. */
+  readonly topics: readonly {
+    readonly topic: string;
+    readonly activePartitions: number;
+    readonly depth: number;
+    readonly oldestHeadAgeMs: number;
+  }[];
+}
+
+/** Records events as metrics and hands them to the observer. */
+export class Telemetry {
+  readonly #registry = new Registry();
+  readonly #observer: Observer;
+  readonly #logger: Logger;
+  #leader = false;
+  readonly #m: Record<string, Metric>;
+
+  /** Telemetry reporting to `observer` (and logging its failures to `logger`). */
+  constructor(observer: Observer | undefined, logger: Logger) {
+    this.#observer = observer ?? {};
+    this.#logger = logger;
+    const r = this.#registry;
+    this.#m = {
+      enqueued: r.counter("errand_jobs_enqueued_total", "Jobs enqueued by this instance.", ["queue", "kind"]),
+      duplicates: r.counter(
+        "errand_jobs_duplicates_total",
+        "Enqueues that matched an existing job by unique key (nothing inserted).",
+      ),
+      finished: r.counter("errand_jobs_finished_total", "Runs ended on this instance, by outcome.", [
+        "queue",
+        "kind",
+        "outcome",
+      ]),
+      run: r.histogram("errand_job_run_seconds", "How long runs took.", ["kind", "outcome"], SECONDS_BUCKETS),
+      wait: r.histogram("errand_job_wait_seconds", "How long claimed jobs had been due (available to started).", [], [
+        ...SECONDS_BUCKETS,
+      ]),
+      running: r.gauge("errand_jobs_running", "Jobs running on this instance.", ["queue"]),
+      workers: r.gauge("errand_workers", "Worker slots of this instance, busy or idle.", ["queue", "state"]),
+      queued: r.gauge(
+        "errand_jobs_queued",
+        "Jobs in the store by queue and state (shared by every instance: aggregate with max, not sum).",
+        ["queue", "state"],
+      ),
+      rescued: r.counter("errand_jobs_rescued_total", "Jobs whose expired lease this instance rescued."),
+      unsaved: r.counter("errand_outcome_unsaved_total", "Run outcomes given up on after retries (the lease decides)."),
+      leader: r.gauge("errand_leader", "1 while this instance is the leader (cron)."),
+      cron: r.counter("errand_cron_enqueued_total", "Occurrences of recurring jobs this instance enqueued."),
+      topicClaims: r.counter("errand_topic_claims_total", "Partition heads claimed by this instance.", ["topic"]),
+      topicActive: r.gauge("errand_topic_active_partitions", "Partitions with unfinished jobs (shared).", ["topic"]),
+      topicBacklog: r.gauge("errand_topic_backlog", "Unfinished jobs of the topic (shared).", ["topic"]),
+      topicOldest: r.gauge(
+        "errand_topic_oldest_head_age_seconds",
+        "How long the oldest due partition head has waited (shared).",
+        ["topic"],
+      ),
+    };
+    this.#m.leader.set({}, 0);
+  }
+
+  /** Jobs `rows` were enqueued with `results` (`inserted: false` for unique-key matches). */
+  enqueued(
+    rows: readonly { readonly kind: string; readonly queue: string }[],
+    results: readonly { readonly id: string; readonly inserted: boolean }[],
+  ): void {
+    // Counted per (queue, kind) first: a bulk enqueue touches each series once.
+    const counts = new Map<string, { queue: string; kind: string; n: number }>();
+    let duplicates = 0;
+    for (let i = 0; i < rows.length; i++) {
+      if (!results[i].inserted) {
+        duplicates++;
+        continue;
+      }
+      const { queue, kind } = rows[i];
+      const key = `${queue}\u0000${kind}`;
+      const count = counts.get(key);
+      if (count) count.n++;
+      else counts.set(key, { queue, kind, n: 1 });
+    }
+    for (const { queue, kind, n } of counts.values()) this.#m.enqueued.inc({ queue, kind }, n);
+    if (duplicates) this.#m.duplicates.inc({}, duplicates);
+    if (!this.#observer.enqueued) return;
+    rows.forEach(({ kind, queue }, i) => this.#tell("enqueued", { ...results[i], kind, queue }));
+  }
+
+  /** A worker claimed `claims` at `now`. */
+  claimed(claims: readonly ClaimedJob[], now: number): void {
+    for (const c of claims) {
+      const waitMs = Math.max(0, now - c.runAt);
+      this.#m.wait.observe({}, waitMs / 1000);
+      if (c.topic !== null) this.#m.topicClaims.inc({ topic: c.topic });
+      this.#tell("claimed", { id: c.id, kind: c.kind, queue: c.queue, attempt: c.attempt, waitMs });
+    }
+  }
+
+  /**
+   * A run of `claim` ended at `at` with `outcome`, as the store applied it
+   * (`lost` when it did not); `unsaved`: its outcome was given up on.
+   */
+  runEnded(
+    claim: ClaimedJob,
+    at: number,
+    run: { readonly outcome: FinishOutcome; readonly error?: RunError | null; readonly runAt?: number },
+    unsaved = false,
+  ): void {
+    const outcome = run.outcome;
+    const durationMs = Math.max(0, at - claim.startedAt);
+    this.#m.finished.inc({ queue: claim.queue, kind: claim.kind, outcome });
+    this.#m.run.observe({ kind: claim.kind, outcome }, durationMs / 1000);
+    if (unsaved) this.#m.unsaved.inc();
+    const event = { id: claim.id, kind: claim.kind, queue: claim.queue, attempt: claim.attempt, durationMs };
+    if (outcome === "completed") this.#tell("completed", event);
+    if (outcome === "failed") this.#tell("failed", { ...event, error: run.error ?? null });
+    if (outcome === "retried") {
+      this.#tell("retried", { ...event, error: run.error ?? null, runAt: new Date(run.runAt ?? at) });
+    }
+  }
+
+  /** This instance rescued `ids`. */
+  rescued(ids: readonly string[]): void {
+    if (ids.length === 0) return;
+    this.#m.rescued.inc({}, ids.length);
+    this.#tell("rescued", { ids });
+  }
+
+  /** Whether this instance holds the leadership now. */
+  leader(isLeader: boolean): void {
+    if (isLeader === this.#leader) return;
+    this.#leader = isLeader;
+    this.#m.leader.set({}, isLeader ? 1 : 0);
+    this.#tell("leaderChanged", { leader: isLeader });
+  }
+
+  /** This instance enqueued `n` occurrences of recurring jobs. */
+  cronEnqueued(n: number): void {
+    if (n > 0) this.#m.cron.inc({}, n);
+  }
+
+  /** The metrics in the Prometheus text format, with the gauges set from `snapshot`. */
+  encode(snapshot: Snapshot): string {
+    const { running, workers, queued, topicActive, topicBacklog, topicOldest } = this.#m;
+    for (const gauge of [running, workers, queued, topicActive, topicBacklog, topicOldest]) gauge.reset();
+    for (const q of snapshot.queues) {
+      running.set({ queue: q.queue }, q.busy);
+      workers.set({ queue: q.queue, state: "busy" }, q.busy);
+      workers.set({ queue: q.queue, state: "idle" }, Math.max(0, q.slots - q.busy));
+    }
+    for (const [queue, byState] of Object.entries(snapshot.queued)) {
+      for (const [state, n] of Object.entries(byState)) queued.set({ queue, state }, n);
+    }
+    for (const t of snapshot.topics) {
+      topicActive.set({ topic: t.topic }, t.activePartitions);
+      topicBacklog.set({ topic: t.topic }, t.depth);
+      topicOldest.set({ topic: t.topic }, t.oldestHeadAgeMs / 1000);
+    }
+    return this.#registry.encode();
+  }
+
+  #tell<K extends keyof Observer>(name: K, event: Parameters<NonNullable<Observer[K]>>[0]): void {
+    const callback = this.#observer[name] as ((e: typeof event) => void) | undefined;
+    if (!callback) return;
+    try {
+      callback.call(this.#observer, event);
+    } catch (err) {
+      this.#logger.warn(`The observer's ${name}() threw; errand carries on`, { error: String(err) });
+    }
+  }
+}

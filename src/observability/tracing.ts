@@ -1,0 +1,184 @@
+/**
+ * OpenTelemetry traces through `@opentelemetry/api`, when the application
+ * has it installed (it is an optional peer dependency). Without it, or
+ * without a registered tracer provider, every call here is a no-op.
+ *
+ * - An enqueue stores the W3C trace context (`traceparent`, `tracestate`) of
+ *   the current span, or of the running job's span when a handler enqueues.
+ * - Each attempt is one span `process <queue>` of kind CONSUMER in a trace of
+ *   its own, linked (not parented) to the enqueuer's context, with the
+ *   messaging attributes and `errand.job.*`; a failure sets `error.type`
+ *   (`Timeout` for timeouts). A drain interruption or a lost lease is not an error.
+ *
+ * @module
+ */
+import type { FinishOutcome } from "./telemetry.ts";
+import type { ClaimedJob } from "../store/store.ts";
+import type { RunError } from "../jobs/types.ts";
+
+/** The parts of a span context errand reads (as in `@opentelemetry/api`). */
+interface SpanContext {
+  readonly traceId: string;
+  readonly spanId: string;
+  readonly traceFlags: number;
+  readonly isRemote?: boolean;
+  readonly traceState?: { serialize(): string };
+}
+
+/** The parts of a span errand uses. */
+interface Span {
+  spanContext(): SpanContext;
+  setAttribute(key: string, value: string | number): unknown;
+  setStatus(status: { code: number; message?: string }): unknown;
+  end(): void;
+}
+
+/**
+ * The parts of `@opentelemetry/api` errand uses, declared here so that the
+ * package's types do not require it to be installed.
+ */
+interface Api {
+  readonly trace: {
+    getTracer(name: string): {
+      startSpan(
+        name: string,
+        options: {
+          kind: number;
+          root: boolean;
+          links: { context: SpanContext }[];
+          attributes: Record<string, string | number>;
+        },
+        context: unknown,
+      ): Span;
+    };
+    getSpanContext(context: unknown): SpanContext | undefined;
+    setSpan(context: unknown, span: Span): unknown;
+  };
+  readonly context: { active(): unknown; with<T>(context: unknown, fn: () => T): T };
+  isSpanContextValid(context: SpanContext): boolean;
+  createTraceState(text: string): { serialize(): string };
+  readonly SpanKind: { readonly CONSUMER: number };
+  readonly SpanStatusCode: { readonly ERROR: number };
+  readonly ROOT_CONTEXT: unknown;
+}
+
+/** The span of one run, as the executor uses it. */
+export interface RunSpan {
+  /** The run's trace id, or undefined without tracing. */
+  readonly traceId: string | undefined;
+  /** The run's span id, or undefined without tracing. */
+  readonly spanId: string | undefined;
+  /** The trace context jobs enqueued by this run carry, or null. */
+  readonly carrier: string | null;
+  /** Runs `fn` with this span active. */
+  wrap<T>(fn: () => T): T;
+  /** Ends the span with the run's outcome. */
+  end(outcome: FinishOutcome, error: RunError | null): void;
+}
+
+const NO_SPAN: RunSpan = {
+  traceId: undefined,
+  spanId: undefined,
+  carrier: null,
+  wrap: (fn) => fn(),
+  end: () => {},
+};
+
+/** Loads `@opentelemetry/api` if the application installed it; resolves to null otherwise. */
+export async function loadOtelApi(): Promise<Api | null> {
+  try {
+    return await import("@opentelemetry/api") as unknown as Api;
+  } catch {
+    return null;
+  }
+}
+
+/** Trace propagation and run spans, or no-ops without the API. */
+export class Tracing {
+  readonly #api: Api | null;
+
+  /** Tracing through `api`, or none when it is null. */
+  constructor(api: Api | null) {
+    this.#api = api;
+  }
+
+  /** The trace context to store with a job enqueued now (JSON), or null when no span is active. */
+  carrier(): string | null {
+    const api = this.#api;
+    if (!api) return null;
+    const span = api.trace.getSpanContext(api.context.active());
+    return span && api.isSpanContextValid(span) ? carrierOf(span) : null;
+  }
+
+  /** Starts the span of one attempt of `claim`. */
+  startRun(claim: ClaimedJob): RunSpan {
+    const api = this.#api;
+    if (!api) return NO_SPAN;
+    const tracer = api.trace.getTracer("errand");
+    const links: { context: SpanContext }[] = [];
+    const enqueuer = claim.trace === null ? null : spanContextOf(api, claim.trace);
+    if (enqueuer) links.push({ context: enqueuer });
+    const span = tracer.startSpan(`process ${claim.queue}`, {
+      kind: api.SpanKind.CONSUMER,
+      root: true,
+      links,
+      attributes: {
+        "messaging.system": "errand",
+        "messaging.destination.name": claim.queue,
+        "messaging.operation.type": "process",
+        "messaging.message.id": claim.id,
+        "errand.job.kind": claim.kind,
+        "errand.job.attempt": claim.attempt,
+        "errand.job.max_attempts": claim.maxAttempts,
+      },
+    }, api.ROOT_CONTEXT);
+    const context = span.spanContext();
+    // Without an OpenTelemetry SDK the API hands out spans that record nothing and carry no trace:
+    // nothing to make active or end.
+    if (!api.isSpanContextValid(context)) return NO_SPAN;
+    const active = api.trace.setSpan(api.ROOT_CONTEXT, span);
+    return {
+      traceId: context.traceId,
+      spanId: context.spanId,
+      carrier: carrierOf(context),
+      wrap: (fn) => api.context.with(active, fn),
+      end: (outcome, error) => {
+        span.setAttribute("errand.job.outcome", outcome);
+        if (error && outcome !== "interrupted" && outcome !== "lost" && outcome !== "snoozed") {
+          span.setAttribute("error.type", error.name);
+          span.setStatus({ code: api.SpanStatusCode.ERROR, message: error.message });
+        }
+        span.end();
+      },
+    };
+  }
+}
+
+function carrierOf(span: SpanContext): string {
+  const flags = (span.traceFlags & 1) === 1 ? "01" : "00";
+  const carrier: Record<string, string> = { traceparent: `00-${span.traceId}-${span.spanId}-${flags}` };
+  const state = span.traceState?.serialize();
+  if (state) carrier.tracestate = state;
+  return JSON.stringify(carrier);
+}
+
+/** The span context a stored carrier describes, or null when it is not a valid `traceparent`. */
+function spanContextOf(api: Api, stored: string): SpanContext | null {
+  let carrier: { traceparent?: unknown; tracestate?: unknown };
+  try {
+    carrier = JSON.parse(stored);
+  } catch {
+    return null;
+  }
+  const m = typeof carrier.traceparent === "string" &&
+    /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/.exec(carrier.traceparent);
+  if (!m) return null;
+  const context: SpanContext = {
+    traceId: m[1],
+    spanId: m[2],
+    traceFlags: parseInt(m[3], 16) & 1,
+    isRemote: true,
+    traceState: typeof carrier.tracestate === "string" ? api.createTraceState(carrier.tracestate) : undefined,
+  };
+  return api.isSpanContextValid(context) ? context : null;
+}

@@ -1,0 +1,160 @@
+/**
+ * Writes job outcomes in batches: while one batch is being saved, outcomes
+ * that arrive meanwhile gather into the next, so a busy worker writes many
+ * outcomes per round trip and an idle one writes each at once.
+ *
+ * One outcome never takes the others down with it ({@link saveFinishes}):
+ * - the store is unreachable: the batch is tried again with backoff, and
+ *   after several tries given up on (the jobs' leases lapse and they run
+ *   again: at least once);
+ * - the store answers but refuses the batch: it is split in halves until
+ *   the outcome it refuses stands alone; the others are saved, and that
+ *   one, after one more try, is replaced by a plain failure
+ *   (`OutcomeRejected`, naming the store's reason).
+ *
+ * @module
+ */
+import { type Clock, sleep } from "../time/clock.ts";
+import { StoreUnavailableError } from "../errors.ts";
+import type { Logger } from "../observability/logger.ts";
+import { rejectedFinish } from "./outcome.ts";
+import type { JobFinish, Store } from "../store/store.ts";
+
+const MAX_BATCH = 1000;
+/** Writes in a row that may fail, with backoff, before the rest of a batch is given up on. */
+const SAVE_TRIES = 8;
+
+/** What became of an outcome handed to {@link saveFinishes}. */
+export interface Saved {
+  /**
+   * - `applied`: written as given;
+   * - `replaced`: the store refused its values, so the job failed with
+   *   error `OutcomeRejected` instead (`finish` is what was written);
+   * - `fenced`: not written because the run no longer held the job (its
+   *   lease was lost or it was cancelled), or a rescue's condition no longer held;
+   * - `unsaved`: given up on while the store stayed unreachable; the lease decides.
+   */
+  readonly status: "applied" | "replaced" | "fenced" | "unsaved";
+  /** The outcome written, or that was to be. */
+  readonly finish: JobFinish;
+  /** Whether it changed a job that continuations wait for. */
+  readonly hasChildren: boolean;
+}
+
+/** What saving outcomes needs. */
+export interface SaveEnv {
+  readonly store: Store<unknown>;
+  readonly clock: Clock;
+  readonly logger: Logger;
+}
+
+/**
+ * Writes `finishes` (each on its own fence condition) in as few writes as
+ * the store allows, and says what became of each, in order.
+ */
+export async function saveFinishes(env: SaveEnv, finishes: readonly JobFinish[]): Promise<Saved[]> {
+  const { store, clock, logger } = env;
+  const saved = new Array<Saved>(finishes.length);
+  const write = async (part: readonly JobFinish[], at: number, status: "applied" | "replaced") => {
+    const changed = new Map((await store.jobFinishMany({ finishes: part })).map((f) => [f.id, f.hasChildren]));
+    part.forEach((finish, i) => {
+      const hasChildren = changed.get(finish.id);
+      saved[at + i] = { status: hasChildren === undefined ? "fenced" : status, finish, hasChildren: !!hasChildren };
+    });
+  };
+  // Ranges of `finishes` still to write, the next one last.
+  const parts: [start: number, end: number][] = [[0, finishes.length]];
+  let failures = 0;
+  while (parts.length) {
+    const [start, end] = parts.pop()!;
+    let error: unknown;
+    try {
+      await write(finishes.slice(start, end), start, "applied");
+      failures = 0;
+      continue;
+    } catch (err) {
+      error = err;
+    }
+    if (!(error instanceof StoreUnavailableError)) {
+      if (end - start > 1) {
+        const middle = start + Math.ceil((end - start) / 2);
+        parts.push([middle, end], [start, middle]);
+        continue;
+      }
+      const refused = finishes[start];
+      try {
+        // Once more at once: a refusal that passes (a deadlock victim) is not the outcome's fault.
+        await write([refused], start, "applied");
+        failures = 0;
+        continue;
+      } catch (err) {
+        error = err;
+      }
+      if (!(error instanceof StoreUnavailableError)) {
+        try {
+          await write([rejectedFinish(refused, error)], start, "replaced");
+          logger.error("The store refused a job's outcome; the job failed with error OutcomeRejected instead", {
+            id: refused.id,
+            error: String(error),
+          });
+          failures = 0;
+          continue;
+        } catch (err) {
+          // Not even a plain failure can be written: the store is failing, not this outcome.
+          error = err;
+        }
+      }
+    }
+    if (++failures >= SAVE_TRIES) {
+      const left = [[start, end], ...parts].flatMap(([s, e]) => finishes.slice(s, e).map((_, i) => s + i));
+      logger.error("Job outcomes could not be saved; the jobs will run again after their leases lapse", {
+        ids: left.map((i) => finishes[i].id),
+        error: String(error),
+      });
+      for (const i of left) saved[i] = { status: "unsaved", finish: finishes[i], hasChildren: false };
+      break;
+    }
+    await sleep(clock, Math.min(5_000, 50 * 2 ** failures));
+    parts.push([start, end]);
+  }
+  return saved;
+}
+
+interface Pending {
+  readonly finish: JobFinish;
+  readonly settle: (saved: Saved) => void;
+}
+
+/** Batches {@link JobFinish} writes. */
+export class Completer {
+  #pending: Pending[] = [];
+  #flushing: Promise<void> | undefined;
+  readonly #env: SaveEnv;
+
+  /** Creates a completer writing to `env.store`. */
+  constructor(env: SaveEnv) {
+    this.#env = env;
+  }
+
+  /** Queues an outcome to be saved; resolves with what became of it. */
+  push(finish: JobFinish): Promise<Saved> {
+    return new Promise((settle) => {
+      this.#pending.push({ finish, settle });
+      this.#flushing ??= this.#drain();
+    });
+  }
+
+  /** Resolves once every outcome queued so far has been saved (or given up on). */
+  async flush(): Promise<void> {
+    while (this.#flushing) await this.#flushing;
+  }
+
+  async #drain(): Promise<void> {
+    while (this.#pending.length) {
+      const batch = this.#pending.splice(0, MAX_BATCH);
+      const saved = await saveFinishes(this.#env, batch.map((b) => b.finish));
+      batch.forEach((b, i) => b.settle(saved[i]));
+    }
+    this.#flushing = undefined;
+  }
+}

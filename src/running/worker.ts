@@ -1,0 +1,231 @@
+/**
+ * The worker of one queue: a fetch loop that claims jobs in batches while it
+ * has free slots, runs each through the executor, and sleeps when the queue
+ * is empty.
+ *
+ * Modes of the loop:
+ * - hot: the last claim filled every free slot, so more work is likely; a
+ *   finishing job wakes the loop to claim again.
+ * - idle: the last claim came back short; the loop sleeps until a wake-up
+ *   (local enqueue, NOTIFY, promotion) or the poll interval.
+ * - full: no free slot; the loop sleeps until a job finishes.
+ * - stopping: no more claims; running jobs get the drain time, then are
+ *   stopped and handed back uncounted.
+ *
+ * @module
+ */
+import { type Clock, sleep } from "../time/clock.ts";
+import { execute, type Execution, type ExecutorEnv } from "./executor.ts";
+import type { LeaseKeeper } from "./leases.ts";
+import type { ClaimedJob, HeadFilter, Store } from "../store/store.ts";
+import { Wakeup } from "../time/wakeup.ts";
+
+/** What a queue worker needs from the rest of errand. */
+export interface WorkerEnv<TTx> extends ExecutorEnv<TTx> {
+  readonly store: Store<TTx>;
+  readonly clock: Clock;
+  readonly leases: LeaseKeeper;
+  readonly workerId: string;
+  readonly pollMs: number;
+  /** Most jobs one claim takes. */
+  readonly claimBatch: number;
+  /** Names of the kinds on this queue that this instance has handlers for. */
+  readonly kinds: readonly string[];
+  /** Told what a claim at `now` took. */
+  claimed(claims: readonly ClaimedJob[], now: number): void;
+  /** The partition heads a claim on `queue` may take, or null while the namespace has no partitions. */
+  heads(queue: string): HeadFilter | null;
+}
+
+/** Runs the jobs of one queue with a number of slots. */
+export class QueueWorker<TTx> {
+  /** The queue this worker serves. */
+  readonly queue: string;
+  #slots: number;
+  #hot = false;
+  #stopping = false;
+  #claiming = false;
+  /** Slots held for jobs being inserted already claimed by this worker. */
+  #reserved = 0;
+  #loop: Promise<void> | undefined;
+  readonly #running = new Map<string, Execution>();
+  readonly #wakeup: Wakeup;
+  readonly #slotFreed: Wakeup;
+  readonly #env: WorkerEnv<TTx>;
+  #shrunk: (() => void)[] = [];
+
+  /** Creates a worker with `slots` concurrent jobs; call `start()` to run it. */
+  constructor(queue: string, slots: number, env: WorkerEnv<TTx>) {
+    this.queue = queue;
+    this.#slots = slots;
+    this.#env = env;
+    this.#wakeup = new Wakeup(env.clock);
+    this.#slotFreed = new Wakeup(env.clock);
+  }
+
+  /** How many jobs may run at once. */
+  get slots(): number {
+    return this.#slots;
+  }
+
+  /** How many jobs are running now. */
+  get running(): number {
+    return this.#running.size;
+  }
+
+  /** Starts the fetch loop; a second call does nothing. */
+  start(): void {
+    this.#loop ??= this.#run();
+  }
+
+  /** Tells the loop that jobs may be available. */
+  wake(): void {
+    this.#wakeup.notify();
+  }
+
+  /**
+   * Holds up to `n` free slots for jobs enqueued in this process that the
+   * insert itself claims for this worker, but only while the worker is idle
+   * (its last claim found the queue empty and no claim is in flight), so
+   * such a job never overtakes jobs waiting in the queue. Returns how many
+   * slots it holds; hand them back with {@link QueueWorker.adopt}.
+   */
+  reserve(n: number): number {
+    if (this.#loop === undefined || this.#stopping || this.#hot || this.#claiming) return 0;
+    const held = Math.max(0, Math.min(n, this.#slots - this.#running.size - this.#reserved));
+    this.#reserved += held;
+    return held;
+  }
+
+  /**
+   * Starts the jobs the insert claimed for this worker in the `held` slots
+   * of {@link QueueWorker.reserve} and frees the slots left over. Jobs that
+   * arrive once the worker is stopping are handed back at once.
+   */
+  adopt(claims: readonly ClaimedJob[], held: number, now: number): void {
+    this.#reserved -= held;
+    if (claims.length) this.#env.claimed(claims, now);
+    for (const claim of claims) {
+      const execution = this.#start(claim);
+      if (this.#stopping) execution.stop("interrupted");
+    }
+    if (held > claims.length) this.#slotFreed.notify();
+  }
+
+  /** Adds `n` slots. */
+  add(n: number): void {
+    this.#slots += n;
+    this.#slotFreed.notify();
+  }
+
+  /** Removes `n` slots (keeping at least 0); resolves once the running jobs fit. */
+  remove(n: number): Promise<void> {
+    this.#slots = Math.max(0, this.#slots - n);
+    if (this.#running.size <= this.#slots) return Promise.resolve();
+    return new Promise((resolve) => this.#shrunk.push(resolve));
+  }
+
+  /**
+   * Stops claiming, lets running jobs finish for up to `drainMs`, then stops
+   * the rest (they return to available with the attempt not counted).
+   */
+  async stop(drainMs: number): Promise<void> {
+    this.#stopping = true;
+    this.#wakeup.notify();
+    this.#slotFreed.notify();
+    await this.#loop;
+    if (this.#running.size === 0) return;
+    const deadline = new AbortController();
+    const allDone = Promise.all([...this.#running.values()].map((e) => e.done));
+    await Promise.race([allDone, sleep(this.#env.clock, drainMs, deadline.signal)]);
+    deadline.abort();
+    for (const execution of this.#running.values()) execution.stop("interrupted");
+    await Promise.all([...this.#running.values()].map((e) => e.done));
+  }
+
+  /**
+   * Mode "manual": claims what is due (up to the free slots) and runs it to
+   * the end, outcomes saved; returns how many jobs ran.
+   */
+  async runDue(): Promise<number> {
+    if (this.#slots === 0) return 0;
+    const claimed = await this.#claim(Math.min(this.#slots, this.#env.claimBatch), this.#env.clock.now());
+    await Promise.all(claimed.map((claim) => this.#start(claim).saved));
+    return claimed.length;
+  }
+
+  async #claim(limit: number, now: number): Promise<ClaimedJob[]> {
+    const env = this.#env;
+    const claimed = await env.store.jobClaim({
+      queue: this.queue,
+      kinds: env.kinds,
+      limit,
+      now,
+      leaseUntil: now + env.leaseMs,
+      workerId: env.workerId,
+      heads: env.heads(this.queue),
+    });
+    env.claimed(claimed, now);
+    // Start in claim order; a store may return a batch in any order.
+    return claimed.sort((a, b) => a.priority - b.priority || a.runAt - b.runAt || (a.id < b.id ? -1 : 1));
+  }
+
+  async #run(): Promise<void> {
+    const env = this.#env;
+    let failures = 0;
+    while (!this.#stopping) {
+      const free = this.#slots - this.#running.size - this.#reserved;
+      if (free <= 0) {
+        await this.#slotFreed.wait(Infinity);
+        continue;
+      }
+      const limit = Math.min(free, env.claimBatch);
+      // Poll periods count from the claim's start, so time that passed during it is not waited again.
+      const now = env.clock.now();
+      let claimed;
+      this.#claiming = true;
+      try {
+        claimed = await this.#claim(limit, now);
+        failures = 0;
+      } catch (err) {
+        failures++;
+        const backoff = Math.min(env.pollMs * 5, 100 * 2 ** Math.min(failures, 10));
+        env.logger.warn(`Claiming from queue "${this.queue}" failed; retrying in ${backoff} ms`, {
+          error: String(err),
+        });
+        await this.#wakeup.wait(backoff);
+        continue;
+      } finally {
+        this.#claiming = false;
+      }
+      for (const claim of claimed) this.#start(claim);
+      this.#hot = claimed.length === limit;
+      if (!this.#hot) await this.#wakeup.wait(env.pollMs - (env.clock.now() - now));
+      else if (this.#slots - this.#running.size - this.#reserved <= 0) await this.#slotFreed.wait(Infinity);
+    }
+  }
+
+  /** Stops the run of job `id` if this worker is running it (its job was cancelled); returns whether it was. */
+  cancel(id: string): boolean {
+    const execution = this.#running.get(id);
+    execution?.stop("cancelled");
+    return execution !== undefined;
+  }
+
+  #start(claim: ClaimedJob): Execution {
+    const execution = execute(claim, this.#env);
+    this.#running.set(claim.id, execution);
+    this.#env.leases.hold(claim.id, claim.fence, () => execution.stop("lost"));
+    // The lease stays renewed until the outcome is written, so a slow write does not let the job be rescued.
+    execution.saved.finally(() => this.#env.leases.release(claim.id, claim.fence));
+    execution.done.finally(() => {
+      this.#running.delete(claim.id);
+      this.#slotFreed.notify();
+      if (this.#hot) this.#wakeup.notify();
+      if (this.#running.size <= this.#slots) {
+        for (const resolve of this.#shrunk.splice(0)) resolve();
+      }
+    });
+    return execution;
+  }
+}
