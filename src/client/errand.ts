@@ -18,12 +18,12 @@ import {
   type KindKey,
 } from "../enqueue/enqueue.ts";
 import { describeValue, NotFoundError, StateError, ValidationError } from "../errors.ts";
-import type { Handler } from "../running/executor.ts";
 import { Heartbeat, liveWorkers } from "../cluster/heartbeat.ts";
 import { idFactory } from "../encoding/ids.ts";
-import type { JobDefinition, JobDefinitions, PayloadOf } from "../jobs/job.ts";
+import type { JobDefinitions, PayloadOf } from "../jobs/job.ts";
 import { toJobInfo } from "../jobs/job_info.ts";
 import { Leadership } from "../cluster/leader.ts";
+import { identity, KindRegistry } from "./kinds.ts";
 import { LeaseKeeper } from "../running/leases.ts";
 import { claimOfInsert, pickLocalStarts } from "../enqueue/local_start.ts";
 import { deleteInBatches, Maintenance } from "../cluster/maintenance.ts";
@@ -41,7 +41,6 @@ import {
 } from "../topics/partition.ts";
 import { Ownership, partitionOwner } from "../topics/ownership.ts";
 import { every, type Periodic } from "../time/periodic.ts";
-import type { RetryPolicy } from "../running/retry.ts";
 import { type ErrandStats, STATS_WINDOW_MS, toStats } from "../observability/stats.ts";
 import { type FinishOutcome, outcomeOf, type Snapshot, Telemetry } from "../observability/telemetry.ts";
 import { loadOtelApi, Tracing } from "../observability/tracing.ts";
@@ -328,10 +327,8 @@ function stepRun(claim: ClaimedJob): Pick<StepRun, "id" | "kind" | "queue" | "at
 class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx> {
   readonly mode: ErrandMode;
   readonly #options: ResolvedOptions;
-  readonly #jobs: J;
   readonly #store: Store<TTx>;
-  /** The kinds by identity, `name@version`. */
-  readonly #kinds = new Map<string, { definition: JobDefinition<unknown>; handler?: Handler<unknown, Ctx, TTx> }>();
+  readonly #kinds: KindRegistry;
   readonly #newId = idFactory();
   readonly #workerId: string;
   readonly #completer: Completer;
@@ -363,21 +360,9 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
   constructor(options: ErrandOptions<J, Ctx, TTx>) {
     this.#options = resolveOptions(options);
     this.mode = this.#options.mode;
-    this.#jobs = options.jobs;
     this.#store = options.store;
     this.#context = options.context;
-    for (const [key, definition] of Object.entries(options.jobs)) {
-      const handler = options.handlers?.[key as keyof J] as Handler<unknown, Ctx, TTx> | undefined;
-      const id = identity(definition.name ?? key, definition.version);
-      if (this.#kinds.has(id)) {
-        throw new ValidationError(
-          `Two job kinds are "${
-            definition.name ?? key
-          }" version ${definition.version}; define them with defineJobs(), which names each kind once`,
-        );
-      }
-      this.#kinds.set(id, { definition, handler });
-    }
+    this.#kinds = new KindRegistry(options.jobs, options.handlers, this.#options.retry);
     this.#workerId = `${this.#newId(Date.now()).slice(-10)}`;
     this.#partitioned = this.#options.topics.size > 0;
     const { clock, logger } = this.#options;
@@ -393,7 +378,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
       retention: this.#options.retention,
       partitionHistory: this.#options.partitionHistory,
       intervals: this.#options.intervals,
-      retryPolicy: (kind, version) => this.#retryPolicy(kind, version),
+      retryPolicy: (kind, version) => this.#kinds.retryPolicy(kind, version),
       wake: (queue) => this.#workers.get(queue)?.wake(),
       rescued: (ids) => this.#telemetry.rescued(ids),
     });
@@ -420,14 +405,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
         return results;
       },
     });
-    this.#ownership = new Ownership(
-      this.#workerId,
-      this.#options.topics,
-      this.#handledKinds().flatMap((kind) => {
-        const topic = this.#kinds.get(kind)!.definition.topic;
-        return topic ? [{ kind, topic: topic.name }] : [];
-      }),
-    );
+    this.#ownership = new Ownership(this.#workerId, this.#options.topics, this.#kinds.handledTopics());
     this.#heartbeat = new Heartbeat({
       store,
       clock,
@@ -435,7 +413,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
       id: this.#workerId,
       describe: () => ({
         queues: [...this.#workers.values()].map((w) => ({ queue: w.queue, slots: w.slots, busy: w.running })),
-        kinds: this.#handledKinds(),
+        kinds: this.#kinds.handled(),
       }),
       onLive: (workers) => {
         // Partitions may have come this instance's way.
@@ -515,7 +493,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
         throw new ValidationError(`enqueueMany() item ${i} must be { kind, payload, options }`);
       }
       if (item.options !== undefined) checkOptions(`enqueueMany() item ${i}:`, item.options);
-      this.#definition(item.kind);
+      this.#kinds.definition(item.kind);
     }
     await this.#validate(items);
     for (const item of items) {
@@ -640,7 +618,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     checkScheduleOptions(id, checkOptions("schedule()", options));
     const { timezone, catchUp, sequential, ...jobOptions } = options;
     const parsed = await parseCron(cron, timezone);
-    this.#definition(kind);
+    this.#kinds.definition(kind);
     await this.#validate([{ kind, payload }]);
     const row = await this.#row(kind, payload, jobOptions, [], sequential ? sequentialPlacement(id) : undefined);
     if (sequential && row.topic !== sequentialPlacement(id).topic) {
@@ -789,8 +767,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
   /** The partitions of `topic` at `now`, with owners among `workers`. */
   async #describePartitions(topic: string, now: number, workers: WorkerInfo[]): Promise<PartitionInfo[]> {
     const rows = await this.#store.partitionList({ topic });
-    const topicKinds = [...this.#kinds].filter(([, k]) => k.definition.topic?.name === topic)
-      .map(([kind, k]) => ({ queue: k.definition.queue, kind }));
+    const topicKinds = this.#kinds.ofTopic(topic);
     return rows.map((row) => {
       const runs = row.head ? [{ queue: row.head.queue, kind: identity(row.head.kind, row.head.version) }] : topicKinds;
       const owner = isSequentialTopic(topic) ? null : partitionOwner(workers, topic, row.partition, runs);
@@ -853,7 +830,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     await this.#tracingLoaded;
     return await buildInsertRow(
       kind,
-      this.#definition(kind),
+      this.#kinds.definition(kind),
       payload,
       options ?? {},
       {
@@ -884,7 +861,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     const placement = from?.topic && isSequentialTopic(from.topic)
       ? { topic: from.topic, partition: from.partition ?? 0 }
       : undefined;
-    this.#definition(kind);
+    this.#kinds.definition(kind);
     await this.#validate([{ kind, payload }]);
     const row = await this.#row(kind, payload, options, parents, placement, trace);
     if (parents.length && !options.tx) {
@@ -931,22 +908,12 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
   }
 
   /**
-   * The definition of kind `key`.
-   * @throws {ValidationError} When there is no such kind.
-   */
-  #definition(key: string): JobDefinition<unknown> {
-    if (typeof key === "string" && Object.hasOwn(this.#jobs, key)) return this.#jobs[key];
-    const known = Object.keys(this.#jobs).map((k) => `"${k}"`).join(", ");
-    throw new ValidationError(`Unknown job kind "${String(key)}"; known kinds are ${known}`);
-  }
-
-  /**
    * Runs the kinds' payload validators, before anything else reads the
    * payload; throws {@link ValidationError} naming the first invalid payload.
    */
   async #validate(items: readonly { kind: string; payload: unknown }[]): Promise<void> {
     for (const [i, { kind, payload }] of items.entries()) {
-      const validator = this.#definition(kind).validate;
+      const validator = this.#kinds.definition(kind).validate;
       if (!validator) continue;
       const problem = await checkPayload(validator, payload);
       if (problem !== null) {
@@ -975,7 +942,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     const starts = tx === undefined && this.mode === "work" && this.#phase === "started"
       ? pickLocalStarts(
         rows,
-        (r) => this.#kinds.get(identity(r.kind, r.version))?.handler ? this.#workers.get(r.queue) : undefined,
+        (r) => this.#kinds.handles(r.kind, r.version) ? this.#workers.get(r.queue) : undefined,
       )
       : [];
     const startIds = new Set(starts.flatMap((s) => s.rows.map((r) => r.id)));
@@ -1021,10 +988,6 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     return this.#ready;
   }
 
-  #retryPolicy(kind: string, version: number): RetryPolicy {
-    return this.#kinds.get(identity(kind, version))?.definition.retry ?? this.#options.retry;
-  }
-
   /**
    * The partition count of a configured topic, or 1 for a sequential recurring job's (`@schedule:<id>`).
    * @throws {ValidationError} When it is neither.
@@ -1045,11 +1008,6 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     if (!Number.isInteger(partition) || partition < 0 || partition >= count) {
       throw new ValidationError(`Topic "${topic}" has partitions 0 to ${count - 1}, got "${String(partition)}"`);
     }
-  }
-
-  /** The kinds this instance has handlers for, as `name@version`. */
-  #handledKinds(): string[] {
-    return [...this.#kinds].filter(([, k]) => k.handler).map(([id]) => id);
   }
 
   /**
@@ -1074,7 +1032,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
 
   #worker(queue: string, slots: number, run = true): QueueWorker<TTx> {
     // Any kind with a handler may run here: enqueue can move a job to another queue.
-    const kinds = this.#handledKinds();
+    const kinds = this.#kinds.handled();
     const { clock, logger, leaseMs, pollMs, claimBatch } = this.#options;
     const env: WorkerEnv<TTx> = {
       store: this.#store,
@@ -1088,16 +1046,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
       claimBatch,
       kinds,
       heads: (queue) => this.#partitioned ? this.#ownership.heads(queue) : null,
-      kind: (name, version) => {
-        const k = this.#kinds.get(identity(name, version));
-        if (!k?.handler) return undefined;
-        return {
-          handler: k.handler as Handler<unknown, unknown, TTx>,
-          retry: this.#retryPolicy(name, version),
-          timeoutMs: k.definition.timeoutMs,
-          validate: k.definition.validate,
-        };
-      },
+      kind: (name, version) => this.#kinds.runnable<TTx>(name, version),
       claimed: (claims, now) => this.#telemetry.claimed(claims, now),
       unfinished: (claim, reason) => {
         this.#telemetry.runEnded(claim, clock.now(), { outcome: reason });
@@ -1150,9 +1099,4 @@ function parentIds(after: string | readonly string[]): string[] {
   }
   for (const id of ids) checkId("enqueueAfter", id);
   return [...new Set(ids)];
-}
-
-/** A kind's identity as claims filter it: `name@version` (names cannot contain `@`). */
-function identity(name: string, version: number): string {
-  return `${name}@${version}`;
 }
