@@ -29,17 +29,9 @@
  * @module
  */
 export { createErrand } from "./src/client/errand.ts";
-export type {
-  Errand,
-  JobCounts,
-  JobDetails,
-  JobPage,
-  ListOptions,
-  ShutdownOptions,
-  StepReport,
-  StepRun,
-  UnhandledCount,
-} from "./src/client/errand.ts";
+export type { Errand, ShutdownOptions } from "./src/client/errand.ts";
+export type { JobCounts, JobDetails, JobPage, ListOptions, UnhandledCount } from "./src/client/operators.ts";
+export type { StepReport, StepRun } from "./src/client/pool.ts";
 export type {
   EnqueueItem,
   EnqueueOptions,

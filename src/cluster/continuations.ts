@@ -7,6 +7,7 @@
  * @module
  */
 import type { Clock } from "../time/clock.ts";
+import type { Logger } from "../observability/logger.ts";
 import type { Store } from "../store/store.ts";
 
 const BATCH = 500;
@@ -31,4 +32,24 @@ export async function resolveWaiting(env: ResolveEnv, parents?: readonly string[
     if (resolved.cancelled.length) await resolveWaiting(env, resolved.cancelled);
     if (resolved.queues.length === 0 && resolved.cancelled.length === 0) return;
   }
+}
+
+/** What {@link releaseChildren} needs: where to resolve, where to log a failure, whom to wake. */
+export interface ReleaseEnv {
+  readonly store: Store<unknown>;
+  readonly options: { readonly clock: Clock; readonly logger: Logger };
+  /** This instance's workers, woken for released jobs. */
+  readonly workers: { wake(queue: string): void };
+}
+
+/**
+ * Releases or cancels the waiting children of `parents` that just finished
+ * (or were cancelled); never throws: a failure is logged, and maintenance
+ * resolves them later.
+ */
+export async function releaseChildren(env: ReleaseEnv, parents: readonly string[]): Promise<void> {
+  const { store, options, workers } = env;
+  await resolveWaiting({ store, clock: options.clock, wake: (queue) => workers.wake(queue) }, parents).catch((err) =>
+    options.logger.warn("Resolving continuations failed; maintenance will retry", { error: String(err) })
+  );
 }

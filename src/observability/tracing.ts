@@ -85,7 +85,7 @@ const NO_SPAN: RunSpan = {
 };
 
 /** Loads `@opentelemetry/api` if the application installed it; resolves to null otherwise. */
-export async function loadOtelApi(): Promise<Api | null> {
+async function loadOtelApi(): Promise<Api | null> {
   try {
     return await import("@opentelemetry/api") as unknown as Api;
   } catch {
@@ -93,13 +93,15 @@ export async function loadOtelApi(): Promise<Api | null> {
   }
 }
 
-/** Trace propagation and run spans, or no-ops without the API. */
+/** Trace propagation and run spans, or no-ops without the API (and until it has been looked for). */
 export class Tracing {
-  readonly #api: Api | null;
+  #api: Api | null = null;
+  /** Settles once `@opentelemetry/api` has been looked for (and loaded, if installed). */
+  readonly loaded: Promise<void>;
 
-  /** Tracing through `api`, or none when it is null. */
-  constructor(api: Api | null) {
-    this.#api = api;
+  /** Starts looking for `@opentelemetry/api`. */
+  constructor() {
+    this.loaded = loadOtelApi().then((api) => void (this.#api = api));
   }
 
   /** The trace context to store with a job enqueued now (JSON), or null when no span is active. */

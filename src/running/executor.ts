@@ -82,7 +82,7 @@ export type Handler<T, Ctx = unknown, TTx = unknown, J extends JobDefinitions = 
   job: JobContext<Ctx, TTx, J>,
 ) => unknown;
 
-/** What the executor needs from the rest of errand. */
+/** What the executor needs from the rest of errand: each collaborator is an object with one role. */
 export interface ExecutorEnv<TTx> {
   readonly store: Store<TTx>;
   readonly clock: Clock;
@@ -90,20 +90,39 @@ export interface ExecutorEnv<TTx> {
   readonly context: unknown;
   /** How long a claim holds; a handler's write in its own transaction renews it there. */
   readonly leaseMs: number;
-  /** The handler, retry policy and timeout of a kind this worker runs. */
-  kind(name: string, version: number): RunnableKind<TTx> | undefined;
+  /** The kinds this instance runs. */
+  readonly kinds: RunnableKinds;
+  /** Told how each run ended: the rule of what follows a run. */
+  readonly runEnds: RunEnds;
+  /** Enqueues from inside a handler. */
+  readonly enqueuer: HandlerEnqueuer<TTx>;
+  /** Starts the trace span of each run. */
+  readonly tracing: { startRun(claim: ClaimedJob): RunSpan };
+}
+
+/** Where the executor looks up the kind of a claimed job. */
+export interface RunnableKinds {
+  /** The handler, retry policy and timeout of kind `name` at `version`, or undefined without a handler here. */
+  runnable<TTx>(name: string, version: number): RunnableKind<TTx> | undefined;
+}
+
+/** What follows a run's end. */
+export interface RunEnds {
   /**
-   * Hands the outcome of a run to the completer, or, with `applied`, reports
-   * one the application's transaction already wrote; settles once it is
-   * saved or given up on.
+   * Saves the outcome of a run, or, with `applied`, takes one the
+   * application's transaction already wrote; settles once it is saved or
+   * given up on.
    */
-  finish(finish: JobFinish, claim: ClaimedJob, applied?: FinishedJob): Promise<void>;
-  /** Told of a run that ends without an outcome to write (its lease was lost, or its job cancelled). */
+  finished(finish: JobFinish, claim: ClaimedJob, applied?: FinishedJob): Promise<void>;
+  /** A run ended without an outcome to write (its lease was lost, or its job cancelled). */
   unfinished(claim: ClaimedJob, reason: "lost" | "cancelled"): void;
+}
+
+/** Enqueues from inside a handler. */
+export interface HandlerEnqueuer<TTx> {
   /**
-   * Enqueues from inside a handler (`job.enqueue`, or `job.enqueueAfter` with
-   * `after` and the running job as `from`, whose sequential partition it
-   * joins), with the run's trace context `trace`.
+   * `job.enqueue`, or `job.enqueueAfter` with `after` and the running job as
+   * `from` (whose sequential partition it joins), with the run's trace context `trace`.
    */
   enqueue(
     after: string | readonly string[] | undefined,
@@ -113,8 +132,6 @@ export interface ExecutorEnv<TTx> {
     from: ClaimedJob | undefined,
     trace: string | null,
   ): Promise<EnqueueResult>;
-  /** Starts the trace span of a run. */
-  startSpan(claim: ClaimedJob): RunSpan;
 }
 
 /** What the executor needs to run a kind. */
@@ -225,7 +242,7 @@ class RunContext<TTx> implements JobContext<unknown, TTx, JobDefinitions> {
       explain: (message: string) => void (decided.note = checkText("explain", message)),
       enqueue: async (kind: string, payload: unknown, options?: EnqueueOptions<TTx>) => {
         await holdClaimIn(env, claim, options, "job.enqueue()");
-        return await env.enqueue(undefined, kind, payload, options, undefined, span.carrier);
+        return await env.enqueuer.enqueue(undefined, kind, payload, options, undefined, span.carrier);
       },
       enqueueAfter: async (
         parents: string | readonly string[],
@@ -234,7 +251,7 @@ class RunContext<TTx> implements JobContext<unknown, TTx, JobDefinitions> {
         options?: EnqueueOptions<TTx>,
       ) => {
         await holdClaimIn(env, claim, options, "job.enqueueAfter()");
-        return await env.enqueue(parents, kind, payload, options, claim, span.carrier);
+        return await env.enqueuer.enqueue(parents, kind, payload, options, claim, span.carrier);
       },
     });
   }
@@ -290,24 +307,24 @@ async function run<TTx>(
   ending: Promise<Ending>,
   settle: (e: Ending) => void,
 ): Promise<HandedOff> {
-  const kind = env.kind(claim.kind, claim.version);
-  if (!kind) return { saved: env.finish(interruptedFinish(claim, env.clock.now()), claim) };
+  const kind = env.kinds.runnable<TTx>(claim.kind, claim.version);
+  if (!kind) return { saved: env.runEnds.finished(interruptedFinish(claim, env.clock.now()), claim) };
   if (claim.unreadable !== undefined) {
     const error = new PermanentError(`The stored job cannot be run: ${claim.unreadable}`);
-    return { saved: env.finish(failedFinish(claim, error, env.clock.now(), kind.retry), claim) };
+    return { saved: env.runEnds.finished(failedFinish(claim, error, env.clock.now(), kind.retry), claim) };
   }
   let payload: unknown;
   try {
     payload = decodePayload(claim.payload);
   } catch (err) {
     const error = new PermanentError(`The stored payload cannot be decoded: ${(err as Error).message}`, { cause: err });
-    return { saved: env.finish(failedFinish(claim, error, env.clock.now(), kind.retry), claim) };
+    return { saved: env.runEnds.finished(failedFinish(claim, error, env.clock.now(), kind.retry), claim) };
   }
   if (kind.validate) {
     const problem = await checkPayload(kind.validate, payload);
     if (problem !== null) {
       const reason = `The stored payload fails the validation of "${claim.kind}": ${problem}`;
-      return { saved: env.finish(discardedFinish(claim, reason, env.clock.now()), claim) };
+      return { saved: env.runEnds.finished(discardedFinish(claim, reason, env.clock.now()), claim) };
     }
   }
   const timeoutMs = claim.timeoutMs ?? kind.timeoutMs;
@@ -316,7 +333,7 @@ async function run<TTx>(
     settle({ type: "error", error });
     controller.abort(error);
   }, timeoutMs);
-  const span = env.startSpan(claim);
+  const span = env.tracing.startRun(claim);
   const decided: RunDecision = { decision: undefined, note: undefined, completedInTx: undefined };
   const jobContext = new RunContext(claim, env, controller, span, decided);
   Promise.resolve()
@@ -328,20 +345,20 @@ async function run<TTx>(
     // The application's transaction committed the completion: that is the run's outcome, whatever came after.
     const { finish, applied } = decided.completedInTx;
     span.end("completed", null);
-    return { saved: env.finish(finish, claim, applied) };
+    return { saved: env.runEnds.finished(finish, claim, applied) };
   }
   const now = env.clock.now();
   if (end.type === "lost" || end.type === "cancelled") {
     if (end.type === "lost") {
       env.logger.warn("A job's lease was lost; its outcome is left to the run that replaced it", { id: claim.id });
     }
-    env.unfinished(claim, end.type);
+    env.runEnds.unfinished(claim, end.type);
     span.end(end.type, null);
     return { saved: Promise.resolve() };
   }
   const finish = finishOf(claim, end, decided.decision, decided.note, kind.retry, now);
   span.end(outcomeOf(finish), finish.run?.error ?? null);
-  return { saved: env.finish(finish, claim) };
+  return { saved: env.runEnds.finished(finish, claim) };
 }
 
 /** The finish of a run that ended by `end` (not a lost lease or a cancel), after the handler's decision if it made one. */

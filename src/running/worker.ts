@@ -14,27 +14,25 @@
  *
  * @module
  */
-import { type Clock, sleep } from "../time/clock.ts";
+import { sleep } from "../time/clock.ts";
 import { execute, type Execution, type ExecutorEnv } from "./executor.ts";
 import type { LeaseKeeper } from "./leases.ts";
-import type { ClaimedJob, HeadFilter, Store } from "../store/store.ts";
+import type { ClaimedJob, HeadFilter } from "../store/store.ts";
 import { Wakeup } from "../time/wakeup.ts";
 
 /** What a queue worker needs from the rest of errand. */
 export interface WorkerEnv<TTx> extends ExecutorEnv<TTx> {
-  readonly store: Store<TTx>;
-  readonly clock: Clock;
   readonly leases: LeaseKeeper;
   readonly workerId: string;
   readonly pollMs: number;
   /** Most jobs one claim takes. */
   readonly claimBatch: number;
-  /** Names of the kinds on this queue that this instance has handlers for. */
-  readonly kinds: readonly string[];
-  /** Told what a claim at `now` took. */
-  claimed(claims: readonly ClaimedJob[], now: number): void;
-  /** The partition heads a claim on `queue` may take, or null while the namespace has no partitions. */
-  heads(queue: string): HeadFilter | null;
+  /** The identities (`name@version`) of the kinds this instance has handlers for. */
+  readonly handledKinds: readonly string[];
+  /** Told what each claim took. */
+  readonly claims: { claimed(claims: readonly ClaimedJob[], now: number): void };
+  /** Which partition heads a claim may take. */
+  readonly partitions: { heads(queue: string): HeadFilter | null };
 }
 
 /** Runs the jobs of one queue with a number of slots. */
@@ -104,7 +102,7 @@ export class QueueWorker<TTx> {
    */
   adopt(claims: readonly ClaimedJob[], held: number, now: number): void {
     this.#reserved -= held;
-    if (claims.length) this.#env.claimed(claims, now);
+    if (claims.length) this.#env.claims.claimed(claims, now);
     for (const claim of claims) {
       const execution = this.#start(claim);
       if (this.#stopping) execution.stop("interrupted");
@@ -158,14 +156,14 @@ export class QueueWorker<TTx> {
     const env = this.#env;
     const claimed = await env.store.jobClaim({
       queue: this.queue,
-      kinds: env.kinds,
+      kinds: env.handledKinds,
       limit,
       now,
       leaseUntil: now + env.leaseMs,
       workerId: env.workerId,
-      heads: env.heads(this.queue),
+      heads: env.partitions.heads(this.queue),
     });
-    env.claimed(claimed, now);
+    env.claims.claimed(claimed, now);
     // Start in claim order; a store may return a batch in any order.
     return claimed.sort((a, b) => a.priority - b.priority || a.runAt - b.runAt || (a.id < b.id ? -1 : 1));
   }

@@ -1,0 +1,30 @@
+/**
+ * The one bag of dependencies the client's owners share (the insert path,
+ * the worker pool, the operator calls), made once by `createErrand`.
+ *
+ * @module
+ */
+import type { KindRegistry } from "./kinds.ts";
+import type { ResolvedOptions } from "./options.ts";
+import type { Telemetry } from "../observability/telemetry.ts";
+import type { Tracing } from "../observability/tracing.ts";
+import type { Workers } from "../running/workers.ts";
+import type { Store } from "../store/store.ts";
+
+/** What the insert path, the worker pool and the operator calls work with. */
+export interface ClientDeps<TTx> {
+  readonly store: Store<TTx>;
+  /** The checked options, with the clock and the logger. */
+  readonly options: ResolvedOptions;
+  readonly kinds: KindRegistry;
+  /** This instance's queue workers. */
+  readonly workers: Workers<TTx>;
+  readonly telemetry: Telemetry;
+  readonly tracing: Tracing;
+  /** This instance's id (heartbeat, leadership, claims). */
+  readonly workerId: string;
+  /** Makes job ids. */
+  readonly newId: (now: number) => string;
+  /** Resolves once the store's schema is ready and tracing was looked for. */
+  ready(): Promise<void>;
+}

@@ -1,0 +1,259 @@
+/**
+ * The operator calls on jobs and queues: read a job or a page of them,
+ * retry, cancel, delete, count, pause and resume queues, list the live
+ * instances, and the activity and metrics of the namespace. Each checks
+ * its arguments before it reads or writes, and says precisely why a
+ * change does not apply.
+ *
+ * @module
+ */
+import { checkId, checkOptions } from "../checks/arguments.ts";
+import { checkCount } from "../checks/limits.ts";
+import { checkName } from "../checks/names.ts";
+import { releaseChildren } from "../cluster/continuations.ts";
+import { liveWorkers } from "../cluster/heartbeat.ts";
+import { NotFoundError, StateError, ValidationError } from "../errors.ts";
+import { toJobInfo } from "../jobs/job_info.ts";
+import { JOB_STATES, type JobInfo, type JobState, type WorkerInfo } from "../jobs/types.ts";
+import { type ErrandStats, STATS_WINDOW_MS, toStats } from "../observability/stats.ts";
+import type { Snapshot } from "../observability/telemetry.ts";
+import type { JobTransition, Store } from "../store/store.ts";
+import type { ClientDeps } from "./deps.ts";
+import { identity } from "./kinds.ts";
+import type { PartitionCalls } from "./partitions.ts";
+
+/** Filters of `list()`. */
+export interface ListOptions {
+  /** Only jobs in this state. */
+  state?: JobState;
+  /** Only jobs on this queue. */
+  queue?: string;
+  /** Only jobs of this kind (its stored name). */
+  kind?: string;
+  /** Only jobs of this topic. */
+  topic?: string;
+  /** The `cursor` of the previous page. */
+  cursor?: string;
+  /**
+   * Page size, 1 to 1000.
+   * @default 50
+   */
+  limit?: number;
+}
+
+/** A page of jobs, newest first. */
+export interface JobPage {
+  /** The jobs of this page. */
+  readonly jobs: readonly JobInfo[];
+  /** Pass as `cursor` for the next page; null on the last page. */
+  readonly cursor: string | null;
+}
+
+/** A job as `get()` returns it: with its parents and first 25 children (continuations). */
+export interface JobDetails extends JobInfo {
+  /** The jobs it waits (or waited) for. */
+  readonly parents: readonly string[];
+  /** The first 25 continuations waiting (or that waited) for it, oldest first. */
+  readonly children: readonly string[];
+}
+
+/** Available jobs of one queue, kind and version that no live worker can run. */
+export interface UnhandledCount {
+  /** The queue. */
+  readonly queue: string;
+  /** The kind's stored name. */
+  readonly kind: string;
+  /** The kind's version. */
+  readonly version: number;
+  /** How many such jobs are available. */
+  readonly count: number;
+}
+
+/** Job counts, as returned by `counts()`; every state is present (0 when none). */
+export interface JobCounts {
+  /** Jobs per state. */
+  readonly byState: Readonly<Record<JobState, number>>;
+  /** Jobs per state, per queue that has any. */
+  readonly byQueue: Readonly<Record<string, Readonly<Record<JobState, number>>>>;
+  /**
+   * Available jobs that no live `"work"` instance (heartbeat within 15 s)
+   * can run: none works their queue with a handler for their kind and
+   * version. They stay available, attempts untouched, until one does.
+   */
+  readonly unhandled: readonly UnhandledCount[];
+}
+
+/** How many children `get()` shows. */
+const CHILDREN_SHOWN = 25;
+
+/** How long `metrics()` reuses what it read from the store. */
+const SHARED_METRICS_MS = 15_000;
+
+/** The operator calls on jobs and queues. */
+export class OperatorCalls<TTx> {
+  readonly #deps: ClientDeps<TTx>;
+  readonly #store: Store<unknown>;
+  readonly #partitions: PartitionCalls<TTx>;
+  /** What `metrics()` last read from the store, and when. */
+  #shared: { at: number; value: Promise<Pick<Snapshot, "queued" | "topics">> } | undefined;
+
+  /** Operator calls over `deps`; `metrics()` reports the topics of `partitions` too. */
+  constructor(deps: ClientDeps<TTx>, partitions: PartitionCalls<TTx>) {
+    this.#deps = deps;
+    this.#store = deps.store as Store<unknown>;
+    this.#partitions = partitions;
+  }
+
+  /** See `Errand.get()`. */
+  async get(id: string): Promise<JobDetails | null> {
+    checkId("get", id);
+    await this.#deps.ready();
+    const row = await this.#store.jobGet(id);
+    if (!row) return null;
+    const { parents, children } = await this.#store.jobRelatives({ id, limit: CHILDREN_SHOWN });
+    return { ...toJobInfo(row), parents, children };
+  }
+
+  /** See `Errand.list()`. */
+  async list(options: ListOptions = {}): Promise<JobPage> {
+    checkOptions("list()", options);
+    if (options.cursor !== undefined) checkId("list", options.cursor, 'a "cursor" from the previous page: a job id');
+    const limit = checkCount("limit", options.limit ?? 50, 1);
+    if (limit > 1000) throw new ValidationError(`Option "limit" must be at most 1000, got "${limit}"`);
+    if (options.state !== undefined && !JOB_STATES.includes(options.state)) {
+      throw new ValidationError(`Option "state" must be one of ${JOB_STATES.join(", ")}, got "${options.state}"`);
+    }
+    for (const name of ["queue", "kind", "topic"] as const) {
+      if (options[name] !== undefined) checkName(name, options[name]);
+    }
+    await this.#deps.ready();
+    const { state, queue, kind, topic, cursor } = options;
+    const rows = await this.#store.jobList({ state, queue, kind, topic, before: cursor, limit });
+    return { jobs: rows.map(toJobInfo), cursor: rows.length === limit ? rows[rows.length - 1].id : null };
+  }
+
+  /** See `Errand.retry()`. */
+  async retry(id: string): Promise<JobInfo> {
+    return await this.#transition(id, "retry", (now) => ({
+      from: ["failed", "cancelled", "completed", "scheduled"],
+      state: "available",
+      runAt: now,
+      finishedAt: null,
+      grantAttempt: true,
+    }));
+  }
+
+  /** See `Errand.cancel()`. */
+  async cancel(id: string): Promise<JobInfo> {
+    const job = await this.#transition(id, "cancel", (now) => ({
+      from: ["scheduled", "available", "running", "waiting"],
+      state: "cancelled",
+      finishedAt: now,
+    }));
+    this.#deps.workers.cancel(id);
+    await releaseChildren(this.#deps, [id]);
+    return job;
+  }
+
+  /** See `Errand.delete()`. */
+  async delete(id: string): Promise<void> {
+    checkId("delete", id);
+    await this.#deps.ready();
+    if (await this.#store.jobDelete({ id })) return;
+    const job = await this.#store.jobGet(id);
+    if (!job) throw new NotFoundError(`There is no job with id "${id}"`);
+    throw new StateError(`Job "${id}" is running; cancel it before deleting it`);
+  }
+
+  /** See `Errand.counts()`. */
+  async counts(): Promise<JobCounts> {
+    await this.#deps.ready();
+    const zero = () => Object.fromEntries(JOB_STATES.map((s) => [s, 0])) as Record<JobState, number>;
+    const byState = zero();
+    const byQueue: Record<string, Record<JobState, number>> = {};
+    const [counts, workers] = await Promise.all([this.#store.jobCounts(), this.workers()]);
+    const handled = new Set(
+      workers.flatMap((w) => w.queues.flatMap((q) => w.kinds.map((k) => `${q.queue}\u0000${k}`))),
+    );
+    const unhandled: UnhandledCount[] = [];
+    for (const { queue, kind, version, state, count } of counts) {
+      byState[state] += count;
+      (byQueue[queue] ??= zero())[state] += count;
+      if (state === "available" && !handled.has(`${queue}\u0000${identity(kind, version)}`)) {
+        unhandled.push({ queue, kind, version, count });
+      }
+    }
+    return { byState, byQueue, unhandled };
+  }
+
+  /** See `Errand.workers()`. */
+  async workers(): Promise<WorkerInfo[]> {
+    await this.#deps.ready();
+    return await liveWorkers(this.#store, this.#deps.options.clock.now());
+  }
+
+  /** Pauses (or resumes, with `paused` false) a queue in every process. */
+  async pauseQueue(queue: string, paused: boolean): Promise<void> {
+    checkName("queue", queue);
+    await this.#deps.ready();
+    await this.#store.queuePause({ queue, paused });
+    if (!paused) this.#deps.workers.wake(queue);
+  }
+
+  /** See `Errand.pausedQueues()`. */
+  async pausedQueues(): Promise<string[]> {
+    await this.#deps.ready();
+    return await this.#store.queuesPaused();
+  }
+
+  /** See `Errand.stats()`. */
+  async stats(): Promise<ErrandStats> {
+    await this.#deps.ready();
+    const since = this.#deps.options.clock.now() - STATS_WINDOW_MS;
+    const [activity, workers, storage] = await Promise.all([
+      this.#store.jobActivity({ since }),
+      liveWorkers(this.#store, since + STATS_WINDOW_MS),
+      this.#store.storageBytes(),
+    ]);
+    return toStats(activity, workers, storage, since);
+  }
+
+  /** See `Errand.metrics()`. */
+  async metrics(): Promise<string> {
+    await this.#deps.ready();
+    const now = this.#deps.options.clock.now();
+    if (!this.#shared || now - this.#shared.at >= SHARED_METRICS_MS) {
+      const value = (async () => ({
+        queued: (await this.counts()).byQueue,
+        topics: this.#deps.options.topics.size > 0 ? await this.#partitions.topics() : [],
+      }))();
+      this.#shared = { at: now, value };
+      // A failed read is tried again at the next scrape.
+      value.catch(() => this.#shared?.value === value && (this.#shared = undefined));
+    }
+    return this.#deps.telemetry.encode({ queues: this.#deps.workers.slots(), ...await this.#shared.value });
+  }
+
+  /** Applies an operator's state change, or says precisely why it does not apply. */
+  async #transition(
+    id: string,
+    call: string,
+    change: (now: number) => Omit<JobTransition, "id">,
+  ): Promise<JobInfo> {
+    checkId(call, id);
+    await this.#deps.ready();
+    const transition = { id, ...change(this.#deps.options.clock.now()) };
+    const applied = await this.#store.jobTransition(transition);
+    const row = await this.#store.jobGet(id);
+    if (!row) throw new NotFoundError(`There is no job with id "${id}"`);
+    if (!applied) {
+      throw new StateError(
+        `${call}() cannot change job "${id}" in state "${row.state}"; it applies to ${
+          transition.from.map((s) => `"${s}"`).join(", ")
+        } jobs`,
+      );
+    }
+    if (transition.state === "available") this.#deps.workers.wake(row.queue);
+    return toJobInfo(row);
+  }
+}

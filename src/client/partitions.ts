@@ -1,0 +1,119 @@
+/**
+ * The operator calls on topics and partitions: describe them (depth, head,
+ * owner, lag), fail a poison head, trim a partition's history.
+ *
+ * @module
+ */
+import { checkCount } from "../checks/limits.ts";
+import { deleteInBatches } from "../cluster/maintenance.ts";
+import { releaseChildren } from "../cluster/continuations.ts";
+import { liveWorkers } from "../cluster/heartbeat.ts";
+import { ValidationError } from "../errors.ts";
+import { toJobInfo } from "../jobs/job_info.ts";
+import type { JobInfo, WorkerInfo } from "../jobs/types.ts";
+import type { Store } from "../store/store.ts";
+import { partitionOwner } from "../topics/ownership.ts";
+import {
+  isSequentialTopic,
+  type PartitionInfo,
+  toPartitionInfo,
+  type TopicInfo,
+  toTopicInfo,
+} from "../topics/partition.ts";
+import type { ClientDeps } from "./deps.ts";
+import { identity } from "./kinds.ts";
+
+/** The operator calls on topics and partitions. */
+export class PartitionCalls<TTx> {
+  readonly #deps: ClientDeps<TTx>;
+  readonly #store: Store<unknown>;
+
+  /** The calls over `deps`. */
+  constructor(deps: ClientDeps<TTx>) {
+    this.#deps = deps;
+    this.#store = deps.store as Store<unknown>;
+  }
+
+  /** See `Errand.forceFailPartitionHead()`. */
+  async forceFailPartitionHead(topic: string, partition: number): Promise<JobInfo | null> {
+    this.#partition(topic, partition);
+    await this.#deps.ready();
+    const head = await this.#store.partitionHead({ topic, partition });
+    if (!head) return null;
+    const failed = await this.#store.jobTransition({
+      id: head.id,
+      from: ["scheduled", "available", "running", "waiting"],
+      state: "failed",
+      finishedAt: this.#deps.options.clock.now(),
+      reason: `Force-failed as the head of partition ${partition} of topic "${topic}"`,
+    });
+    // The head finished meanwhile: the next job is the head now, and not the one the caller meant to fail.
+    if (!failed) return null;
+    this.#deps.workers.cancel(head.id);
+    this.#deps.workers.wakeAll();
+    await releaseChildren(this.#deps, [head.id]);
+    const row = await this.#store.jobGet(head.id);
+    return row && toJobInfo(row);
+  }
+
+  /** See `Errand.truncatePartitionHistory()`. */
+  async truncatePartitionHistory(topic: string, partition: number, keep: number): Promise<number> {
+    this.#partition(topic, partition);
+    checkCount("keep", keep, 0);
+    await this.#deps.ready();
+    return await deleteInBatches((limit) => this.#store.partitionTrimHistory({ topic, partition, keep, limit }));
+  }
+
+  /** See `Errand.partitions()`. */
+  async partitions(topic: string): Promise<PartitionInfo[]> {
+    this.#topic(topic);
+    await this.#deps.ready();
+    const now = this.#deps.options.clock.now();
+    return await this.#describe(topic, now, await liveWorkers(this.#store, now));
+  }
+
+  /** See `Errand.topics()`. */
+  async topics(): Promise<TopicInfo[]> {
+    await this.#deps.ready();
+    const now = this.#deps.options.clock.now();
+    const workers = await liveWorkers(this.#store, now);
+    return await Promise.all(
+      [...this.#deps.options.topics].map(async ([topic, count]) =>
+        toTopicInfo(topic, count, await this.#describe(topic, now, workers))
+      ),
+    );
+  }
+
+  /** The partitions of `topic` at `now`, with owners among `workers`. */
+  async #describe(topic: string, now: number, workers: WorkerInfo[]): Promise<PartitionInfo[]> {
+    const rows = await this.#store.partitionList({ topic });
+    const topicKinds = this.#deps.kinds.ofTopic(topic);
+    return rows.map((row) => {
+      const runs = row.head ? [{ queue: row.head.queue, kind: identity(row.head.kind, row.head.version) }] : topicKinds;
+      const owner = isSequentialTopic(topic) ? null : partitionOwner(workers, topic, row.partition, runs);
+      return toPartitionInfo(row, now, owner);
+    });
+  }
+
+  /**
+   * The partition count of a configured topic, or 1 for a sequential recurring job's (`@schedule:<id>`).
+   * @throws {ValidationError} When it is neither.
+   */
+  #topic(topic: string): number {
+    if (typeof topic === "string" && isSequentialTopic(topic)) return 1;
+    const count = this.#deps.options.topics.get(topic);
+    if (count === undefined) {
+      const known = [...this.#deps.options.topics.keys()].map((t) => `"${t}"`).join(", ") || "none";
+      throw new ValidationError(`There is no topic "${topic}"; configured topics: ${known}`);
+    }
+    return count;
+  }
+
+  /** @throws {ValidationError} Unless `topic` is configured and `partition` is one of its partitions. */
+  #partition(topic: string, partition: number): void {
+    const count = this.#topic(topic);
+    if (!Number.isInteger(partition) || partition < 0 || partition >= count) {
+      throw new ValidationError(`Topic "${topic}" has partitions 0 to ${count - 1}, got "${String(partition)}"`);
+    }
+  }
+}

@@ -1,0 +1,301 @@
+/**
+ * What an instance runs in mode `"work"` (and, claiming only when asked, in
+ * mode `"manual"`): a worker per queue and the services they share.
+ *
+ * Services start in this order and stop in the reverse, so nothing that is
+ * still running depends on one already stopped:
+ * 1. queue workers, the lease keeper, maintenance, the cron leader, the watch
+ *    for partitions made elsewhere;
+ * 2. the heartbeat, which announces the instance (partition ownership
+ *    follows the live instances it reads);
+ * 3. the wake-up listener, where the store has one.
+ * Shutdown deregisters first, so other instances take over partitions
+ * while the workers drain, and saves every outcome before it stops renewing
+ * leases.
+ *
+ * The rule of what follows a run lives here too ({@link WorkerPool.finished}).
+ *
+ * @module
+ */
+import { Heartbeat } from "../cluster/heartbeat.ts";
+import { Leadership } from "../cluster/leader.ts";
+import { Maintenance } from "../cluster/maintenance.ts";
+import { releaseChildren } from "../cluster/continuations.ts";
+import { StateError, ValidationError } from "../errors.ts";
+import { checkCount } from "../checks/limits.ts";
+import { checkName } from "../checks/names.ts";
+import type { Inserter } from "../enqueue/inserter.ts";
+import type { RunError } from "../jobs/types.ts";
+import { type FinishOutcome, outcomeOf } from "../observability/telemetry.ts";
+import { Completer, type Saved } from "../running/completer.ts";
+import type { RunEnds } from "../running/executor.ts";
+import { LeaseKeeper } from "../running/leases.ts";
+import { QueueWorker } from "../running/worker.ts";
+import { Schedules } from "../schedules/schedules.ts";
+import type { ClaimedJob, FinishedJob, HeadFilter, JobFinish, Store } from "../store/store.ts";
+import { every, type Periodic } from "../time/periodic.ts";
+import { Ownership } from "../topics/ownership.ts";
+import type { ClientDeps } from "./deps.ts";
+import type { ErrandMode } from "./options.ts";
+
+/** One run of a `step()`. */
+export interface StepRun {
+  /** The job's id. */
+  readonly id: string;
+  /** Its kind. */
+  readonly kind: string;
+  /** Its queue. */
+  readonly queue: string;
+  /** The attempt that ran. */
+  readonly attempt: number;
+  /** How it ended. */
+  readonly outcome: FinishOutcome;
+  /** The error of a run that did not complete, or null. */
+  readonly error: RunError | null;
+}
+
+/** What one `step()` did. */
+export interface StepReport {
+  /** Whether this instance led (and so fired due recurring jobs). */
+  readonly leader: boolean;
+  /** Occurrences of recurring jobs it enqueued. */
+  readonly cronEnqueued: number;
+  /** Jobs whose expired lease it rescued. */
+  readonly rescued: number;
+  /** The runs, in the order they ended. */
+  readonly ran: readonly StepRun[];
+}
+
+/** Most claim rounds one `step()` runs (a job that keeps making work for itself stops there). */
+const MAX_STEP_ROUNDS = 1_000;
+
+/** What the pool works with besides the client's bag. */
+export interface PoolDeps<TTx> extends ClientDeps<TTx> {
+  /** The insert path, for recurring jobs' firings and handlers' enqueues. */
+  readonly inserter: Inserter<TTx>;
+  /** Handed to every handler as `job.context`. */
+  readonly context: unknown;
+}
+
+/** The queue workers and shared services of one instance. */
+export class WorkerPool<TTx> implements RunEnds {
+  readonly #deps: PoolDeps<TTx>;
+  readonly #completer: Completer;
+  readonly #leases: LeaseKeeper;
+  readonly #maintenance: Maintenance;
+  readonly #heartbeat: Heartbeat;
+  readonly #ownership: Ownership;
+  readonly #leadership: Leadership;
+  /** The recurring jobs: defined through the client in every mode, fired by a `"work"` instance's leader. */
+  readonly schedules: Schedules;
+  #partitionWatch: Periodic | undefined;
+  #unlisten: (() => Promise<void>) | undefined;
+  /** Where the current `step()` collects its runs. */
+  #stepRuns: StepRun[] | undefined;
+  #cronEnqueued = 0;
+  #started = false;
+
+  /** Creates the services; nothing runs before `start()`. */
+  constructor(deps: PoolDeps<TTx>) {
+    this.#deps = deps;
+    const { options, kinds, workers, telemetry, workerId } = deps;
+    const { clock, logger } = options;
+    const store = deps.store as Store<unknown>;
+    const base = { store, clock, logger };
+    this.#completer = new Completer(base);
+    this.#leases = new LeaseKeeper(store, clock, logger, options.leaseMs);
+    this.#maintenance = new Maintenance({
+      ...base,
+      retention: options.retention,
+      partitionHistory: options.partitionHistory,
+      intervals: options.intervals,
+      retryPolicy: (kind, version) => kinds.retryPolicy(kind, version),
+      wake: (queue) => workers.wake(queue),
+      rescued: (ids) => telemetry.rescued(ids),
+    });
+    this.#leadership = new Leadership({
+      ...base,
+      holder: workerId,
+      leaseMs: options.leaderLeaseMs,
+      onRenewed: (leading) => telemetry.leader(leading),
+    });
+    this.schedules = new Schedules({
+      ...base,
+      leadership: this.#leadership,
+      newId: deps.newId,
+      // A firing that shutdown interrupts still completes its writes.
+      insert: async (rows) => {
+        const results = await deps.inserter.insertRows(rows, undefined);
+        const inserted = results.filter((r) => r.inserted).length;
+        this.#cronEnqueued += inserted;
+        telemetry.cronEnqueued(inserted);
+        return results;
+      },
+    });
+    this.#ownership = new Ownership(workerId, options.topics, kinds.handledTopics());
+    this.#heartbeat = new Heartbeat({
+      ...base,
+      id: workerId,
+      describe: () => ({ queues: workers.slots(), kinds: kinds.handled() }),
+      onLive: (live) => {
+        // Partitions may have come this instance's way.
+        if (this.#ownership.refresh(live) && workers.partitioned) workers.wakeAll();
+      },
+    });
+  }
+
+  /** Mode "work": starts every service; mode "manual": makes the workers, which claim only in `step()`. */
+  async start(mode: ErrandMode): Promise<void> {
+    if (this.#started || mode === "enqueue") return;
+    this.#started = true;
+    const { store, options, workers } = this.#deps;
+    for (const [queue, slots] of options.queues) this.#worker(queue, slots, mode === "work");
+    if (mode !== "work") return;
+    const { clock, logger } = options;
+    this.#leases.start();
+    this.#maintenance.start();
+    this.schedules.start();
+    // Another process may start using partitions (a sequential recurring job): look until some exist.
+    if (!workers.partitioned) {
+      this.#partitionWatch = every(clock, options.intervals.promote, "Looking for partitions", logger, async () => {
+        if (!workers.partitioned) workers.partitioned = await store.partitionsExist();
+      });
+    }
+    await this.#heartbeat.start();
+    if (store.capabilities.listen && store.listen) this.#unlisten = await store.listen(() => workers.wakeAll());
+    logger.info("Started", { workerId: this.#deps.workerId, queues: Object.fromEntries(options.queues) });
+  }
+
+  /** Stops in the order of the module comment; running jobs get `drainMs`. Safe to call twice or before start. */
+  async stop(drainMs: number): Promise<void> {
+    const { logger } = this.#deps.options;
+    logger.debug("Shutdown: deregistering");
+    await this.#heartbeat.stop();
+    logger.debug("Shutdown: stopping schedules and giving up the leadership");
+    await this.schedules.stop();
+    logger.debug("Shutdown: stopping the listener");
+    await this.#unlisten?.().catch((err) => logger.warn("Stopping the listener failed", { error: String(err) }));
+    this.#unlisten = undefined;
+    logger.debug("Shutdown: stopping maintenance");
+    await this.#maintenance.stop();
+    await this.#partitionWatch?.stop();
+    logger.debug("Shutdown: draining workers", { drainMs });
+    await Promise.all([...this.#deps.workers.all()].map((w) => w.stop(drainMs)));
+    logger.debug("Shutdown: saving outcomes");
+    await this.#completer.flush();
+    logger.debug("Shutdown: stopping lease renewal");
+    await this.#leases.stop();
+    logger.info("Shut down");
+  }
+
+  /** Mode "manual": one full round (see `Errand.step()`). */
+  async step(): Promise<StepReport> {
+    if (this.#stepRuns) throw new StateError("step() was called while another step() runs; await the first");
+    const ran: StepRun[] = (this.#stepRuns = []);
+    this.#cronEnqueued = 0;
+    try {
+      await this.#heartbeat.beat();
+      const leader = await this.#leadership.renew();
+      if (leader) await this.schedules.fireDue();
+      await this.#maintenance.promote();
+      const rescued = await this.#maintenance.rescue();
+      await this.#maintenance.prune();
+      for (let round = 0; round < MAX_STEP_ROUNDS; round++) {
+        let claimed = 0;
+        for (const worker of this.#deps.workers.all()) claimed += await worker.runDue();
+        if (claimed === 0) break;
+      }
+      await this.#completer.flush();
+      return { leader, cronEnqueued: this.#cronEnqueued, rescued, ran };
+    } finally {
+      this.#stepRuns = undefined;
+    }
+  }
+
+  /** Adds `n` slots to the worker of `queue`, starting one if there is none (mode "work", after start). */
+  addWorkers(mode: ErrandMode, queue: string, n: number): void {
+    checkName("queue", queue);
+    checkCount("n", n, 1);
+    if (mode !== "work") throw new StateError(`addWorkers() needs mode "work"; this errand is in mode "${mode}"`);
+    const existing = this.#deps.workers.get(queue);
+    if (existing) return existing.add(n);
+    if (!this.#started) throw new StateError("addWorkers() for a new queue needs start() first");
+    this.#worker(queue, n, true);
+  }
+
+  /** Removes `n` slots from the worker of `queue`; resolves once the running jobs fit. */
+  async removeWorkers(queue: string, n: number): Promise<void> {
+    checkCount("n", n, 1);
+    const worker = this.#deps.workers.get(queue);
+    if (!worker) throw new ValidationError(`There is no worker for queue "${queue}"`);
+    await worker.remove(n);
+  }
+
+  /** The partition heads a claim on `queue` may take, or null while the namespace has no partitions. */
+  heads(queue: string): HeadFilter | null {
+    return this.#deps.workers.partitioned ? this.#ownership.heads(queue) : null;
+  }
+
+  /**
+   * What follows a run's end: its outcome is saved (or, with `applied`,
+   * was saved by the application's transaction), and only an outcome the
+   * store applied counts as that outcome (a fenced or unsaved one is
+   * `lost`); a job available again, or a partition's head that finished,
+   * wakes its queue; a finished parent releases or cancels its continuations.
+   */
+  async finished(finish: JobFinish, claim: ClaimedJob, applied?: FinishedJob): Promise<void> {
+    const saved: Saved = applied
+      ? { status: "applied", finish, hasChildren: applied.hasChildren }
+      : await this.#completer.push(finish);
+    const written = saved.status === "applied" || saved.status === "replaced";
+    const outcome = written ? outcomeOf(saved.finish) : "lost";
+    const error = written ? saved.finish.run?.error ?? null : null;
+    const run = { outcome, error, runAt: saved.finish.runAt };
+    this.#deps.telemetry.runEnded(claim, saved.finish.at, run, saved.status === "unsaved");
+    this.#stepRuns?.push({ ...stepRun(claim), outcome, error });
+    if (!written) return;
+    const { state } = saved.finish;
+    if (state === "available" || claim.topic !== null) this.#deps.workers.wake(claim.queue);
+    if (saved.hasChildren && (state === "completed" || state === "failed")) {
+      await releaseChildren(this.#deps, [saved.finish.id]);
+    }
+  }
+
+  /** A run ended with nothing to write: its lease was lost, or its job was cancelled. */
+  unfinished(claim: ClaimedJob, reason: "lost" | "cancelled"): void {
+    this.#deps.telemetry.runEnded(claim, this.#deps.options.clock.now(), { outcome: reason });
+    this.#stepRuns?.push({ ...stepRun(claim), outcome: reason, error: null });
+  }
+
+  #worker(queue: string, slots: number, run: boolean): QueueWorker<TTx> {
+    const { store, options, kinds, workers, telemetry, tracing, inserter, context, workerId } = this.#deps;
+    const { clock, logger, leaseMs, pollMs, claimBatch } = options;
+    const worker = new QueueWorker(queue, slots, {
+      store,
+      clock,
+      logger,
+      context,
+      leaseMs,
+      pollMs,
+      claimBatch,
+      workerId,
+      leases: this.#leases,
+      // Any kind with a handler may run here: enqueue can move a job to another queue.
+      handledKinds: kinds.handled(),
+      kinds,
+      runEnds: this,
+      enqueuer: inserter,
+      tracing,
+      claims: telemetry,
+      partitions: this,
+    });
+    workers.add(worker);
+    if (run) worker.start();
+    return worker;
+  }
+}
+
+/** The job fields of a step's run. */
+function stepRun(claim: ClaimedJob): Pick<StepRun, "id" | "kind" | "queue" | "attempt"> {
+  return { id: claim.id, kind: claim.kind, queue: claim.queue, attempt: claim.attempt };
+}
