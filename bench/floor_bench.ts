@@ -12,7 +12,7 @@
  */
 import process from "node:process";
 import { fileURLToPath } from "node:url";
-import { toHex } from "../src/encoding/hex.ts";
+import { toHex } from "../adapters/sql/hex.ts";
 import { idFactory } from "../src/encoding/ids.ts";
 import {
   benchMain,

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { LISTED_STATES } from "../../src/store/store.ts";
+import { LISTED_STATES_SQL } from "../sql/listed_states.ts";
 
 /** One numbered schema change. */
 export interface LibsqlMigration {
@@ -20,13 +20,6 @@ export interface LibsqlMigration {
 /** Creates the table that records applied migrations. */
 export const MIGRATIONS_TABLE_SQL =
   "CREATE TABLE IF NOT EXISTS errand_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)";
-
-/**
- * The predicate of the listing index: the states of {@link LISTED_STATES}.
- * SQLite matches a partial index's predicate term by term, so queries that
- * list by state repeat it next to `state = ?`.
- */
-export const LISTED_STATES_SQL: string = `state IN (${LISTED_STATES.map((s) => `'${s}'`).join(", ")})`;
 
 /** Every migration, oldest first. */
 export const LIBSQL_MIGRATIONS: readonly LibsqlMigration[] = [

@@ -35,7 +35,7 @@ import {
   StoreUnavailableError,
   ValidationError,
 } from "../../src/errors.ts";
-import { toHex } from "../../src/encoding/hex.ts";
+import { toHex } from "../sql/hex.ts";
 import type {
   ActivityRow,
   ClaimedJob,
@@ -62,7 +62,7 @@ import type {
   Store,
   StoreCapabilities,
 } from "../../src/store/store.ts";
-import { LISTED_STATES } from "../../src/store/store.ts";
+import { LISTED_STATES, LISTED_STATES_SQL } from "../sql/listed_states.ts";
 import type { WorkerInfo } from "../../src/jobs/types.ts";
 import {
   CLAIMED_COLUMNS,
@@ -83,8 +83,8 @@ import {
   toScheduleRecord,
   toWorkerInfo,
   workerInfoColumn,
-} from "../../src/store/rows.ts";
-import { LIBSQL_MIGRATIONS, LIBSQL_SCHEMA_VERSION, LISTED_STATES_SQL, MIGRATIONS_TABLE_SQL } from "./migrations.ts";
+} from "../sql/rows.ts";
+import { LIBSQL_MIGRATIONS, LIBSQL_SCHEMA_VERSION, MIGRATIONS_TABLE_SQL } from "./migrations.ts";
 
 /**
  * How long SQLite itself waits for another writer per try; tries repeat up

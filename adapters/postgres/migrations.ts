@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { LISTED_STATES } from "../../src/store/store.ts";
+import { LISTED_STATES_SQL } from "../sql/listed_states.ts";
 
 /** One numbered schema change. */
 export interface PostgresMigration {
@@ -25,13 +25,6 @@ CREATE TABLE IF NOT EXISTS {schema}.migrations (
   name text NOT NULL,
   applied_at timestamptz NOT NULL DEFAULT now()
 );`;
-
-/**
- * The predicate of the listing index: the states of {@link LISTED_STATES}.
- * Queries that list by state repeat it next to `state = $n`, so the index
- * serves generic plans too.
- */
-export const LISTED_STATES_SQL: string = `state IN (${LISTED_STATES.map((s) => `'${s}'`).join(", ")})`;
 
 /** Every migration, oldest first. */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [

@@ -26,7 +26,7 @@ import {
   StoreUnavailableError,
   ValidationError,
 } from "../../src/errors.ts";
-import { toHex } from "../../src/encoding/hex.ts";
+import { toHex } from "../sql/hex.ts";
 import type {
   ActivityRow,
   ClaimedJob,
@@ -51,7 +51,7 @@ import type {
   Store,
   StoreCapabilities,
 } from "../../src/store/store.ts";
-import { LISTED_STATES } from "../../src/store/store.ts";
+import { LISTED_STATES, LISTED_STATES_SQL } from "../sql/listed_states.ts";
 import type { WorkerInfo } from "../../src/jobs/types.ts";
 import {
   CLAIMED_COLUMNS,
@@ -72,14 +72,8 @@ import {
   toScheduleRecord,
   toWorkerInfo,
   workerInfoColumn,
-} from "../../src/store/rows.ts";
-import {
-  BOOTSTRAP_SQL,
-  LISTED_STATES_SQL,
-  POSTGRES_MIGRATIONS,
-  POSTGRES_SCHEMA_VERSION,
-  quoteIdentifier,
-} from "./migrations.ts";
+} from "../sql/rows.ts";
+import { BOOTSTRAP_SQL, POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION, quoteIdentifier } from "./migrations.ts";
 
 /** Settings of the PostgreSQL store, resolved. */
 export interface PostgresStoreSettings {

@@ -11,16 +11,6 @@
  */
 import type { JobState, RunRecord, WorkerInfo } from "../jobs/types.ts";
 
-/**
- * The states a store indexes for listing (`jobList` by state, newest first)
- * and for the sweep over waiting jobs: they stay few (scheduled, waiting) or
- * are what operators look for (failed, cancelled). Jobs in the other states
- * (available, running, completed) are the common case among the newest ids,
- * so listing them reads ids from the newest; leaving them out of the index
- * spares every enqueue, claim and completion an index write.
- */
-export const LISTED_STATES: readonly JobState[] = ["scheduled", "waiting", "failed", "cancelled"];
-
 /** What a store can do beyond the basics; the core never branches on a store's name. */
 export interface StoreCapabilities {
   /** The store can push wake-ups to other processes (PostgreSQL LISTEN/NOTIFY). */

@@ -19,8 +19,8 @@ import type {
   PartitionRow,
   ResolvedWaiting,
   ScheduleRecord,
-} from "./store.ts";
-import type { JobState, RunRecord, WorkerInfo } from "../jobs/types.ts";
+} from "../../src/store/store.ts";
+import type { JobState, RunRecord, WorkerInfo } from "../../src/jobs/types.ts";
 
 /** A row as a driver returns it: values by column name. */
 export type StoredRow = Readonly<Record<string, unknown>>;
