@@ -1,0 +1,209 @@
+/**
+ * How errand writes to a libSQL database that other processes share: the
+ * write-lock protocol. Every write runs in its own transaction that takes
+ * SQLite's write lock first, never as a bare autocommit statement, with
+ * SQLite's own busy wait set on the connection that runs it; a write that
+ * still meets `SQLITE_BUSY` is retried for up to `busyTimeout`. Operations
+ * run one at a time, each in a later turn of the event loop.
+ *
+ * @module
+ */
+import type { Client, InStatement, ResultSet, Transaction } from "@libsql/client";
+import { describeValue, ErrandError, StoreError, StoreUnavailableError, ValidationError } from "../../src/errors.ts";
+
+/**
+ * How long SQLite itself waits for another writer per try; tries repeat up
+ * to `busyTimeout`. The wait blocks the event loop, yet it must not be short:
+ * with 100 ms, eight processes sharing a file stalled for minutes in
+ * JavaScript-side retries, while 1 s lets SQLite's own wait do the work.
+ */
+const NATIVE_BUSY_WAIT_MS = 1_000;
+
+/** A statement that writes nothing but takes SQLite's write lock (waiting up to the busy timeout). */
+export const TAKE_WRITE_LOCK = "DELETE FROM errand_jobs WHERE 0";
+
+/** The settings the protocol needs. */
+export interface ConnectionSettings {
+  /** How long a write retries while another writer holds the database. */
+  readonly busyTimeoutMs: number;
+  /** SQLite's `synchronous` level of synced commits. */
+  readonly synchronous: "full" | "normal";
+}
+
+/** errand's way onto a libSQL client: reads, writes and write transactions under the protocol. */
+export class LibsqlConnection {
+  /** The application's client. */
+  readonly client: Client;
+  readonly #busyTimeoutMs: number;
+  #queue: Promise<void> = Promise.resolve();
+  /** Set on the connection before each write: the busy wait and the `synchronous` level. */
+  readonly #pragmas: string;
+  /** {@link LibsqlConnection.#pragmas} for claims and lease renewals: no sync of the commit. */
+  readonly #unsyncedPragmas: string;
+
+  /** Wraps `client`. */
+  constructor(client: Client, settings: ConnectionSettings) {
+    this.client = client;
+    this.#busyTimeoutMs = settings.busyTimeoutMs;
+    const pragmas = (synchronous: string) =>
+      `PRAGMA busy_timeout = ${NATIVE_BUSY_WAIT_MS}; PRAGMA synchronous = ${synchronous};`;
+    this.#pragmas = pragmas(settings.synchronous.toUpperCase());
+    this.#unsyncedPragmas = pragmas("NORMAL");
+  }
+
+  /** Runs one read-only statement. */
+  read(statement: InStatement): Promise<ResultSet> {
+    return this.run(() => this.client.execute(statement));
+  }
+
+  /**
+   * Runs one writing statement in the application's transaction, or else in
+   * its own write transaction. Never as a bare autocommit
+   * statement: when the commit of an autocommit `UPDATE ... RETURNING` meets
+   * SQLITE_BUSY, the driver hands back the returned rows without an error
+   * although nothing was written, which would let two processes claim one job.
+   */
+  async write(statement: InStatement, tx?: Transaction): Promise<ResultSet> {
+    if (tx) return await this.run(() => tx.execute(statement), false);
+    return await this.run(() => this.transaction((t) => t.execute(statement)));
+  }
+
+  /** {@link LibsqlConnection.write} for claims and lease renewals: the commit is not synced. */
+  writeUnsynced(statement: InStatement): Promise<ResultSet> {
+    return this.run(() => this.transaction((t) => t.execute(statement), TAKE_WRITE_LOCK, false));
+  }
+
+  /**
+   * Runs a script of writing statements in its own write transaction, as
+   * one script: it prepares no statement object, which would hold native
+   * memory until garbage collection.
+   */
+  writeScript(script: string): Promise<void> {
+    return this.run(() => this.client.executeMultiple(`${this.#pragmas} BEGIN; ${TAKE_WRITE_LOCK}; ${script} COMMIT;`));
+  }
+
+  /**
+   * Runs `fn` in a write transaction, after setting a native busy timeout
+   * (and the `synchronous` level) on the connection that runs it, as a script
+   * that prepares no statement object (operations run one at a time, and the
+   * client's pool hands the connection an `execute` just released straight to
+   * the next call). SQLite's own busy wait matters: retrying from JavaScript
+   * alone was seen to stall for seconds between processes sharing a file, and
+   * setting the timeout only after a busy error slowed eight processes sharing
+   * a file a hundredfold.
+   *
+   * The write lock is taken by a script statement inside a deferred
+   * transaction, not by `BEGIN IMMEDIATE`: when `BEGIN IMMEDIATE` fails with
+   * SQLITE_BUSY, @libsql/client leaves that statement active on the connection
+   * until it is garbage-collected, and every later commit on the connection
+   * fails ("SQL statements in progress", then SQLITE_BUSY_SNAPSHOT). A script
+   * statement is finalized even when it fails.
+   *
+   * With `synced` false the commit is not synced (claims and lease renewals).
+   */
+  async transaction<T>(
+    fn: (tx: Transaction) => Promise<T>,
+    takeLock = TAKE_WRITE_LOCK,
+    synced = true,
+  ): Promise<T> {
+    await this.client.executeMultiple(synced ? this.#pragmas : this.#unsyncedPragmas);
+    const tx = await this.client.transaction("deferred");
+    try {
+      await tx.executeMultiple(takeLock);
+      const result = await fn(tx);
+      await tx.commit();
+      return result;
+    } finally {
+      tx.close();
+    }
+  }
+
+  /**
+   * Runs `fn` (on the client unless `onClient` is false: the application's
+   * transaction), retrying it on the client while SQLite reports the database
+   * busy, and converts driver errors to errand's.
+   */
+  run<T>(fn: () => Promise<T>, onClient = true): Promise<T> {
+    if (!onClient) return this.#attempt(fn, false);
+    // One operation at a time: SQLite writes one at a time anyway, and the
+    // client's pool then keeps reusing one connection instead of opening up
+    // to its limit (each one with its own page cache and statements).
+    // Each starts in a later turn of the event loop: a local file answers
+    // without I/O, so a busy worker would otherwise hold the loop for a whole
+    // drain (no timers, no I/O, and no finalizers freeing native statements).
+    const result = this.#queue.then(nextTurn).then(() => this.#attempt(fn, true));
+    this.#queue = result.then(() => undefined, () => undefined);
+    return result;
+  }
+
+  async #attempt<T>(fn: () => Promise<T>, retryBusy: boolean): Promise<T> {
+    const deadline = Date.now() + this.#busyTimeoutMs;
+    for (let attempt = 0;; attempt++) {
+      try {
+        return await fn();
+      } catch (err) {
+        if (retryBusy && isBusy(err) && Date.now() < deadline) {
+          // Writes hold the lock for well under a millisecond: retry at once a few times, then back off a little.
+          const ms = attempt < 20 ? 0 : Math.random() * Math.min(20, attempt - 19);
+          await new Promise<void>((resolve) => runtimeTimers.after(ms, resolve));
+          continue;
+        }
+        throw toErrandError(err);
+      }
+    }
+  }
+}
+
+/** @throws {ValidationError} Unless `tx` is absent or a libSQL `Transaction`. */
+export function checkTransaction(tx: unknown): void {
+  if (tx === undefined) return;
+  const t = tx as Partial<Transaction> | null;
+  if (typeof t?.execute !== "function" || typeof t.commit !== "function" || typeof t.rollback !== "function") {
+    throw new ValidationError(
+      `Option "tx" must be a libSQL Transaction (from await client.transaction("write")), got ${describeValue(tx)}`,
+    );
+  }
+}
+
+/**
+ * Whether another writer holds the database: SQLite's busy error, or (on a
+ * single-connection client such as `:memory:`) an open transaction holding the
+ * client's only connection.
+ */
+function isBusy(err: unknown): boolean {
+  const code = String((err as { code?: unknown })?.code ?? "");
+  return code.startsWith("SQLITE_BUSY") || code === "TRANSACTION_ACTIVE" ||
+    /database is locked/i.test(String((err as Error)?.message));
+}
+
+function toErrandError(err: unknown): Error {
+  if (err instanceof ErrandError) return err;
+  const code = String((err as { code?: unknown })?.code ?? "");
+  const message = (err as Error)?.message ?? String(err);
+  if (code === "CLIENT_CLOSED" || code === "SQLITE_CANTOPEN" || /ECONNREFUSED|fetch failed/i.test(message)) {
+    return new StoreUnavailableError(`The libSQL database cannot be reached: ${message}`, { cause: err });
+  }
+  return new StoreError(`libSQL error${code ? ` ${code}` : ""}: ${message}`, { cause: err });
+}
+
+/**
+ * The runtime's own timers as they were when this module loaded: a test
+ * framework that replaces the global timers with fakes afterwards does not
+ * stall errand's operations.
+ */
+const runtimeTimers = (() => {
+  const runtime = globalThis as { setImmediate?: (fn: () => void) => unknown };
+  const immediate = runtime.setImmediate?.bind(globalThis);
+  const timeout = globalThis.setTimeout.bind(globalThis);
+  return {
+    /** Calls `fn` after `ms`. */
+    after: (ms: number, fn: () => void): void => void timeout(fn, ms),
+    /** Calls `fn` in a later turn of the event loop (`setImmediate` where the runtime has it). */
+    later: (fn: () => void): void => void (immediate ? immediate(fn) : timeout(fn, 0)),
+  };
+})();
+
+/** Resolves in a later turn of the event loop. */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => runtimeTimers.later(resolve));
+}

@@ -1,0 +1,198 @@
+/**
+ * How the libSQL store inserts jobs: multi-row INSERTs of literals, the
+ * sequence numbers of partitioned rows, unique keys, rows inserted already
+ * claimed, and a continuation's links to its parents, all in one write
+ * transaction (the application's, when it passes one).
+ *
+ * @module
+ */
+import type { Transaction } from "@libsql/client";
+import type { InsertClaim, JobInsertParams, JobInsertResult, JobInsertRow } from "../../src/store/store.ts";
+import { toHex } from "../sql/hex.ts";
+import { holdersByRow } from "../sql/rows.ts";
+import type { LibsqlConnection } from "./connection.ts";
+
+/** Rows per INSERT statement; a bulk enqueue is several statements in one transaction. */
+const INSERT_CHUNK = 5_000;
+
+/** A SQL string literal of `text` (names are validated; JSON text holds no NUL). */
+export function sqlString(text: string): string {
+  return `'${text.replaceAll("'", "''")}'`;
+}
+
+/** A SQL literal of a whole number, a text or null. */
+function sqlLiteral(value: string | number | null): string {
+  return value === null ? "NULL" : typeof value === "number" ? String(Math.trunc(value)) : sqlString(value);
+}
+
+/**
+ * Inserts jobs for {@link LibsqlStore.jobInsertMany} through `db` in
+ * `namespace`: one INSERT per chunk, with the rows as literals (payloads as
+ * blob literals): SQLite parses literals faster than it binds parameters or
+ * reads JSON, and a script prepares no statement.
+ */
+export async function insertJobs(
+  db: LibsqlConnection,
+  namespace: string,
+  p: JobInsertParams<Transaction>,
+): Promise<JobInsertResult> {
+  const { allocate, seqs } = sequences(namespace, p.rows);
+  const insert = (claimed: ReadonlySet<string>) => {
+    const statements: string[] = [];
+    for (let i = 0; i < p.rows.length; i += INSERT_CHUNK) {
+      const chunk = p.rows.slice(i, i + INSERT_CHUNK);
+      statements.push(insertSql(namespace, chunk, seqs.slice(i, i + INSERT_CHUNK), claimed, p.start));
+    }
+    return statements;
+  };
+  // A continuation's links to its parents are written in the same transaction.
+  const linksOf = (rows: readonly JobInsertRow[]) =>
+    JSON.stringify(rows.flatMap((r) => r.parents.map((parent) => [r.id, parent])));
+  const link = (links: string) => [
+    `INSERT INTO errand_job_parents (namespace, job_id, parent_id)
+       SELECT ${
+      sqlString(namespace)
+    }, value ->> 0, value ->> 1 FROM json_each(${links}) WHERE true ON CONFLICT DO NOTHING`,
+    `UPDATE errand_jobs SET has_children = 1
+       WHERE namespace = ${
+      sqlString(namespace)
+    } AND id IN (SELECT value ->> 1 FROM json_each(${links})) AND NOT has_children`,
+  ];
+  const hasParents = p.rows.some((r) => r.parents.length > 0);
+  const none = new Set<string>();
+  if (!p.start && !p.rows.some((r) => r.uniqueKey !== null)) {
+    // Without unique keys or claims nothing needs reading: a script prepares no
+    // statement object that would hold native memory until garbage collection.
+    const statements = [...allocate, ...insert(none)];
+    if (hasParents) statements.push(...link(sqlString(linksOf(p.rows))));
+    const script = statements.map((statement) => `${statement};`).join("\n");
+    if (p.tx) {
+      const tx = p.tx;
+      await db.run(() => tx.executeMultiple(script), false);
+    } else {
+      await db.writeScript(script);
+    }
+    return { holders: p.rows.map((r) => r.id), started: [] };
+  }
+  const insertReading = async (tx: Transaction): Promise<JobInsertResult> => {
+    // Rows to insert claimed: those listed whose queue is not paused (read under the write lock).
+    const paused = p.start
+      ? new Set((await tx.execute({
+        sql: "SELECT queue FROM errand_queues WHERE namespace = ? AND paused",
+        args: [namespace],
+      })).rows.map((row) => String(row.queue)))
+      : none;
+    const ids = new Set(p.start?.ids ?? []);
+    const claimed = new Set(p.rows.filter((r) => ids.has(r.id) && !paused.has(r.queue)).map((r) => r.id));
+    const inserted = new Set<string>();
+    if (allocate.length) await tx.executeMultiple(allocate.map((a) => `${a};`).join("\n"));
+    for (const statement of insert(claimed)) {
+      const rs = await tx.execute(`${statement} ON CONFLICT DO NOTHING RETURNING id`);
+      for (const row of rs.rows) inserted.add(String(row.id));
+    }
+    const skipped = p.rows.filter((r) => !inserted.has(r.id)).map((r) => [r.kind, r.uniqueKey, r.uniqueScope]);
+    const holders = skipped.length === 0 ? { rows: [] } : await tx.execute({
+      sql: `SELECT j.id, j.kind, j.unique_key, j.unique_scope FROM json_each(?) AS s
+              JOIN errand_jobs AS j ON j.namespace = ? AND j.kind = s.value ->> 0 AND j.unique_key = s.value ->> 1
+                AND j.unique_scope = s.value ->> 2
+              WHERE j.unique_scope = 'any' OR j.state IN ('scheduled', 'available', 'running', 'waiting')`,
+      args: [JSON.stringify(skipped), namespace],
+    });
+    const holding = holdersByRow(p.rows, inserted, holders.rows);
+    if (hasParents) {
+      const links = linksOf(p.rows.filter((r, i) => holding[i] === r.id));
+      for (const statement of link("?")) await tx.execute({ sql: statement, args: [links] });
+    }
+    return { holders: holding, started: [...claimed].filter((id) => inserted.has(id)) };
+  };
+  const tx = p.tx;
+  return tx ? await db.run(() => insertReading(tx), false) : await db.run(() => db.transaction(insertReading));
+}
+
+/**
+ * The INSERT of `rows` in `namespace`, as literals, with each row's sequence
+ * number expression from `seqs`; rows in `claimed` go in claimed by `claim`. A column whose value is
+ * the same in every row (in a bulk enqueue: most of them) is written once, in a SELECT over the
+ * VALUES of the others, which halves what SQLite parses per row.
+ */
+function insertSql(
+  namespace: string,
+  rows: readonly JobInsertRow[],
+  seqs: readonly string[],
+  claimed: ReadonlySet<string>,
+  claim: InsertClaim | undefined,
+): string {
+  const taken = (r: JobInsertRow) => claim !== undefined && claimed.has(r.id);
+  const columns: [name: string, value: (r: JobInsertRow, i: number) => string | number | null][] = [
+    ["id", (r) => r.id],
+    ["namespace", () => namespace],
+    ["kind", (r) => r.kind],
+    ["version", (r) => r.version],
+    ["queue", (r) => r.queue],
+    ["state", (r) => taken(r) ? "running" : r.state],
+    ["priority", (r) => r.priority],
+    ["max_attempts", (r) => r.maxAttempts],
+    ["run_at", (r) => r.runAt],
+    ["created_at", (r) => r.createdAt],
+    ["timeout_ms", (r) => r.timeoutMs],
+    ["retry", (r) => r.retry],
+    ["unique_key", (r) => r.uniqueKey],
+    ["unique_scope", (r) => r.uniqueScope],
+    ["topic", (r) => r.topic],
+    ['"partition"', (r) => r.partition],
+    ["trace", (r) => r.trace],
+    ["attempt", (r) => taken(r) ? 1 : 0],
+    ["fence", (r) => taken(r) ? 1 : 0],
+    ["started_at", (r) => taken(r) ? r.createdAt : null],
+    ["lease_until", (r) => taken(r) ? claim!.leaseUntil : null],
+    ["worker_id", (r) => taken(r) ? claim!.workerId : null],
+  ];
+  const varying: ((r: JobInsertRow, i: number) => string)[] = [];
+  const selected: string[] = [];
+  for (const [, value] of columns) {
+    const first = value(rows[0], 0);
+    if (rows.every((r, i) => value(r, i) === first)) selected.push(sqlLiteral(first));
+    else {
+      varying.push((r, i) => sqlLiteral(value(r, i)));
+      selected.push(`column${varying.length + 2}`);
+    }
+  }
+  // Payloads and sequence numbers always come per row (columns 1 and 2).
+  const names = columns.map(([name]) => name).join(", ");
+  const values = rows.map((r, i) => {
+    let row = `(X'${toHex(r.payload)}', ${seqs[i]}`;
+    for (const literal of varying) row += `, ${literal(r, i)}`;
+    return `${row})`;
+  });
+  return `INSERT INTO errand_jobs (payload, seq, ${names})
+            SELECT column1, column2, ${selected.join(", ")} FROM (VALUES ${values.join(",\n")}) WHERE true`;
+}
+
+/**
+ * The sequence numbers of partitioned rows: statements that advance each
+ * partition's counter by its rows, and per row an expression reading its
+ * number back from the counter (`NULL` for other rows), all in one script.
+ */
+function sequences(namespace: string, rows: readonly JobInsertRow[]): { allocate: string[]; seqs: string[] } {
+  const groups = new Map<string, { topic: string; partition: number; n: number }>();
+  const rank = rows.map((r) => {
+    if (r.topic === null || r.partition === null) return 0;
+    const key = `${r.topic}\u0000${r.partition}`;
+    const group = groups.get(key) ?? { topic: r.topic, partition: r.partition, n: 0 };
+    groups.set(key, group);
+    return ++group.n;
+  });
+  const where = (topic: string, partition: number) =>
+    `namespace = ${sqlString(namespace)} AND topic = ${sqlString(topic)} AND "partition" = ${partition}`;
+  const allocate = [...groups.values()].map(({ topic, partition, n }) =>
+    `INSERT INTO errand_partitions (namespace, topic, "partition", next_seq)
+       VALUES (${sqlString(namespace)}, ${sqlString(topic)}, ${partition}, ${n})
+       ON CONFLICT (namespace, topic, "partition") DO UPDATE SET next_seq = next_seq + excluded.next_seq`
+  );
+  const seqs = rows.map((r, i) => {
+    if (r.topic === null || r.partition === null) return "NULL";
+    const n = groups.get(`${r.topic}\u0000${r.partition}`)!.n;
+    return `(SELECT next_seq FROM errand_partitions WHERE ${where(r.topic, r.partition)}) - ${n - rank[i]}`;
+  });
+  return { allocate, seqs };
+}
