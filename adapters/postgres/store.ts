@@ -18,15 +18,7 @@
  * @module
  */
 import type { Sql, TransactionSql } from "postgres";
-import {
-  describeValue,
-  ErrandError,
-  SchemaVersionError,
-  StoreError,
-  StoreUnavailableError,
-  ValidationError,
-} from "../../src/errors.ts";
-import { toHex } from "../sql/hex.ts";
+import { SchemaVersionError } from "../../src/errors.ts";
 import type {
   ActivityRow,
   ClaimedJob,
@@ -37,7 +29,6 @@ import type {
   JobFinishParams,
   JobInsertParams,
   JobInsertResult,
-  JobInsertRow,
   JobListParams,
   JobRelatives,
   JobRow,
@@ -56,7 +47,6 @@ import type { WorkerInfo } from "../../src/jobs/types.ts";
 import {
   CLAIMED_COLUMNS,
   EXPIRED_COLUMNS,
-  holdersByRow,
   JOB_COLUMNS,
   SCHEDULE_COLUMNS,
   scheduleValues,
@@ -73,6 +63,8 @@ import {
   toWorkerInfo,
   workerInfoColumn,
 } from "../sql/rows.ts";
+import { PostgresConnection, type Querier } from "./connection.ts";
+import { insertJobs, type InsertTarget } from "./insert.ts";
 import { BOOTSTRAP_SQL, POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION, quoteIdentifier } from "./migrations.ts";
 
 /** Settings of the PostgreSQL store, resolved. */
@@ -83,16 +75,14 @@ export interface PostgresStoreSettings {
   readonly notify: boolean;
 }
 
-type Row = Record<string, unknown>;
-type Querier = Sql | TransactionSql;
-
 /** A {@link Store} on a postgres.js client. Create it with `postgresStore()`. */
 export class PostgresStore implements Store<TransactionSql> {
   /** Whether this store pushes wake-ups (LISTEN/NOTIFY). */
   readonly capabilities: StoreCapabilities;
   /** The namespace every operation is confined to. */
   readonly namespace: string;
-  readonly #sql: Sql;
+  readonly #db: PostgresConnection;
+  readonly #insertTarget: InsertTarget;
   readonly #settings: PostgresStoreSettings;
   readonly #schema: string;
   readonly #jobs: string;
@@ -106,7 +96,7 @@ export class PostgresStore implements Store<TransactionSql> {
 
   /** Wraps `sql`; nothing is sent until the first operation. */
   constructor(sql: Sql, settings: PostgresStoreSettings) {
-    this.#sql = sql;
+    this.#db = new PostgresConnection(sql);
     this.#settings = settings;
     this.namespace = settings.namespace;
     this.capabilities = { listen: settings.notify };
@@ -119,11 +109,17 @@ export class PostgresStore implements Store<TransactionSql> {
     this.#leaders = `${this.#schema}.leaders`;
     this.#partitions = `${this.#schema}.partitions`;
     this.#channel = `errand:${settings.schema}:${settings.namespace}`;
+    this.#insertTarget = {
+      namespace: settings.namespace,
+      notify: settings.notify,
+      channel: this.#channel,
+      tables: { jobs: this.#jobs, queues: this.#queues, parents: this.#parents, partitions: this.#partitions },
+    };
   }
 
   /** Creates or checks the schema (see `postgresMigrationSql`). */
   async ensureSchema(): Promise<void> {
-    const version = await this.#schemaVersion(this.#sql);
+    const version = await this.#schemaVersion(this.#db.sql);
     if (version > POSTGRES_SCHEMA_VERSION) throw newerSchema(version);
     if (version === POSTGRES_SCHEMA_VERSION) return;
     if (!this.#settings.migrate) {
@@ -131,8 +127,8 @@ export class PostgresStore implements Store<TransactionSql> {
         `Schema "${this.#settings.schema}" has errand schema version "${version}" but "${POSTGRES_SCHEMA_VERSION}" is needed; apply postgresMigrationSql({ fromVersion: ${version} }) or drop "migrate: false"`,
       );
     }
-    await this.#run(() =>
-      this.#sql.begin(async (tx) => {
+    await this.#db.run(() =>
+      this.#db.sql.begin(async (tx) => {
         await tx.unsafe("SELECT pg_advisory_xact_lock(hashtext($1))", [`errand:migrate:${this.#settings.schema}`]);
         await tx.unsafe(BOOTSTRAP_SQL.replaceAll("{schema}", this.#schema));
         const current = await this.#schemaVersion(tx);
@@ -171,7 +167,7 @@ export class PostgresStore implements Store<TransactionSql> {
                       AND h.run_at <= $6 AND h.kind || '@' || h.version = ANY($7::text[])))
                   AND state IN ('available', 'scheduled')
                 FOR UPDATE SKIP LOCKED`;
-    const rows = await this.#query(
+    const rows = await this.#db.query(
       `UPDATE ${this.#jobs} AS j SET state = 'running', attempt = j.attempt + 1, fence = j.fence + 1,
          started_at = $1, lease_until = $2, worker_id = $3
        FROM (SELECT id FROM (
@@ -200,7 +196,7 @@ export class PostgresStore implements Store<TransactionSql> {
   async jobFinishMany(p: JobFinishParams<TransactionSql>): Promise<FinishedJob[]> {
     if (p.finishes.length === 0) return [];
     const f = p.finishes;
-    const rows = await this.#query(
+    const rows = await this.#db.query(
       `UPDATE ${this.#jobs} AS j SET
          state = f.state,
          finished_at = CASE WHEN f.state IN ('completed', 'failed') THEN f.at END,
@@ -231,7 +227,7 @@ export class PostgresStore implements Store<TransactionSql> {
   }
 
   async jobGet(id: string): Promise<JobRow | null> {
-    const rows = await this.#query(
+    const rows = await this.#db.query(
       `SELECT ${JOB_COLUMNS.join(", ")} FROM ${this.#jobs} WHERE id = $1 AND namespace = $2`,
       [
         id,
@@ -242,150 +238,11 @@ export class PostgresStore implements Store<TransactionSql> {
   }
 
   async jobInsertMany(p: JobInsertParams<TransactionSql>): Promise<JobInsertResult> {
-    if (!p.rows.some((r) => r.parents.length > 0)) return await this.#insertRows(p, p.tx);
-    // A continuation and its links to its parents are written together, or neither is.
-    const insert = async (tx: TransactionSql) => {
-      const result = await this.#insertRows(p, tx);
-      const holders = result.holders;
-      const links = p.rows.filter((r, i) => holders[i] === r.id).flatMap((r) =>
-        r.parents.map((parent) => [r.id, parent])
-      );
-      await this.#query(
-        `WITH links AS (
-           INSERT INTO ${this.#parents} (namespace, job_id, parent_id)
-           SELECT $1, job_id, parent_id FROM unnest($2::text[], $3::text[]) AS l(job_id, parent_id)
-           ON CONFLICT DO NOTHING RETURNING parent_id)
-         UPDATE ${this.#jobs} SET has_children = true
-         WHERE namespace = $1 AND id IN (SELECT parent_id FROM links) AND NOT has_children`,
-        [this.namespace, links.map((l) => l[0]), links.map((l) => l[1])],
-        tx,
-      );
-      return result;
-    };
-    return p.tx ? await insert(p.tx) : await this.#run(() => this.#sql.begin(insert) as Promise<JobInsertResult>);
-  }
-
-  async #insertRows(p: JobInsertParams<TransactionSql>, tx: TransactionSql | undefined): Promise<JobInsertResult> {
-    const r = p.rows;
-    const notify = p.notify && this.#settings.notify;
-    const start = p.start ?? null;
-    const unique = r.some((x) => x.uniqueKey !== null);
-    const partitioned = r.some((x) => x.topic !== null);
-    const sequences =
-      `counts AS (SELECT topic, part, count(*) AS n FROM r WHERE topic IS NOT NULL GROUP BY topic, part),
-       -- Each partition's counter advances by its rows, under a row lock held to commit: a partition's jobs
-       -- commit in sequence order.
-       alloc AS (
-         INSERT INTO ${this.#partitions} AS p (namespace, topic, "partition", next_seq)
-         SELECT $1, topic, part, n FROM counts
-         ON CONFLICT (namespace, topic, "partition") DO UPDATE SET next_seq = p.next_seq + excluded.next_seq
-         RETURNING topic, "partition" AS part, next_seq),`;
-    // Parameters after the namespace ($1) are numbered as they are used.
-    const params: unknown[] = [this.namespace];
-    const param = (value: unknown, type = "") => `$${params.push(value)}${type}`;
-    // The rows: a column with one value in every row (in a bulk enqueue, most of them) goes as one
-    // parameter, so neither side handles a thousand copies of it; the others as arrays.
-    const columns: [name: string, type: string, value: (x: JobInsertRow) => unknown][] = [
-      ["kind", "text", (x) => x.kind],
-      ["version", "int", (x) => x.version],
-      ["queue", "text", (x) => x.queue],
-      ["state", "text", (x) => x.state],
-      ["priority", "int", (x) => x.priority],
-      ["max_attempts", "int", (x) => x.maxAttempts],
-      ["run_at", "bigint", (x) => x.runAt],
-      ["created_at", "bigint", (x) => x.createdAt],
-      ["timeout_ms", "int", (x) => x.timeoutMs],
-      ["retry", "text", (x) => x.retry],
-      ["unique_key", "text", (x) => x.uniqueKey],
-      ["unique_scope", "text", (x) => x.uniqueScope],
-      ["topic", "text", (x) => x.topic],
-      ["part", "int", (x) => x.partition],
-      ["trace", "text", (x) => x.trace],
-    ];
-    // Ids and payloads (in bytea's hex input form) go as one comma-separated text each: neither
-    // holds a comma, and one string is not escaped element by element as an array parameter is.
-    const unnested = [
-      `string_to_array(${param(r.map((x) => x.id).join(","))}::text, ',')`,
-      `string_to_array(${param(r.map((x) => `\\x${toHex(x.payload)}`).join(","))}::text, ',')`,
-    ];
-    const names = ["id", "payload"];
-    const selected = ["u.id", "u.payload::bytea AS payload"];
-    for (const [name, type, value] of columns) {
-      const first = value(r[0]);
-      if (r.every((x) => value(x) === first)) {
-        selected.push(`${param(first, `::${type}`)} AS ${name}`);
-      } else {
-        unnested.push(param(r.map(value), `::${type}[]`));
-        names.push(name);
-        selected.push(`u.${name}`);
-      }
-    }
-    const rowsSql = `SELECT ${selected.join(", ")}, u.ord
-         FROM unnest(${unnested.join(", ")}) WITH ORDINALITY AS u(${names.join(", ")}, ord)`;
-    // Rows to insert claimed: those listed whose queue is not paused.
-    const claim = start
-      ? `claim AS (
-           SELECT r.id FROM r WHERE r.id = ANY(${param(start.ids, "::text[]")}) AND NOT EXISTS (
-             SELECT 1 FROM ${this.#queues} AS q WHERE q.namespace = $1 AND q.queue = r.queue AND q.paused)),`
-      : "";
-    const claimed = (value: string, otherwise: string) => `CASE WHEN k.id IS NULL THEN ${otherwise} ELSE ${value} END`;
-    const [result] = await this.#query(
-      `WITH r AS (${rowsSql}),
-       ${partitioned ? sequences : ""}
-       ${claim}
-       inserted AS (
-         INSERT INTO ${this.#jobs}
-           (id, namespace, kind, version, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms,
-            retry, unique_key, unique_scope, topic, "partition", trace, seq
-            ${start ? ", attempt, fence, started_at, lease_until, worker_id" : ""})
-         SELECT r.id, $1, r.kind, r.version, r.queue, ${
-        start ? claimed("'running'", "r.state") : "r.state"
-      }, r.priority, r.payload, r.max_attempts, r.run_at,
-                r.created_at, r.timeout_ms, r.retry, r.unique_key, r.unique_scope, r.topic, r.part, r.trace,
-                ${
-        partitioned ? "a.next_seq - c.n + row_number() OVER (PARTITION BY r.topic, r.part ORDER BY r.ord)" : "NULL"
-      }
-                ${
-        start
-          ? `, ${claimed("1", "0")}, ${claimed("1", "0")}, ${claimed("r.created_at", "NULL")},
-               ${claimed(param(start.leaseUntil, "::bigint"), "NULL")}, ${
-            claimed(param(start.workerId, "::text"), "NULL")
-          }`
-          : ""
-      }
-         FROM r ${
-        partitioned
-          ? `LEFT JOIN alloc AS a ON a.topic = r.topic AND a.part = r.part
-             LEFT JOIN counts AS c ON c.topic = r.topic AND c.part = r.part`
-          : ""
-      } ${start ? "LEFT JOIN claim AS k ON k.id = r.id" : ""}
-         ORDER BY r.ord
-         ${unique ? "ON CONFLICT DO NOTHING" : ""}
-         RETURNING id, state)
-       SELECT ${unique ? "coalesce(array_agg(id), '{}') AS ids" : "count(*) AS n"}${
-        start ? ", coalesce(array_agg(id) FILTER (WHERE state = 'running'), '{}') AS started" : ""
-      }${notify ? `, pg_notify(${param(this.#channel)}, '')` : ""} FROM inserted`,
-      params,
-      tx,
-    );
-    const started = start ? (result.started as string[]) : [];
-    if (!unique) return { holders: r.map((x) => x.id), started };
-    const inserted = new Set(result.ids as string[]);
-    const skipped = r.filter((x) => !inserted.has(x.id));
-    if (skipped.length === 0) return { holders: r.map((x) => x.id), started };
-    const holders = await this.#query(
-      `SELECT j.id, j.kind, j.unique_key, j.unique_scope FROM ${this.#jobs} AS j
-       JOIN unnest($2::text[], $3::text[], $4::text[]) AS s(kind, unique_key, unique_scope)
-         ON j.kind = s.kind AND j.unique_key = s.unique_key AND j.unique_scope = s.unique_scope
-       WHERE j.namespace = $1 AND (j.unique_scope = 'any' OR j.state IN ('scheduled', 'available', 'running', 'waiting'))`,
-      [this.namespace, skipped.map((x) => x.kind), skipped.map((x) => x.uniqueKey), skipped.map((x) => x.uniqueScope)],
-      tx,
-    );
-    return { holders: holdersByRow(r, inserted, holders), started };
+    return await insertJobs(this.#db, this.#insertTarget, p);
   }
 
   async jobCounts(): Promise<JobCount[]> {
-    const rows = await this.#query(
+    const rows = await this.#db.query(
       `SELECT queue, kind, version, state, count(*)::int AS count FROM ${this.#jobs} WHERE namespace = $1
        GROUP BY queue, kind, version, state`,
       [this.namespace],
@@ -394,7 +251,7 @@ export class PostgresStore implements Store<TransactionSql> {
   }
 
   async jobDelete(p: { id: string }): Promise<boolean> {
-    const rows = await this.#query(
+    const rows = await this.#db.query(
       `WITH gone AS (DELETE FROM ${this.#jobs} WHERE id = $1 AND namespace = $2 AND state <> 'running' RETURNING id),
          links AS (DELETE FROM ${this.#parents} WHERE namespace = $2 AND job_id IN (SELECT id FROM gone))
        SELECT id FROM gone`,
@@ -405,7 +262,7 @@ export class PostgresStore implements Store<TransactionSql> {
 
   async jobTransition(p: JobTransition): Promise<boolean> {
     const notify = p.state === "available" && this.#settings.notify;
-    const [result] = await this.#query(
+    const [result] = await this.#db.query(
       `WITH changed AS (
          UPDATE ${this.#jobs} SET state = $3, run_at = coalesce($4, run_at), finished_at = $5, fence = fence + 1,
            lease_until = NULL, worker_id = NULL, reason = coalesce($8, reason),
@@ -429,16 +286,16 @@ export class PostgresStore implements Store<TransactionSql> {
   }
 
   async queuePause(p: { queue: string; paused: boolean }): Promise<void> {
-    await this.#query(
+    await this.#db.query(
       `INSERT INTO ${this.#queues} (namespace, queue, paused) VALUES ($1, $2, $3)
        ON CONFLICT (namespace, queue) DO UPDATE SET paused = excluded.paused`,
       [this.namespace, p.queue, p.paused],
     );
-    if (!p.paused && this.#settings.notify) await this.#query("SELECT pg_notify($1, '')", [this.#channel]);
+    if (!p.paused && this.#settings.notify) await this.#db.query("SELECT pg_notify($1, '')", [this.#channel]);
   }
 
   async queuesPaused(): Promise<string[]> {
-    const rows = await this.#query(`SELECT queue FROM ${this.#queues} WHERE namespace = $1 AND paused`, [
+    const rows = await this.#db.query(`SELECT queue FROM ${this.#queues} WHERE namespace = $1 AND paused`, [
       this.namespace,
     ]);
     return rows.map((r) => String(r.queue));
@@ -446,7 +303,7 @@ export class PostgresStore implements Store<TransactionSql> {
 
   async workerBeat(p: { worker: WorkerInfo; expiredBefore: number }): Promise<void> {
     const w = p.worker;
-    await this.#query(
+    await this.#db.query(
       `WITH beat AS (
          INSERT INTO ${this.#workers} (namespace, id, started_at, beat_at, info) VALUES ($1, $2, $3, $4, $5::jsonb)
          ON CONFLICT (namespace, id) DO UPDATE SET beat_at = excluded.beat_at, info = excluded.info)
@@ -456,7 +313,7 @@ export class PostgresStore implements Store<TransactionSql> {
   }
 
   async workerList(p: { since: number }): Promise<WorkerInfo[]> {
-    const rows = await this.#query(
+    const rows = await this.#db.query(
       `SELECT id, started_at, beat_at, info FROM ${this.#workers} WHERE namespace = $1 AND beat_at >= $2
        ORDER BY started_at, id`,
       [this.namespace, p.since],
@@ -465,13 +322,13 @@ export class PostgresStore implements Store<TransactionSql> {
   }
 
   async workerRemove(p: { id: string }): Promise<void> {
-    await this.#query(`DELETE FROM ${this.#workers} WHERE namespace = $1 AND id = $2`, [this.namespace, p.id]);
+    await this.#db.query(`DELETE FROM ${this.#workers} WHERE namespace = $1 AND id = $2`, [this.namespace, p.id]);
   }
 
   async partitionTrimHistory(
     p: { topic?: string; partition?: number; keep: number; limit: number },
   ): Promise<number> {
-    const rows = await this.#query(
+    const rows = await this.#db.query(
       `WITH ranked AS (
          SELECT id, row_number() OVER (PARTITION BY topic, "partition" ORDER BY seq DESC) AS newest
          FROM ${this.#jobs}
@@ -487,7 +344,7 @@ export class PostgresStore implements Store<TransactionSql> {
   }
 
   async partitionsExist(): Promise<boolean> {
-    const [row] = await this.#query(
+    const [row] = await this.#db.query(
       `SELECT EXISTS (SELECT 1 FROM ${this.#partitions} WHERE namespace = $1) AS present`,
       [this.namespace],
     );
@@ -495,7 +352,7 @@ export class PostgresStore implements Store<TransactionSql> {
   }
 
   async partitionHead(p: { topic: string; partition: number }): Promise<JobRow | null> {
-    const rows = await this.#query(
+    const rows = await this.#db.query(
       `SELECT ${JOB_COLUMNS.join(", ")} FROM ${this.#jobs}
        WHERE namespace = $1 AND topic = $2 AND "partition" = $3 AND state IN ('scheduled', 'available', 'running', 'waiting')
        ORDER BY seq LIMIT 1`,
@@ -505,7 +362,7 @@ export class PostgresStore implements Store<TransactionSql> {
   }
 
   async partitionList(p: { topic: string }): Promise<PartitionRow[]> {
-    const rows = await this.#query(
+    const rows = await this.#db.query(
       `SELECT p."partition",
          (SELECT count(*) FROM ${this.#jobs} AS e WHERE e.namespace = p.namespace AND e.topic = p.topic
             AND e."partition" = p."partition" AND e.state IN ('scheduled', 'available', 'running', 'waiting')) AS depth,
@@ -524,7 +381,7 @@ export class PostgresStore implements Store<TransactionSql> {
 
   async jobActivity(p: { since: number }): Promise<ActivityRow> {
     const [events, waits] = await Promise.all([
-      this.#query(
+      this.#db.query(
         `SELECT 'enqueued' AS what, (created_at - $2) / 1000 AS second, count(*) AS count FROM ${this.#jobs}
            WHERE namespace = $1 AND created_at >= $2 GROUP BY 2
          UNION ALL
@@ -535,7 +392,7 @@ export class PostgresStore implements Store<TransactionSql> {
            WHERE namespace = $1 AND finished_at >= $2 GROUP BY 1, 2`,
         [this.namespace, p.since],
       ),
-      this.#query(
+      this.#db.query(
         `SELECT topic IS NOT NULL AS partitioned, count(*) AS count,
            sum(greatest(0, started_at - run_at)) AS total_ms, max(greatest(0, started_at - run_at)) AS max_ms
          FROM ${this.#jobs} WHERE namespace = $1 AND started_at >= $2 GROUP BY 1`,
@@ -546,7 +403,7 @@ export class PostgresStore implements Store<TransactionSql> {
   }
 
   async storageBytes(): Promise<number | null> {
-    const [row] = await this.#query(
+    const [row] = await this.#db.query(
       `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) AS bytes FROM pg_class AS c
        JOIN pg_namespace AS n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'`,
       [this.#settings.schema],
@@ -555,7 +412,7 @@ export class PostgresStore implements Store<TransactionSql> {
   }
 
   async leaderAcquire(p: LeaderAcquire): Promise<boolean> {
-    const rows = await this.#query(
+    const rows = await this.#db.query(
       `INSERT INTO ${this.#leaders} AS l (namespace, name, holder, until) VALUES ($1, $2, $3, $4)
        ON CONFLICT (namespace, name) DO UPDATE SET holder = excluded.holder, until = excluded.until
        WHERE l.holder = excluded.holder OR l.until < $5
@@ -566,7 +423,7 @@ export class PostgresStore implements Store<TransactionSql> {
   }
 
   async leaderRelease(p: { name: string; holder: string }): Promise<void> {
-    await this.#query(`DELETE FROM ${this.#leaders} WHERE namespace = $1 AND name = $2 AND holder = $3`, [
+    await this.#db.query(`DELETE FROM ${this.#leaders} WHERE namespace = $1 AND name = $2 AND holder = $3`, [
       this.namespace,
       p.name,
       p.holder,
@@ -574,7 +431,7 @@ export class PostgresStore implements Store<TransactionSql> {
   }
 
   async scheduleAdvance(p: ScheduleAdvance): Promise<boolean> {
-    const rows = await this.#query(
+    const rows = await this.#db.query(
       `UPDATE ${this.#schedules} SET next_run_at = $1, last_run_at = $2, last_job_id = $3
        WHERE namespace = $4 AND id = $5 AND fingerprint = $6 AND next_run_at = $7 RETURNING id`,
       [p.nextRunAt, p.lastRunAt, p.lastJobId, this.namespace, p.id, p.fingerprint, p.from],
@@ -583,7 +440,7 @@ export class PostgresStore implements Store<TransactionSql> {
   }
 
   async scheduleDelete(p: { id: string }): Promise<boolean> {
-    const rows = await this.#query(`DELETE FROM ${this.#schedules} WHERE namespace = $1 AND id = $2 RETURNING id`, [
+    const rows = await this.#db.query(`DELETE FROM ${this.#schedules} WHERE namespace = $1 AND id = $2 RETURNING id`, [
       this.namespace,
       p.id,
     ]);
@@ -591,7 +448,7 @@ export class PostgresStore implements Store<TransactionSql> {
   }
 
   async scheduleGet(id: string): Promise<ScheduleRecord | null> {
-    const rows = await this.#query(
+    const rows = await this.#db.query(
       `SELECT ${SCHEDULE_COLUMNS.join(", ")} FROM ${this.#schedules} WHERE namespace = $1 AND id = $2`,
       [this.namespace, id],
     );
@@ -599,7 +456,7 @@ export class PostgresStore implements Store<TransactionSql> {
   }
 
   async scheduleList(): Promise<ScheduleRecord[]> {
-    const rows = await this.#query(
+    const rows = await this.#db.query(
       `SELECT ${SCHEDULE_COLUMNS.join(", ")} FROM ${this.#schedules} WHERE namespace = $1 ORDER BY id`,
       [this.namespace],
     );
@@ -608,7 +465,7 @@ export class PostgresStore implements Store<TransactionSql> {
 
   async scheduleSave(p: { schedule: ScheduleRecord }): Promise<void> {
     const columns = SCHEDULE_COLUMNS.filter((c) => c !== "id" && c !== "created_at");
-    await this.#query(
+    await this.#db.query(
       `INSERT INTO ${this.#schedules} (namespace, ${SCHEDULE_COLUMNS.join(", ")})
        VALUES ($1, ${SCHEDULE_COLUMNS.map((_, i) => `$${i + 2}`).join(", ")})
        ON CONFLICT (namespace, id) DO UPDATE SET ${columns.map((c) => `${c} = excluded.${c}`).join(", ")}`,
@@ -635,7 +492,7 @@ export class PostgresStore implements Store<TransactionSql> {
     // A listed state's jobs come from the listing index, in generic plans too.
     if (p.state !== undefined && LISTED_STATES.includes(p.state)) where.push(LISTED_STATES_SQL);
     args.push(p.limit);
-    const rows = await this.#query(
+    const rows = await this.#db.query(
       `SELECT ${JOB_COLUMNS.join(", ")} FROM ${this.#jobs} WHERE ${
         where.join(" AND ")
       } ORDER BY id DESC LIMIT $${args.length}`,
@@ -645,7 +502,7 @@ export class PostgresStore implements Store<TransactionSql> {
   }
 
   async jobListExpired(p: { now: number; limit: number }): Promise<ExpiredJob[]> {
-    const rows = await this.#query(
+    const rows = await this.#db.query(
       `SELECT ${EXPIRED_COLUMNS.join(", ")} FROM ${this.#jobs}
        WHERE namespace = $1 AND state = 'running' AND lease_until < $2 ORDER BY lease_until LIMIT $3`,
       [this.namespace, p.now, p.limit],
@@ -654,7 +511,7 @@ export class PostgresStore implements Store<TransactionSql> {
   }
 
   async jobPromoteDue(p: { now: number; limit: number }): Promise<string[]> {
-    const rows = await this.#query(
+    const rows = await this.#db.query(
       `WITH promoted AS (
          UPDATE ${this.#jobs} SET state = 'available'
          WHERE id IN (SELECT id FROM ${this.#jobs} WHERE namespace = $1 AND state = 'scheduled' AND run_at <= $2
@@ -663,12 +520,12 @@ export class PostgresStore implements Store<TransactionSql> {
        SELECT DISTINCT queue FROM promoted`,
       [this.namespace, p.now, p.limit],
     );
-    if (rows.length && this.#settings.notify) await this.#query("SELECT pg_notify($1, '')", [this.#channel]);
+    if (rows.length && this.#settings.notify) await this.#db.query("SELECT pg_notify($1, '')", [this.#channel]);
     return rows.map((r) => String(r.queue));
   }
 
   async jobPrune(p: { state: "completed" | "failed" | "cancelled"; before: number; limit: number }): Promise<number> {
-    const rows = await this.#query(
+    const rows = await this.#db.query(
       `WITH gone AS (
          DELETE FROM ${this.#jobs} WHERE id IN (
            SELECT id FROM ${this.#jobs} WHERE namespace = $1 AND state = $2 AND finished_at < $3 LIMIT $4
@@ -682,7 +539,7 @@ export class PostgresStore implements Store<TransactionSql> {
   }
 
   async jobRelatives(p: { id: string; limit: number }): Promise<JobRelatives> {
-    const rows = await this.#query(
+    const rows = await this.#db.query(
       `(SELECT 'parent' AS side, parent_id AS id FROM ${this.#parents} WHERE namespace = $1 AND job_id = $2 ORDER BY parent_id)
        UNION ALL
        (SELECT 'child', job_id FROM ${this.#parents} WHERE namespace = $1 AND parent_id = $2 ORDER BY job_id LIMIT $3)`,
@@ -692,7 +549,7 @@ export class PostgresStore implements Store<TransactionSql> {
   }
 
   async jobResolveWaiting(p: { parents?: readonly string[]; now: number; limit: number }): Promise<ResolvedWaiting> {
-    const rows = await this.#query(
+    const rows = await this.#db.query(
       `WITH candidates AS (
          SELECT j.id, j.run_at FROM ${this.#jobs} AS j
          WHERE j.namespace = $1 AND j.state = 'waiting'
@@ -723,7 +580,9 @@ export class PostgresStore implements Store<TransactionSql> {
       [this.namespace, p.parents ?? null, p.now, p.limit],
     );
     const resolved = toResolvedWaiting(rows);
-    if (resolved.queues.length && this.#settings.notify) await this.#query("SELECT pg_notify($1, '')", [this.#channel]);
+    if (resolved.queues.length && this.#settings.notify) {
+      await this.#db.query("SELECT pg_notify($1, '')", [this.#channel]);
+    }
     return resolved;
   }
 
@@ -732,7 +591,7 @@ export class PostgresStore implements Store<TransactionSql> {
     // Alone, the renewal's commit need not wait for the flush; in the application's transaction it must not
     // change how that commits.
     const unsynced = p.tx ? "" : ", (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit";
-    const rows = await this.#query(
+    const rows = await this.#db.query(
       `UPDATE ${this.#jobs} AS j SET lease_until = $1
        FROM unnest($2::text[], $3::int[]) AS l(id, fence)${unsynced}
        WHERE j.id = l.id AND j.namespace = $4 AND j.state = 'running' AND j.fence = l.fence
@@ -745,73 +604,20 @@ export class PostgresStore implements Store<TransactionSql> {
 
   /** LISTENs on the namespace's channel; postgres.js re-listens after reconnecting. */
   async listen(onWake: () => void): Promise<() => Promise<void>> {
-    const request = await this.#run(() => this.#sql.listen(this.#channel, () => onWake(), onWake));
+    const request = await this.#db.run(() => this.#db.sql.listen(this.#channel, () => onWake(), onWake));
     return () => request.unlisten();
   }
 
   async #schemaVersion(q: Querier): Promise<number> {
-    const rows = await this.#run(() =>
+    const rows = await this.#db.run(() =>
       q.unsafe("SELECT to_regclass($1) IS NOT NULL AS present", [`${this.#schema}.migrations`])
     );
     if (!rows[0].present) return 0;
-    const v = await this.#run(() => q.unsafe(`SELECT coalesce(max(version), 0) AS v FROM ${this.#schema}.migrations`));
+    const v = await this.#db.run(() =>
+      q.unsafe(`SELECT coalesce(max(version), 0) AS v FROM ${this.#schema}.migrations`)
+    );
     return Number(v[0].v);
   }
-
-  #query(text: string, args: unknown[], tx?: TransactionSql): Promise<Row[]> {
-    const q: Querier = tx === undefined ? this.#sql : checkTransaction(tx);
-    return this.#run(async () => [...await q.unsafe(text, args as never[], { prepare: this.#sql.options.prepare })]);
-  }
-
-  async #run<T>(fn: () => Promise<T>): Promise<T> {
-    try {
-      return await fn();
-    } catch (err) {
-      throw toErrandError(err);
-    }
-  }
-}
-
-const CONNECTION_CODES = new Set([
-  "ECONNREFUSED",
-  "ECONNRESET",
-  "ENOTFOUND",
-  "ETIMEDOUT",
-  "EPIPE",
-  "CONNECTION_CLOSED",
-  "CONNECTION_ENDED",
-  "CONNECTION_DESTROYED",
-  "CONNECT_TIMEOUT",
-  "57P01",
-  "57P02",
-  "57P03",
-]);
-
-/**
- * `tx` if it is a postgres.js transaction: the `sql` of `sql.begin()` or of a
- * savepoint (the client's own `sql` has no `savepoint`).
- * @throws {ValidationError} Otherwise.
- */
-function checkTransaction(tx: unknown): TransactionSql {
-  const t = tx as { unsafe?: unknown; savepoint?: unknown } | null;
-  if (typeof tx !== "function" || typeof t?.unsafe !== "function" || typeof t.savepoint !== "function") {
-    throw new ValidationError(
-      `Option "tx" must be a postgres.js transaction (the tx of sql.begin(async (tx) => ...)), got ${
-        describeValue(tx)
-      }`,
-    );
-  }
-  return tx as TransactionSql;
-}
-
-function toErrandError(err: unknown): Error {
-  if (err instanceof ErrandError) return err;
-  const code = String((err as { code?: unknown })?.code ?? "");
-  const message = (err as Error)?.message ?? String(err);
-  if (CONNECTION_CODES.has(code) || code.startsWith("08")) {
-    return new StoreUnavailableError(`PostgreSQL cannot be reached (${code}): ${message}`, { cause: err });
-  }
-  return new StoreError(`PostgreSQL error${code ? ` ${code}` : ""}: ${message}`, { cause: err });
 }
 
 function newerSchema(version: number): SchemaVersionError {

@@ -1,0 +1,83 @@
+/**
+ * errand's way onto the application's postgres.js client: each statement
+ * runs on the client or in the application's transaction (checked to be
+ * one), prepared as the client is configured, and driver errors become
+ * errand's (`StoreUnavailableError` when the server cannot be reached).
+ *
+ * @module
+ */
+import type { Sql, TransactionSql } from "postgres";
+import { describeValue, ErrandError, StoreError, StoreUnavailableError, ValidationError } from "../../src/errors.ts";
+
+/** A row as postgres.js returns it. */
+export type Row = Record<string, unknown>;
+/** The client, or a transaction of it. */
+export type Querier = Sql | TransactionSql;
+
+/** Statements on a postgres.js client. */
+export class PostgresConnection {
+  /** The application's client. */
+  readonly sql: Sql;
+
+  /** Wraps `sql`. */
+  constructor(sql: Sql) {
+    this.sql = sql;
+  }
+
+  /** Runs `text` with `args` on the client, or in the application's transaction `tx`. */
+  query(text: string, args: unknown[], tx?: TransactionSql): Promise<Row[]> {
+    const q: Querier = tx === undefined ? this.sql : checkTransaction(tx);
+    return this.run(async () => [...await q.unsafe(text, args as never[], { prepare: this.sql.options.prepare })]);
+  }
+
+  /** Runs `fn`, converting driver errors to errand's. */
+  async run<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      throw toErrandError(err);
+    }
+  }
+}
+
+const CONNECTION_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ENOTFOUND",
+  "ETIMEDOUT",
+  "EPIPE",
+  "CONNECTION_CLOSED",
+  "CONNECTION_ENDED",
+  "CONNECTION_DESTROYED",
+  "CONNECT_TIMEOUT",
+  "57P01",
+  "57P02",
+  "57P03",
+]);
+
+/**
+ * `tx` if it is a postgres.js transaction: the `sql` of `sql.begin()` or of a
+ * savepoint (the client's own `sql` has no `savepoint`).
+ * @throws {ValidationError} Otherwise.
+ */
+function checkTransaction(tx: unknown): TransactionSql {
+  const t = tx as { unsafe?: unknown; savepoint?: unknown } | null;
+  if (typeof tx !== "function" || typeof t?.unsafe !== "function" || typeof t.savepoint !== "function") {
+    throw new ValidationError(
+      `Option "tx" must be a postgres.js transaction (the tx of sql.begin(async (tx) => ...)), got ${
+        describeValue(tx)
+      }`,
+    );
+  }
+  return tx as TransactionSql;
+}
+
+export function toErrandError(err: unknown): Error {
+  if (err instanceof ErrandError) return err;
+  const code = String((err as { code?: unknown })?.code ?? "");
+  const message = (err as Error)?.message ?? String(err);
+  if (CONNECTION_CODES.has(code) || code.startsWith("08")) {
+    return new StoreUnavailableError(`PostgreSQL cannot be reached (${code}): ${message}`, { cause: err });
+  }
+  return new StoreError(`PostgreSQL error${code ? ` ${code}` : ""}: ${message}`, { cause: err });
+}

@@ -1,0 +1,185 @@
+/**
+ * How the PostgreSQL store inserts jobs: every row of a batch in one
+ * statement (ids and payloads as one text each, columns with one value as
+ * one parameter, the others as arrays), the sequence numbers of partitioned
+ * rows, unique keys, rows inserted already claimed, and the NOTIFY.
+ *
+ * @module
+ */
+import type { TransactionSql } from "postgres";
+import type { JobInsertParams, JobInsertResult, JobInsertRow } from "../../src/store/store.ts";
+import { toHex } from "../sql/hex.ts";
+import { holdersByRow } from "../sql/rows.ts";
+import type { PostgresConnection } from "./connection.ts";
+
+/** Where and how {@link insertJobs} inserts. */
+export interface InsertTarget {
+  readonly namespace: string;
+  /** Whether inserts of available jobs NOTIFY the namespace's channel. */
+  readonly notify: boolean;
+  readonly channel: string;
+  /** The quoted names of the tables it writes. */
+  readonly tables: {
+    readonly jobs: string;
+    readonly queues: string;
+    readonly parents: string;
+    readonly partitions: string;
+  };
+}
+
+/**
+ * Inserts jobs for {@link PostgresStore.jobInsertMany}: one statement for the
+ * rows (and a second for a continuation's links to its parents, in the same
+ * transaction).
+ */
+export async function insertJobs(
+  db: PostgresConnection,
+  target: InsertTarget,
+  p: JobInsertParams<TransactionSql>,
+): Promise<JobInsertResult> {
+  if (!p.rows.some((r) => r.parents.length > 0)) return await insertRows(db, target, p, p.tx);
+  // A continuation and its links to its parents are written together, or neither is.
+  const insert = async (tx: TransactionSql) => {
+    const result = await insertRows(db, target, p, tx);
+    const holders = result.holders;
+    const links = p.rows.filter((r, i) => holders[i] === r.id).flatMap((r) =>
+      r.parents.map((parent) => [r.id, parent])
+    );
+    await db.query(
+      `WITH links AS (
+         INSERT INTO ${target.tables.parents} (namespace, job_id, parent_id)
+         SELECT $1, job_id, parent_id FROM unnest($2::text[], $3::text[]) AS l(job_id, parent_id)
+         ON CONFLICT DO NOTHING RETURNING parent_id)
+       UPDATE ${target.tables.jobs} SET has_children = true
+       WHERE namespace = $1 AND id IN (SELECT parent_id FROM links) AND NOT has_children`,
+      [target.namespace, links.map((l) => l[0]), links.map((l) => l[1])],
+      tx,
+    );
+    return result;
+  };
+  return p.tx ? await insert(p.tx) : await db.run(() => db.sql.begin(insert) as Promise<JobInsertResult>);
+}
+
+/** The rows of `p` in one statement, claimed where `p.start` says, with the holders of unique keys it met. */
+async function insertRows(
+  db: PostgresConnection,
+  target: InsertTarget,
+  p: JobInsertParams<TransactionSql>,
+  tx: TransactionSql | undefined,
+): Promise<JobInsertResult> {
+  const r = p.rows;
+  const notify = p.notify && target.notify;
+  const start = p.start ?? null;
+  const unique = r.some((x) => x.uniqueKey !== null);
+  const partitioned = r.some((x) => x.topic !== null);
+  const sequences = `counts AS (SELECT topic, part, count(*) AS n FROM r WHERE topic IS NOT NULL GROUP BY topic, part),
+     -- Each partition's counter advances by its rows, under a row lock held to commit: a partition's jobs
+     -- commit in sequence order.
+     alloc AS (
+       INSERT INTO ${target.tables.partitions} AS p (namespace, topic, "partition", next_seq)
+       SELECT $1, topic, part, n FROM counts
+       ON CONFLICT (namespace, topic, "partition") DO UPDATE SET next_seq = p.next_seq + excluded.next_seq
+       RETURNING topic, "partition" AS part, next_seq),`;
+  // Parameters after the namespace ($1) are numbered as they are used.
+  const params: unknown[] = [target.namespace];
+  const param = (value: unknown, type = "") => `$${params.push(value)}${type}`;
+  // The rows: a column with one value in every row (in a bulk enqueue, most of them) goes as one
+  // parameter, so neither side handles a thousand copies of it; the others as arrays.
+  const columns: [name: string, type: string, value: (x: JobInsertRow) => unknown][] = [
+    ["kind", "text", (x) => x.kind],
+    ["version", "int", (x) => x.version],
+    ["queue", "text", (x) => x.queue],
+    ["state", "text", (x) => x.state],
+    ["priority", "int", (x) => x.priority],
+    ["max_attempts", "int", (x) => x.maxAttempts],
+    ["run_at", "bigint", (x) => x.runAt],
+    ["created_at", "bigint", (x) => x.createdAt],
+    ["timeout_ms", "int", (x) => x.timeoutMs],
+    ["retry", "text", (x) => x.retry],
+    ["unique_key", "text", (x) => x.uniqueKey],
+    ["unique_scope", "text", (x) => x.uniqueScope],
+    ["topic", "text", (x) => x.topic],
+    ["part", "int", (x) => x.partition],
+    ["trace", "text", (x) => x.trace],
+  ];
+  // Ids and payloads (in bytea's hex input form) go as one comma-separated text each: neither
+  // holds a comma, and one string is not escaped element by element as an array parameter is.
+  const unnested = [
+    `string_to_array(${param(r.map((x) => x.id).join(","))}::text, ',')`,
+    `string_to_array(${param(r.map((x) => `\\x${toHex(x.payload)}`).join(","))}::text, ',')`,
+  ];
+  const names = ["id", "payload"];
+  const selected = ["u.id", "u.payload::bytea AS payload"];
+  for (const [name, type, value] of columns) {
+    const first = value(r[0]);
+    if (r.every((x) => value(x) === first)) {
+      selected.push(`${param(first, `::${type}`)} AS ${name}`);
+    } else {
+      unnested.push(param(r.map(value), `::${type}[]`));
+      names.push(name);
+      selected.push(`u.${name}`);
+    }
+  }
+  const rowsSql = `SELECT ${selected.join(", ")}, u.ord
+       FROM unnest(${unnested.join(", ")}) WITH ORDINALITY AS u(${names.join(", ")}, ord)`;
+  // Rows to insert claimed: those listed whose queue is not paused.
+  const claim = start
+    ? `claim AS (
+         SELECT r.id FROM r WHERE r.id = ANY(${param(start.ids, "::text[]")}) AND NOT EXISTS (
+           SELECT 1 FROM ${target.tables.queues} AS q WHERE q.namespace = $1 AND q.queue = r.queue AND q.paused)),`
+    : "";
+  const claimed = (value: string, otherwise: string) => `CASE WHEN k.id IS NULL THEN ${otherwise} ELSE ${value} END`;
+  const [result] = await db.query(
+    `WITH r AS (${rowsSql}),
+     ${partitioned ? sequences : ""}
+     ${claim}
+     inserted AS (
+       INSERT INTO ${target.tables.jobs}
+         (id, namespace, kind, version, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms,
+          retry, unique_key, unique_scope, topic, "partition", trace, seq
+          ${start ? ", attempt, fence, started_at, lease_until, worker_id" : ""})
+       SELECT r.id, $1, r.kind, r.version, r.queue, ${
+      start ? claimed("'running'", "r.state") : "r.state"
+    }, r.priority, r.payload, r.max_attempts, r.run_at,
+              r.created_at, r.timeout_ms, r.retry, r.unique_key, r.unique_scope, r.topic, r.part, r.trace,
+              ${
+      partitioned ? "a.next_seq - c.n + row_number() OVER (PARTITION BY r.topic, r.part ORDER BY r.ord)" : "NULL"
+    }
+              ${
+      start
+        ? `, ${claimed("1", "0")}, ${claimed("1", "0")}, ${claimed("r.created_at", "NULL")},
+             ${claimed(param(start.leaseUntil, "::bigint"), "NULL")}, ${
+          claimed(param(start.workerId, "::text"), "NULL")
+        }`
+        : ""
+    }
+       FROM r ${
+      partitioned
+        ? `LEFT JOIN alloc AS a ON a.topic = r.topic AND a.part = r.part
+           LEFT JOIN counts AS c ON c.topic = r.topic AND c.part = r.part`
+        : ""
+    } ${start ? "LEFT JOIN claim AS k ON k.id = r.id" : ""}
+       ORDER BY r.ord
+       ${unique ? "ON CONFLICT DO NOTHING" : ""}
+       RETURNING id, state)
+     SELECT ${unique ? "coalesce(array_agg(id), '{}') AS ids" : "count(*) AS n"}${
+      start ? ", coalesce(array_agg(id) FILTER (WHERE state = 'running'), '{}') AS started" : ""
+    }${notify ? `, pg_notify(${param(target.channel)}, '')` : ""} FROM inserted`,
+    params,
+    tx,
+  );
+  const started = start ? (result.started as string[]) : [];
+  if (!unique) return { holders: r.map((x) => x.id), started };
+  const inserted = new Set(result.ids as string[]);
+  const skipped = r.filter((x) => !inserted.has(x.id));
+  if (skipped.length === 0) return { holders: r.map((x) => x.id), started };
+  const holders = await db.query(
+    `SELECT j.id, j.kind, j.unique_key, j.unique_scope FROM ${target.tables.jobs} AS j
+     JOIN unnest($2::text[], $3::text[], $4::text[]) AS s(kind, unique_key, unique_scope)
+       ON j.kind = s.kind AND j.unique_key = s.unique_key AND j.unique_scope = s.unique_scope
+     WHERE j.namespace = $1 AND (j.unique_scope = 'any' OR j.state IN ('scheduled', 'available', 'running', 'waiting'))`,
+    [target.namespace, skipped.map((x) => x.kind), skipped.map((x) => x.uniqueKey), skipped.map((x) => x.uniqueScope)],
+    tx,
+  );
+  return { holders: holdersByRow(r, inserted, holders), started };
+}
