@@ -86,34 +86,4 @@ export {
   ValidationError,
 } from "./src/errors.ts";
 export type { ErrandErrorCode } from "./src/errors.ts";
-// The store seam, for writing an adapter of your own (see adapters/ for two).
-export type {
-  ActivityRow,
-  ClaimedJob,
-  ExpiredJob,
-  FinishedJob,
-  HeadFilter,
-  InsertClaim,
-  JobClaimParams,
-  JobCount,
-  JobFields,
-  JobFinish,
-  JobFinishParams,
-  JobInsertParams,
-  JobInsertResult,
-  JobInsertRow,
-  JobListParams,
-  JobRelatives,
-  JobRow,
-  JobRunSettings,
-  JobTransition,
-  LeaderAcquire,
-  LeaseRef,
-  PartitionRow,
-  ResolvedWaiting,
-  ScheduleAdvance,
-  ScheduleRecord,
-  Store,
-  StoreCapabilities,
-} from "./src/store/store.ts";
 export type { RunRecord } from "./src/jobs/types.ts";

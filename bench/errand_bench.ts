@@ -9,7 +9,8 @@
  */
 import process from "node:process";
 import { fileURLToPath } from "node:url";
-import { createErrand, defineJobs, type Errand, job, type Store } from "../mod.ts";
+import { createErrand, defineJobs, type Errand, job } from "../mod.ts";
+import type { StoreFor } from "../src/store/mod.ts";
 import {
   benchMain,
   CFG,
@@ -41,7 +42,7 @@ const silent = {
 
 /** A fresh database for one workload, with a count query for verification. */
 interface Bench {
-  store: Store<unknown>;
+  store: StoreFor<unknown>;
   count(state: string): Promise<number>;
   settings: Record<string, unknown>;
   close(): Promise<void>;
@@ -80,7 +81,7 @@ async function openBench(name: StoreName): Promise<Bench> {
     const { postgres, postgresStore } = await postgresDriver();
     const sql = postgres(url.toString(), { max: 1, onnotice: () => {} });
     return {
-      store: postgresStore(sql) as Store<unknown>,
+      store: postgresStore(sql) as StoreFor<unknown>,
       count: async (state) => Number((await sql`SELECT count(*) AS n FROM errand.jobs WHERE state = ${state}`)[0].n),
       settings: { storage: "PostgreSQL (postgres.js, pool max 1: one pipelined connection)", notify: true },
       close: () => sql.end({ timeout: 5 }),
@@ -93,7 +94,7 @@ async function openBench(name: StoreName): Promise<Bench> {
   ]);
   const client = createClient({ url: `file:${SQLITE_FILE}` });
   return {
-    store: libsqlStore(client, { synchronous: SQLITE_SYNCHRONOUS }) as Store<unknown>,
+    store: libsqlStore(client, { synchronous: SQLITE_SYNCHRONOUS }) as StoreFor<unknown>,
     count: async (state) =>
       Number(
         (await client.execute({ sql: "SELECT count(*) AS n FROM errand_jobs WHERE state = ?", args: [state] })).rows[0]

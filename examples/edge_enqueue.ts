@@ -5,7 +5,8 @@
  * the quick start. Run: `tsx examples/edge_enqueue.ts`, `deno run -A ...`, `bun ...`.
  */
 import postgres from "postgres";
-import { createErrand, type Store } from "../mod.ts";
+import { createErrand } from "../mod.ts";
+import type { StoreFor } from "../src/store/mod.ts";
 import { postgresStore } from "../adapters/postgres/mod.ts";
 import { jobs } from "./jobs.ts";
 
@@ -17,7 +18,7 @@ const client = sql ? undefined : (await import("@libsql/client")).createClient({
 const store =
   (sql
     ? postgresStore(sql, { namespace: "demo" })
-    : (await import("../adapters/libsql/mod.ts")).libsqlStore(client!, { namespace: "demo" })) as Store<unknown>;
+    : (await import("../adapters/libsql/mod.ts")).libsqlStore(client!, { namespace: "demo" })) as StoreFor<unknown>;
 
 const errand = createErrand({ jobs, store, mode: "enqueue" });
 const { id } = await errand.enqueue("sendWelcome", { userId: 42, email: "edge@example.com" });

@@ -7,7 +7,8 @@
  * @module
  */
 import type { Transaction } from "@libsql/client";
-import type { InsertClaim, JobInsertParams, JobInsertResult, JobInsertRow } from "../../src/store/store.ts";
+import type { JobInsertParams } from "../../src/store/store.ts";
+import type { InsertClaim, JobInsertResult, JobInsertRow } from "../../src/store/records.ts";
 import { toHex } from "../sql/hex.ts";
 import { holdersByRow } from "../sql/rows.ts";
 import type { LibsqlConnection } from "./connection.ts";
@@ -34,7 +35,8 @@ function sqlLiteral(value: string | number | null): string {
 export async function insertJobs(
   db: LibsqlConnection,
   namespace: string,
-  p: JobInsertParams<Transaction>,
+  p: JobInsertParams,
+  tx?: Transaction,
 ): Promise<JobInsertResult> {
   const { allocate, seqs } = sequences(namespace, p.rows);
   const insert = (claimed: ReadonlySet<string>) => {
@@ -66,8 +68,7 @@ export async function insertJobs(
     const statements = [...allocate, ...insert(none)];
     if (hasParents) statements.push(...link(sqlString(linksOf(p.rows))));
     const script = statements.map((statement) => `${statement};`).join("\n");
-    if (p.tx) {
-      const tx = p.tx;
+    if (tx) {
       await db.run(() => tx.executeMultiple(script), false);
     } else {
       await db.writeScript(script);
@@ -105,7 +106,6 @@ export async function insertJobs(
     }
     return { holders: holding, started: [...claimed].filter((id) => inserted.has(id)) };
   };
-  const tx = p.tx;
   return tx ? await db.run(() => insertReading(tx), false) : await db.run(() => db.transaction(insertReading));
 }
 

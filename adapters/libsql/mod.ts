@@ -12,7 +12,7 @@
  * @module
  */
 import type { Client, Transaction } from "@libsql/client";
-import type { Store } from "../../src/store/store.ts";
+import type { StoreFor } from "../../src/store/store.ts";
 import { type Duration, parseDuration } from "../../src/time/duration.ts";
 import { ValidationError } from "../../src/errors.ts";
 import { checkName, NAMESPACE_PATTERN } from "../../src/checks/names.ts";
@@ -62,7 +62,7 @@ export interface LibsqlStoreOptions {
  * const store = libsqlStore(createClient({ url: ":memory:" }));
  * ```
  */
-export function libsqlStore(client: Client, options: LibsqlStoreOptions = {}): Store<Transaction> {
+export function libsqlStore(client: Client, options: LibsqlStoreOptions = {}): StoreFor<Transaction> {
   return new LibsqlStore(client, {
     namespace: checkName("namespace", options.namespace ?? "default", NAMESPACE_PATTERN),
     migrate: options.migrate ?? true,

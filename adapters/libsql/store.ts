@@ -29,29 +29,36 @@
 import type { Client, InValue, Transaction } from "@libsql/client";
 import { SchemaVersionError } from "../../src/errors.ts";
 import type {
+  JobActivityParams,
+  JobClaimParams,
+  JobFinishParams,
+  JobGetParams,
+  JobInsertParams,
+  JobListParams,
+  JobRenewLeasesParams,
+  JobTransitionParams,
+  LeaderAcquireParams,
+  ListenParams,
+  PartitionListParams,
+  ScheduleAdvanceParams,
+  ScheduleGetParams,
+  StoreFor,
+  TransactionStore,
+} from "../../src/store/store.ts";
+import type {
   ActivityRow,
   ClaimedJob,
   ExpiredJob,
   FinishedJob,
-  JobClaimParams,
   JobCount,
   JobFinish,
-  JobFinishParams,
-  JobInsertParams,
   JobInsertResult,
-  JobListParams,
   JobRelatives,
   JobRow,
-  JobTransition,
-  LeaderAcquire,
-  LeaseRef,
   PartitionRow,
   ResolvedWaiting,
-  ScheduleAdvance,
   ScheduleRecord,
-  Store,
-  StoreCapabilities,
-} from "../../src/store/store.ts";
+} from "../../src/store/records.ts";
 import { LISTED_STATES, LISTED_STATES_SQL } from "../sql/listed_states.ts";
 import type { WorkerInfo } from "../../src/jobs/types.ts";
 import {
@@ -102,9 +109,7 @@ export interface LibsqlStoreSettings {
 }
 
 /** A {@link Store} on a libSQL client. Create it with `libsqlStore()`. */
-export class LibsqlStore implements Store<Transaction> {
-  /** libSQL cannot push wake-ups across processes. */
-  readonly capabilities: StoreCapabilities = { listen: false };
+export class LibsqlStore implements StoreFor<Transaction> {
   /** The namespace every operation is confined to. */
   readonly namespace: string;
   readonly #db: LibsqlConnection;
@@ -203,8 +208,21 @@ export class LibsqlStore implements Store<Transaction> {
     return rs.rows.map((row) => toClaimedJob(unpackClaim(row)));
   }
 
-  async jobFinishMany(p: JobFinishParams<Transaction>): Promise<FinishedJob[]> {
-    checkTransaction(p.tx);
+  /** The transactional operations inside the application's libSQL `Transaction`. */
+  inTransaction(tx: Transaction): TransactionStore {
+    checkTransaction(tx);
+    return {
+      jobFinishMany: (p) => this.#finish(p, tx),
+      jobInsertMany: (p) => insertJobs(this.#db, this.namespace, p, tx),
+      jobRenewLeases: (p) => this.#renew(p, tx),
+    };
+  }
+
+  jobFinishMany(p: JobFinishParams): Promise<FinishedJob[]> {
+    return this.#finish(p);
+  }
+
+  async #finish(p: JobFinishParams, tx?: Transaction): Promise<FinishedJob[]> {
     if (p.finishes.length === 0) return [];
     // Each item is a JSON array of its id, its fence and the fields that differ between items; a
     // field with one value in every item (in a busy worker's batch, all of them) is one parameter,
@@ -248,11 +266,11 @@ export class LibsqlStore implements Store<Transaction> {
       }
             RETURNING id, has_children`,
       args,
-    }, p.tx);
+    }, tx);
     return rs.rows.map(toFinishedJob);
   }
 
-  async jobGet(id: string): Promise<JobRow | null> {
+  async jobGet({ id }: JobGetParams): Promise<JobRow | null> {
     const rs = await this.#db.read({
       sql: `SELECT ${JOB_COLUMNS.join(", ")} FROM errand_jobs WHERE id = ? AND namespace = ?`,
       args: [id, this.namespace],
@@ -260,8 +278,7 @@ export class LibsqlStore implements Store<Transaction> {
     return rs.rows.length ? toJobRow(rs.rows[0]) : null;
   }
 
-  async jobInsertMany(p: JobInsertParams<Transaction>): Promise<JobInsertResult> {
-    checkTransaction(p.tx);
+  async jobInsertMany(p: JobInsertParams): Promise<JobInsertResult> {
     return await insertJobs(this.#db, this.namespace, p);
   }
 
@@ -291,7 +308,7 @@ export class LibsqlStore implements Store<Transaction> {
     );
   }
 
-  async jobTransition(p: JobTransition): Promise<boolean> {
+  async jobTransition(p: JobTransitionParams): Promise<boolean> {
     const rs = await this.#db.write({
       sql: `UPDATE errand_jobs SET state = ?, run_at = coalesce(?, run_at), finished_at = ?, fence = fence + 1,
               lease_until = NULL, worker_id = NULL, reason = coalesce(?, reason),
@@ -396,17 +413,7 @@ export class LibsqlStore implements Store<Transaction> {
     return Boolean(Number(rs.rows[0].present));
   }
 
-  async partitionHead(p: { topic: string; partition: number }): Promise<JobRow | null> {
-    const rs = await this.#db.read({
-      sql: `SELECT ${JOB_COLUMNS.join(", ")} FROM errand_jobs
-            WHERE namespace = ? AND topic = ? AND "partition" = ? AND state IN ('scheduled', 'available', 'running', 'waiting')
-            ORDER BY seq LIMIT 1`,
-      args: [this.namespace, p.topic, p.partition],
-    });
-    return rs.rows.length ? toJobRow(rs.rows[0]) : null;
-  }
-
-  async partitionList(p: { topic: string }): Promise<PartitionRow[]> {
+  async partitionList(p: PartitionListParams): Promise<PartitionRow[]> {
     const rs = await this.#db.read({
       sql: `SELECT p."partition" AS "partition",
               (SELECT count(*) FROM errand_jobs AS e WHERE e.namespace = p.namespace AND e.topic = p.topic
@@ -418,14 +425,15 @@ export class LibsqlStore implements Store<Transaction> {
               WHERE e.namespace = p.namespace AND e.topic = p.topic AND e."partition" = p."partition"
                 AND e.state IN ('scheduled', 'available', 'running', 'waiting')
               ORDER BY e.seq LIMIT 1)
-            WHERE p.namespace = ? AND p.topic = ? ORDER BY p."partition"`,
-      args: [this.namespace, p.topic],
+            WHERE p.namespace = ? AND p.topic = ? ${p.partition === undefined ? "" : 'AND p."partition" = ?'}
+            ORDER BY p."partition"`,
+      args: p.partition === undefined ? [this.namespace, p.topic] : [this.namespace, p.topic, p.partition],
     });
     return rs.rows.map(toPartitionRow);
   }
 
-  async jobActivity(p: { since: number }): Promise<ActivityRow> {
-    const [events, waits] = await Promise.all([
+  async jobActivity(p: JobActivityParams): Promise<ActivityRow> {
+    const [events, waits, storageBytes] = await Promise.all([
       this.#db.read({
         sql: `SELECT 'enqueued' AS what, (created_at - ?2) / 1000 AS second, count(*) AS count FROM errand_jobs
                 WHERE namespace = ?1 AND created_at >= ?2 GROUP BY 2
@@ -443,11 +451,12 @@ export class LibsqlStore implements Store<Transaction> {
               FROM errand_jobs WHERE namespace = ? AND started_at >= ? GROUP BY 1`,
         args: [this.namespace, p.since],
       }),
+      this.#storageBytes(),
     ]);
-    return toActivityRow(events.rows, waits.rows);
+    return toActivityRow(events.rows, waits.rows, storageBytes);
   }
 
-  async storageBytes(): Promise<number | null> {
+  async #storageBytes(): Promise<number | null> {
     try {
       const rs = await this.#db.read(
         "SELECT page_count * page_size AS bytes FROM pragma_page_count(), pragma_page_size()",
@@ -459,7 +468,7 @@ export class LibsqlStore implements Store<Transaction> {
     }
   }
 
-  async leaderAcquire(p: LeaderAcquire): Promise<boolean> {
+  async leaderAcquire(p: LeaderAcquireParams): Promise<boolean> {
     const rs = await this.#db.write({
       sql: `INSERT INTO errand_leaders (namespace, name, holder, until) VALUES (?, ?, ?, ?)
             ON CONFLICT (namespace, name) DO UPDATE SET holder = excluded.holder, until = excluded.until
@@ -477,7 +486,7 @@ export class LibsqlStore implements Store<Transaction> {
     });
   }
 
-  async scheduleAdvance(p: ScheduleAdvance): Promise<boolean> {
+  async scheduleAdvance(p: ScheduleAdvanceParams): Promise<boolean> {
     const rs = await this.#db.write({
       sql: `UPDATE errand_schedules SET next_run_at = ?, last_run_at = ?, last_job_id = ?
             WHERE namespace = ? AND id = ? AND fingerprint = ? AND next_run_at = ? RETURNING id`,
@@ -494,7 +503,7 @@ export class LibsqlStore implements Store<Transaction> {
     return rs.rows.length > 0;
   }
 
-  async scheduleGet(id: string): Promise<ScheduleRecord | null> {
+  async scheduleGet({ id }: ScheduleGetParams): Promise<ScheduleRecord | null> {
     const rs = await this.#db.read({
       sql: `SELECT ${SCHEDULE_COLUMNS.join(", ")} FROM errand_schedules WHERE namespace = ? AND id = ?`,
       args: [this.namespace, id],
@@ -628,8 +637,16 @@ export class LibsqlStore implements Store<Transaction> {
     return toResolvedWaiting(rs.rows);
   }
 
-  async jobRenewLeases(p: { leases: readonly LeaseRef[]; leaseUntil: number; tx?: Transaction }): Promise<string[]> {
-    checkTransaction(p.tx);
+  jobRenewLeases(p: JobRenewLeasesParams): Promise<string[]> {
+    return this.#renew(p);
+  }
+
+  /** libSQL cannot push wake-ups across processes: workers in other processes poll. */
+  listen(_params: ListenParams): Promise<null> {
+    return Promise.resolve(null);
+  }
+
+  async #renew(p: JobRenewLeasesParams, tx?: Transaction): Promise<string[]> {
     if (p.leases.length === 0) return [];
     const statement = {
       sql: `UPDATE errand_jobs AS j SET lease_until = ?
@@ -638,7 +655,7 @@ export class LibsqlStore implements Store<Transaction> {
             RETURNING id`,
       args: [p.leaseUntil, JSON.stringify(p.leases), this.namespace],
     };
-    const rs = p.tx ? await this.#db.write(statement, p.tx) : await this.#db.writeUnsynced(statement);
+    const rs = tx ? await this.#db.write(statement, tx) : await this.#db.writeUnsynced(statement);
     return rs.rows.map((r) => String(r.id));
   }
 

@@ -60,7 +60,7 @@ const CONNECTION_CODES = new Set([
  * savepoint (the client's own `sql` has no `savepoint`).
  * @throws {ValidationError} Otherwise.
  */
-function checkTransaction(tx: unknown): TransactionSql {
+export function checkTransaction(tx: unknown): TransactionSql {
   const t = tx as { unsafe?: unknown; savepoint?: unknown } | null;
   if (typeof tx !== "function" || typeof t?.unsafe !== "function" || typeof t.savepoint !== "function") {
     throw new ValidationError(

@@ -7,7 +7,8 @@
  * @module
  */
 import type { TransactionSql } from "postgres";
-import type { JobInsertParams, JobInsertResult, JobInsertRow } from "../../src/store/store.ts";
+import type { JobInsertParams } from "../../src/store/store.ts";
+import type { JobInsertResult, JobInsertRow } from "../../src/store/records.ts";
 import { toHex } from "../sql/hex.ts";
 import { holdersByRow } from "../sql/rows.ts";
 import type { PostgresConnection } from "./connection.ts";
@@ -35,9 +36,10 @@ export interface InsertTarget {
 export async function insertJobs(
   db: PostgresConnection,
   target: InsertTarget,
-  p: JobInsertParams<TransactionSql>,
+  p: JobInsertParams,
+  tx?: TransactionSql,
 ): Promise<JobInsertResult> {
-  if (!p.rows.some((r) => r.parents.length > 0)) return await insertRows(db, target, p, p.tx);
+  if (!p.rows.some((r) => r.parents.length > 0)) return await insertRows(db, target, p, tx);
   // A continuation and its links to its parents are written together, or neither is.
   const insert = async (tx: TransactionSql) => {
     const result = await insertRows(db, target, p, tx);
@@ -57,14 +59,14 @@ export async function insertJobs(
     );
     return result;
   };
-  return p.tx ? await insert(p.tx) : await db.run(() => db.sql.begin(insert) as Promise<JobInsertResult>);
+  return tx ? await insert(tx) : await db.run(() => db.sql.begin(insert) as Promise<JobInsertResult>);
 }
 
 /** The rows of `p` in one statement, claimed where `p.start` says, with the holders of unique keys it met. */
 async function insertRows(
   db: PostgresConnection,
   target: InsertTarget,
-  p: JobInsertParams<TransactionSql>,
+  p: JobInsertParams,
   tx: TransactionSql | undefined,
 ): Promise<JobInsertResult> {
   const r = p.rows;

@@ -12,7 +12,7 @@
  * @module
  */
 import type { Sql, TransactionSql } from "postgres";
-import type { Store } from "../../src/store/store.ts";
+import type { StoreFor } from "../../src/store/store.ts";
 import { checkName, NAMESPACE_PATTERN } from "../../src/checks/names.ts";
 import { PostgresStore } from "./store.ts";
 
@@ -61,7 +61,7 @@ export interface PostgresStoreOptions {
  * const store = postgresStore(postgres({ prepare: false }), { notify: false });
  * ```
  */
-export function postgresStore(sql: Sql, options: PostgresStoreOptions = {}): Store<TransactionSql> {
+export function postgresStore(sql: Sql, options: PostgresStoreOptions = {}): StoreFor<TransactionSql> {
   return new PostgresStore(sql, {
     namespace: checkName("namespace", options.namespace ?? "default", NAMESPACE_PATTERN),
     schema: checkName("schema", options.schema ?? "errand", SCHEMA_PATTERN),

@@ -20,28 +20,35 @@
 import type { Sql, TransactionSql } from "postgres";
 import { SchemaVersionError } from "../../src/errors.ts";
 import type {
+  JobActivityParams,
+  JobClaimParams,
+  JobFinishParams,
+  JobGetParams,
+  JobInsertParams,
+  JobListParams,
+  JobRenewLeasesParams,
+  JobTransitionParams,
+  LeaderAcquireParams,
+  ListenParams,
+  PartitionListParams,
+  ScheduleAdvanceParams,
+  ScheduleGetParams,
+  StoreFor,
+  TransactionStore,
+} from "../../src/store/store.ts";
+import type {
   ActivityRow,
   ClaimedJob,
   ExpiredJob,
   FinishedJob,
-  JobClaimParams,
   JobCount,
-  JobFinishParams,
-  JobInsertParams,
   JobInsertResult,
-  JobListParams,
   JobRelatives,
   JobRow,
-  JobTransition,
-  LeaderAcquire,
-  LeaseRef,
   PartitionRow,
   ResolvedWaiting,
-  ScheduleAdvance,
   ScheduleRecord,
-  Store,
-  StoreCapabilities,
-} from "../../src/store/store.ts";
+} from "../../src/store/records.ts";
 import { LISTED_STATES, LISTED_STATES_SQL } from "../sql/listed_states.ts";
 import type { WorkerInfo } from "../../src/jobs/types.ts";
 import {
@@ -63,7 +70,7 @@ import {
   toWorkerInfo,
   workerInfoColumn,
 } from "../sql/rows.ts";
-import { PostgresConnection, type Querier } from "./connection.ts";
+import { checkTransaction, PostgresConnection, type Querier } from "./connection.ts";
 import { insertJobs, type InsertTarget } from "./insert.ts";
 import { BOOTSTRAP_SQL, POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION, quoteIdentifier } from "./migrations.ts";
 
@@ -76,9 +83,7 @@ export interface PostgresStoreSettings {
 }
 
 /** A {@link Store} on a postgres.js client. Create it with `postgresStore()`. */
-export class PostgresStore implements Store<TransactionSql> {
-  /** Whether this store pushes wake-ups (LISTEN/NOTIFY). */
-  readonly capabilities: StoreCapabilities;
+export class PostgresStore implements StoreFor<TransactionSql> {
   /** The namespace every operation is confined to. */
   readonly namespace: string;
   readonly #db: PostgresConnection;
@@ -99,7 +104,6 @@ export class PostgresStore implements Store<TransactionSql> {
     this.#db = new PostgresConnection(sql);
     this.#settings = settings;
     this.namespace = settings.namespace;
-    this.capabilities = { listen: settings.notify };
     this.#schema = quoteIdentifier(settings.schema);
     this.#jobs = `${this.#schema}.jobs`;
     this.#queues = `${this.#schema}.queues`;
@@ -193,7 +197,21 @@ export class PostgresStore implements Store<TransactionSql> {
     return rows.map(toClaimedJob);
   }
 
-  async jobFinishMany(p: JobFinishParams<TransactionSql>): Promise<FinishedJob[]> {
+  /** The transactional operations inside the application's postgres.js transaction. */
+  inTransaction(tx: TransactionSql): TransactionStore {
+    checkTransaction(tx);
+    return {
+      jobFinishMany: (p) => this.#finish(p, tx),
+      jobInsertMany: (p) => insertJobs(this.#db, this.#insertTarget, p, tx),
+      jobRenewLeases: (p) => this.#renew(p, tx),
+    };
+  }
+
+  jobFinishMany(p: JobFinishParams): Promise<FinishedJob[]> {
+    return this.#finish(p);
+  }
+
+  async #finish(p: JobFinishParams, tx?: TransactionSql): Promise<FinishedJob[]> {
     if (p.finishes.length === 0) return [];
     const f = p.finishes;
     const rows = await this.#db.query(
@@ -221,12 +239,12 @@ export class PostgresStore implements Store<TransactionSql> {
         f.map((x) => x.leaseExpiredBefore ?? null),
         this.namespace,
       ],
-      p.tx,
+      tx,
     );
     return rows.map(toFinishedJob);
   }
 
-  async jobGet(id: string): Promise<JobRow | null> {
+  async jobGet({ id }: JobGetParams): Promise<JobRow | null> {
     const rows = await this.#db.query(
       `SELECT ${JOB_COLUMNS.join(", ")} FROM ${this.#jobs} WHERE id = $1 AND namespace = $2`,
       [
@@ -237,7 +255,7 @@ export class PostgresStore implements Store<TransactionSql> {
     return rows.length ? toJobRow(rows[0]) : null;
   }
 
-  async jobInsertMany(p: JobInsertParams<TransactionSql>): Promise<JobInsertResult> {
+  async jobInsertMany(p: JobInsertParams): Promise<JobInsertResult> {
     return await insertJobs(this.#db, this.#insertTarget, p);
   }
 
@@ -260,7 +278,7 @@ export class PostgresStore implements Store<TransactionSql> {
     return rows.length > 0;
   }
 
-  async jobTransition(p: JobTransition): Promise<boolean> {
+  async jobTransition(p: JobTransitionParams): Promise<boolean> {
     const notify = p.state === "available" && this.#settings.notify;
     const [result] = await this.#db.query(
       `WITH changed AS (
@@ -351,17 +369,7 @@ export class PostgresStore implements Store<TransactionSql> {
     return Boolean(row.present);
   }
 
-  async partitionHead(p: { topic: string; partition: number }): Promise<JobRow | null> {
-    const rows = await this.#db.query(
-      `SELECT ${JOB_COLUMNS.join(", ")} FROM ${this.#jobs}
-       WHERE namespace = $1 AND topic = $2 AND "partition" = $3 AND state IN ('scheduled', 'available', 'running', 'waiting')
-       ORDER BY seq LIMIT 1`,
-      [this.namespace, p.topic, p.partition],
-    );
-    return rows.length ? toJobRow(rows[0]) : null;
-  }
-
-  async partitionList(p: { topic: string }): Promise<PartitionRow[]> {
+  async partitionList(p: PartitionListParams): Promise<PartitionRow[]> {
     const rows = await this.#db.query(
       `SELECT p."partition",
          (SELECT count(*) FROM ${this.#jobs} AS e WHERE e.namespace = p.namespace AND e.topic = p.topic
@@ -373,14 +381,14 @@ export class PostgresStore implements Store<TransactionSql> {
          WHERE e.namespace = p.namespace AND e.topic = p.topic AND e."partition" = p."partition"
            AND e.state IN ('scheduled', 'available', 'running', 'waiting')
          ORDER BY e.seq LIMIT 1) AS h ON true
-       WHERE p.namespace = $1 AND p.topic = $2 ORDER BY p."partition"`,
-      [this.namespace, p.topic],
+       WHERE p.namespace = $1 AND p.topic = $2 AND ($3::int IS NULL OR p."partition" = $3) ORDER BY p."partition"`,
+      [this.namespace, p.topic, p.partition ?? null],
     );
     return rows.map(toPartitionRow);
   }
 
-  async jobActivity(p: { since: number }): Promise<ActivityRow> {
-    const [events, waits] = await Promise.all([
+  async jobActivity(p: JobActivityParams): Promise<ActivityRow> {
+    const [events, waits, storageBytes] = await Promise.all([
       this.#db.query(
         `SELECT 'enqueued' AS what, (created_at - $2) / 1000 AS second, count(*) AS count FROM ${this.#jobs}
            WHERE namespace = $1 AND created_at >= $2 GROUP BY 2
@@ -398,11 +406,12 @@ export class PostgresStore implements Store<TransactionSql> {
          FROM ${this.#jobs} WHERE namespace = $1 AND started_at >= $2 GROUP BY 1`,
         [this.namespace, p.since],
       ),
+      this.#storageBytes(),
     ]);
-    return toActivityRow(events, waits);
+    return toActivityRow(events, waits, storageBytes);
   }
 
-  async storageBytes(): Promise<number | null> {
+  async #storageBytes(): Promise<number | null> {
     const [row] = await this.#db.query(
       `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) AS bytes FROM pg_class AS c
        JOIN pg_namespace AS n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'`,
@@ -411,7 +420,7 @@ export class PostgresStore implements Store<TransactionSql> {
     return Number(row.bytes);
   }
 
-  async leaderAcquire(p: LeaderAcquire): Promise<boolean> {
+  async leaderAcquire(p: LeaderAcquireParams): Promise<boolean> {
     const rows = await this.#db.query(
       `INSERT INTO ${this.#leaders} AS l (namespace, name, holder, until) VALUES ($1, $2, $3, $4)
        ON CONFLICT (namespace, name) DO UPDATE SET holder = excluded.holder, until = excluded.until
@@ -430,7 +439,7 @@ export class PostgresStore implements Store<TransactionSql> {
     ]);
   }
 
-  async scheduleAdvance(p: ScheduleAdvance): Promise<boolean> {
+  async scheduleAdvance(p: ScheduleAdvanceParams): Promise<boolean> {
     const rows = await this.#db.query(
       `UPDATE ${this.#schedules} SET next_run_at = $1, last_run_at = $2, last_job_id = $3
        WHERE namespace = $4 AND id = $5 AND fingerprint = $6 AND next_run_at = $7 RETURNING id`,
@@ -447,7 +456,7 @@ export class PostgresStore implements Store<TransactionSql> {
     return rows.length > 0;
   }
 
-  async scheduleGet(id: string): Promise<ScheduleRecord | null> {
+  async scheduleGet({ id }: ScheduleGetParams): Promise<ScheduleRecord | null> {
     const rows = await this.#db.query(
       `SELECT ${SCHEDULE_COLUMNS.join(", ")} FROM ${this.#schedules} WHERE namespace = $1 AND id = $2`,
       [this.namespace, id],
@@ -586,24 +595,29 @@ export class PostgresStore implements Store<TransactionSql> {
     return resolved;
   }
 
-  async jobRenewLeases(p: { leases: readonly LeaseRef[]; leaseUntil: number; tx?: TransactionSql }): Promise<string[]> {
+  jobRenewLeases(p: JobRenewLeasesParams): Promise<string[]> {
+    return this.#renew(p);
+  }
+
+  async #renew(p: JobRenewLeasesParams, tx?: TransactionSql): Promise<string[]> {
     if (p.leases.length === 0) return [];
     // Alone, the renewal's commit need not wait for the flush; in the application's transaction it must not
     // change how that commits.
-    const unsynced = p.tx ? "" : ", (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit";
+    const unsynced = tx ? "" : ", (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit";
     const rows = await this.#db.query(
       `UPDATE ${this.#jobs} AS j SET lease_until = $1
        FROM unnest($2::text[], $3::int[]) AS l(id, fence)${unsynced}
        WHERE j.id = l.id AND j.namespace = $4 AND j.state = 'running' AND j.fence = l.fence
        RETURNING j.id`,
       [p.leaseUntil, p.leases.map((l) => l.id), p.leases.map((l) => l.fence), this.namespace],
-      p.tx,
+      tx,
     );
     return rows.map((r) => String(r.id));
   }
 
-  /** LISTENs on the namespace's channel; postgres.js re-listens after reconnecting. */
-  async listen(onWake: () => void): Promise<() => Promise<void>> {
+  /** LISTENs on the namespace's channel (postgres.js re-listens after reconnecting); null with `notify: false`. */
+  async listen({ onWake }: ListenParams): Promise<(() => Promise<void>) | null> {
+    if (!this.#settings.notify) return null;
     const request = await this.#db.run(() => this.#db.sql.listen(this.#channel, () => onWake(), onWake));
     return () => request.unlisten();
   }

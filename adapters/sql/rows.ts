@@ -19,7 +19,7 @@ import type {
   PartitionRow,
   ResolvedWaiting,
   ScheduleRecord,
-} from "../../src/store/store.ts";
+} from "../../src/store/records.ts";
 import type { JobState, RunRecord, WorkerInfo } from "../../src/jobs/types.ts";
 
 /** A row as a driver returns it: values by column name. */
@@ -324,9 +324,14 @@ export function toPartitionRow(r: StoredRow): PartitionRow {
   };
 }
 
-/** An activity summary from its two result sets: events by second, and dispatch waits. */
-export function toActivityRow(events: readonly StoredRow[], waits: readonly StoredRow[]): ActivityRow {
+/** An activity summary from its two result sets (events by second, and dispatch waits) and the tables' size. */
+export function toActivityRow(
+  events: readonly StoredRow[],
+  waits: readonly StoredRow[],
+  storageBytes: number | null,
+): ActivityRow {
   return {
+    storageBytes,
     events: events.map((r) => ({ what: String(r.what), second: Number(r.second), count: Number(r.count) })),
     waits: waits.map((r) => ({
       partitioned: r.partitioned === true || Number(r.partitioned) === 1,

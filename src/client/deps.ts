@@ -9,11 +9,11 @@ import type { ResolvedOptions } from "./options.ts";
 import type { Telemetry } from "../observability/telemetry.ts";
 import type { Tracing } from "../observability/tracing.ts";
 import type { Workers } from "../running/workers.ts";
-import type { Store } from "../store/store.ts";
+import type { StoreFor } from "../store/store.ts";
 
 /** What the insert path, the worker pool and the operator calls work with. */
 export interface ClientDeps<TTx> {
-  readonly store: Store<TTx>;
+  readonly store: StoreFor<TTx>;
   /** The checked options, with the clock and the logger. */
   readonly options: ResolvedOptions;
   readonly kinds: KindRegistry;

@@ -17,7 +17,7 @@ import { toJobInfo } from "../jobs/job_info.ts";
 import { JOB_STATES, type JobInfo, type JobState, type WorkerInfo } from "../jobs/types.ts";
 import { type ErrandStats, STATS_WINDOW_MS, toStats } from "../observability/stats.ts";
 import type { Snapshot } from "../observability/telemetry.ts";
-import type { JobTransition, Store } from "../store/store.ts";
+import type { JobTransitionParams, Store } from "../store/store.ts";
 import type { ClientDeps } from "./deps.ts";
 import { identity } from "./kinds.ts";
 import type { PartitionCalls } from "./partitions.ts";
@@ -92,7 +92,7 @@ const SHARED_METRICS_MS = 15_000;
 /** The operator calls on jobs and queues. */
 export class OperatorCalls<TTx> {
   readonly #deps: ClientDeps<TTx>;
-  readonly #store: Store<unknown>;
+  readonly #store: Store;
   readonly #partitions: PartitionCalls<TTx>;
   /** What `metrics()` last read from the store, and when. */
   #shared: { at: number; value: Promise<Pick<Snapshot, "queued" | "topics">> } | undefined;
@@ -100,7 +100,7 @@ export class OperatorCalls<TTx> {
   /** Operator calls over `deps`; `metrics()` reports the topics of `partitions` too. */
   constructor(deps: ClientDeps<TTx>, partitions: PartitionCalls<TTx>) {
     this.#deps = deps;
-    this.#store = deps.store as Store<unknown>;
+    this.#store = deps.store;
     this.#partitions = partitions;
   }
 
@@ -108,7 +108,7 @@ export class OperatorCalls<TTx> {
   async get(id: string): Promise<JobDetails | null> {
     checkId("get", id);
     await this.#deps.ready();
-    const row = await this.#store.jobGet(id);
+    const row = await this.#store.jobGet({ id });
     if (!row) return null;
     const { parents, children } = await this.#store.jobRelatives({ id, limit: CHILDREN_SHOWN });
     return { ...toJobInfo(row), parents, children };
@@ -160,7 +160,7 @@ export class OperatorCalls<TTx> {
     checkId("delete", id);
     await this.#deps.ready();
     if (await this.#store.jobDelete({ id })) return;
-    const job = await this.#store.jobGet(id);
+    const job = await this.#store.jobGet({ id });
     if (!job) throw new NotFoundError(`There is no job with id "${id}"`);
     throw new StateError(`Job "${id}" is running; cancel it before deleting it`);
   }
@@ -210,12 +210,11 @@ export class OperatorCalls<TTx> {
   async stats(): Promise<ErrandStats> {
     await this.#deps.ready();
     const since = this.#deps.options.clock.now() - STATS_WINDOW_MS;
-    const [activity, workers, storage] = await Promise.all([
+    const [activity, workers] = await Promise.all([
       this.#store.jobActivity({ since }),
       liveWorkers(this.#store, since + STATS_WINDOW_MS),
-      this.#store.storageBytes(),
     ]);
-    return toStats(activity, workers, storage, since);
+    return toStats(activity, workers, since);
   }
 
   /** See `Errand.metrics()`. */
@@ -238,13 +237,13 @@ export class OperatorCalls<TTx> {
   async #transition(
     id: string,
     call: string,
-    change: (now: number) => Omit<JobTransition, "id">,
+    change: (now: number) => Omit<JobTransitionParams, "id">,
   ): Promise<JobInfo> {
     checkId(call, id);
     await this.#deps.ready();
     const transition = { id, ...change(this.#deps.options.clock.now()) };
     const applied = await this.#store.jobTransition(transition);
-    const row = await this.#store.jobGet(id);
+    const row = await this.#store.jobGet({ id });
     if (!row) throw new NotFoundError(`There is no job with id "${id}"`);
     if (!applied) {
       throw new StateError(

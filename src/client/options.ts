@@ -14,7 +14,7 @@ import type { MaintenanceIntervals, Retention } from "../cluster/maintenance.ts"
 import { checkName } from "../checks/names.ts";
 import { checkTopics, type TopicOptions } from "../topics/partition.ts";
 import { checkRetryPolicy, defaultRetryPolicy, type RetryPolicy } from "../running/retry.ts";
-import type { Store } from "../store/store.ts";
+import type { StoreFor } from "../store/store.ts";
 import type { Observer } from "../observability/telemetry.ts";
 
 /**
@@ -44,7 +44,7 @@ export interface ErrandOptions<J extends JobDefinitions, Ctx, TTx> {
   /** The job kinds, from `defineJobs`. */
   jobs: J;
   /** Where jobs live: `libsqlStore(...)` or `postgresStore(...)`. */
-  store: Store<TTx>;
+  store: StoreFor<TTx>;
   /**
    * `"work"` to run workers and maintenance, `"enqueue"` to only enqueue and read.
    * @default "work"

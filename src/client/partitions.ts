@@ -26,19 +26,19 @@ import { identity } from "./kinds.ts";
 /** The operator calls on topics and partitions. */
 export class PartitionCalls<TTx> {
   readonly #deps: ClientDeps<TTx>;
-  readonly #store: Store<unknown>;
+  readonly #store: Store;
 
   /** The calls over `deps`. */
   constructor(deps: ClientDeps<TTx>) {
     this.#deps = deps;
-    this.#store = deps.store as Store<unknown>;
+    this.#store = deps.store;
   }
 
   /** See `Errand.forceFailPartitionHead()`. */
   async forceFailPartitionHead(topic: string, partition: number): Promise<JobInfo | null> {
     this.#partition(topic, partition);
     await this.#deps.ready();
-    const head = await this.#store.partitionHead({ topic, partition });
+    const head = (await this.#store.partitionList({ topic, partition }))[0]?.head;
     if (!head) return null;
     const failed = await this.#store.jobTransition({
       id: head.id,
@@ -52,7 +52,7 @@ export class PartitionCalls<TTx> {
     this.#deps.workers.cancel(head.id);
     this.#deps.workers.wakeAll();
     await releaseChildren(this.#deps, [head.id]);
-    const row = await this.#store.jobGet(head.id);
+    const row = await this.#store.jobGet({ id: head.id });
     return row && toJobInfo(row);
   }
 

@@ -32,7 +32,7 @@ import type { RunEnds } from "../running/executor.ts";
 import { LeaseKeeper } from "../running/leases.ts";
 import { QueueWorker } from "../running/worker.ts";
 import { Schedules } from "../schedules/schedules.ts";
-import type { ClaimedJob, FinishedJob, HeadFilter, JobFinish, Store } from "../store/store.ts";
+import type { ClaimedJob, FinishedJob, HeadFilter, JobFinish } from "../store/records.ts";
 import { every, type Periodic } from "../time/periodic.ts";
 import { Ownership } from "../topics/ownership.ts";
 import type { ClientDeps } from "./deps.ts";
@@ -100,7 +100,7 @@ export class WorkerPool<TTx> implements RunEnds {
     this.#deps = deps;
     const { options, kinds, workers, telemetry, workerId } = deps;
     const { clock, logger } = options;
-    const store = deps.store as Store<unknown>;
+    const store = deps.store;
     const base = { store, clock, logger };
     this.#completer = new Completer(base);
     this.#leases = new LeaseKeeper(store, clock, logger, options.leaseMs);
@@ -162,7 +162,7 @@ export class WorkerPool<TTx> implements RunEnds {
       });
     }
     await this.#heartbeat.start();
-    if (store.capabilities.listen && store.listen) this.#unlisten = await store.listen(() => workers.wakeAll());
+    this.#unlisten = (await store.listen({ onWake: () => workers.wakeAll() })) ?? undefined;
     logger.info("Started", { workerId: this.#deps.workerId, queues: Object.fromEntries(options.queues) });
   }
 

@@ -8,13 +8,13 @@
  */
 import type { Clock } from "../time/clock.ts";
 import type { Logger } from "../observability/logger.ts";
-import type { Store } from "../store/store.ts";
+import type { ClusterStore } from "../store/store.ts";
 
 const BATCH = 500;
 
 /** What resolving needs from the rest of errand. */
 export interface ResolveEnv {
-  readonly store: Store<unknown>;
+  readonly store: ClusterStore;
   readonly clock: Clock;
   /** Wakes this instance's worker of `queue`, if any. */
   wake(queue: string): void;
@@ -36,7 +36,7 @@ export async function resolveWaiting(env: ResolveEnv, parents?: readonly string[
 
 /** What {@link releaseChildren} needs: where to resolve, where to log a failure, whom to wake. */
 export interface ReleaseEnv {
-  readonly store: Store<unknown>;
+  readonly store: ClusterStore;
   readonly options: { readonly clock: Clock; readonly logger: Logger };
   /** This instance's workers, woken for released jobs. */
   readonly workers: { wake(queue: string): void };

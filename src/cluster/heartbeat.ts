@@ -14,7 +14,7 @@
 import type { Clock } from "../time/clock.ts";
 import type { Logger } from "../observability/logger.ts";
 import { every, type Periodic } from "../time/periodic.ts";
-import type { Store } from "../store/store.ts";
+import type { ClusterStore } from "../store/store.ts";
 import type { WorkerInfo } from "../jobs/types.ts";
 
 /** How often a `"work"` instance beats. */
@@ -25,7 +25,7 @@ export const WORKER_EXPIRY_MS = 15_000;
 
 /** What the heartbeat needs from the rest of errand. */
 export interface HeartbeatEnv {
-  readonly store: Store<unknown>;
+  readonly store: ClusterStore;
   readonly clock: Clock;
   readonly logger: Logger;
   /** This instance's id. */
@@ -77,6 +77,6 @@ export class Heartbeat {
 }
 
 /** The live instances as seen at `now`. */
-export async function liveWorkers(store: Store<unknown>, now: number): Promise<WorkerInfo[]> {
+export async function liveWorkers(store: Pick<ClusterStore, "workerList">, now: number): Promise<WorkerInfo[]> {
   return await store.workerList({ since: now - WORKER_EXPIRY_MS });
 }

@@ -14,11 +14,11 @@
  */
 import type { Clock } from "../time/clock.ts";
 import type { Logger } from "../observability/logger.ts";
-import type { Store } from "../store/store.ts";
+import type { ClusterStore } from "../store/store.ts";
 
 /** What leadership needs from the rest of errand. */
 export interface LeadershipEnv {
-  readonly store: Store<unknown>;
+  readonly store: ClusterStore;
   readonly clock: Clock;
   readonly logger: Logger;
   /** This instance's id. */

@@ -19,7 +19,7 @@ import { resolveWaiting } from "./continuations.ts";
 import { failedFinish, namedError } from "../running/outcome.ts";
 import { every, type Periodic } from "../time/periodic.ts";
 import type { RetryPolicy } from "../running/retry.ts";
-import type { Store } from "../store/store.ts";
+import type { ClusterStore } from "../store/store.ts";
 
 /** How long finished jobs are kept, in ms, by final state. */
 export interface Retention {
@@ -37,7 +37,7 @@ export interface MaintenanceIntervals {
 
 /** What maintenance needs from the rest of errand. */
 export interface MaintenanceEnv {
-  readonly store: Store<unknown>;
+  readonly store: ClusterStore;
   readonly clock: Clock;
   readonly logger: Logger;
   readonly retention: Retention;

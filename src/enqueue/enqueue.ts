@@ -13,7 +13,7 @@ import { checkCount, MAX_TIMEOUT_MS } from "../checks/limits.ts";
 import { checkName } from "../checks/names.ts";
 import { type PartitionKey, partitionOf, type Placement } from "../topics/partition.ts";
 import { checkRetryPolicy, type RetryPolicy } from "../running/retry.ts";
-import type { JobInsertRow } from "../store/store.ts";
+import type { JobInsertRow } from "../store/records.ts";
 import { checkUnique, uniqueKeyOf, type UniqueOptions } from "./unique.ts";
 
 /** Options of one enqueued job; each overrides the kind's default. */

@@ -12,7 +12,7 @@ import type { ClientDeps } from "../client/deps.ts";
 import { releaseChildren } from "../cluster/continuations.ts";
 import { NotFoundError, StateError, ValidationError } from "../errors.ts";
 import { checkPayload } from "../jobs/validate.ts";
-import type { ClaimedJob, JobInsertRow } from "../store/store.ts";
+import type { ClaimedJob, JobInsertRow } from "../store/records.ts";
 import { isSequentialTopic, type Placement } from "../topics/partition.ts";
 import { buildInsertRow, type EnqueueOptions, type EnqueueResult, type JobEnqueueOptions } from "./enqueue.ts";
 import { claimOfInsert, pickLocalStarts } from "./local_start.ts";
@@ -67,7 +67,7 @@ export class Inserter<TTx> {
       // Inside the application's transaction a parent may be new in the same transaction: not checked there.
       await this.#deps.ready();
       for (const id of parents) {
-        if (!await store.jobGet(id)) throw new NotFoundError(`enqueueAfter(): there is no job with id "${id}"`);
+        if (!await store.jobGet({ id })) throw new NotFoundError(`enqueueAfter(): there is no job with id "${id}"`);
       }
     }
     const [result] = await this.#insert([row], opts.tx);
@@ -151,6 +151,7 @@ export class Inserter<TTx> {
     const { store, kinds, workers, telemetry, workerId } = this.#deps;
     const { clock, leaseMs } = this.#deps.options;
     await this.#deps.ready();
+    const into = tx === undefined ? store : store.inTransaction(tx);
     if (rows.some((r) => r.topic !== null)) workers.partitioned = true;
     const starts = tx === undefined
       ? pickLocalStarts(rows, (r) => kinds.handles(r.kind, r.version) ? workers.get(r.queue) : undefined)
@@ -161,10 +162,9 @@ export class Inserter<TTx> {
     let started: ReadonlySet<string> = new Set();
     let holders: (string | null)[];
     try {
-      const result = await store.jobInsertMany({
+      const result = await into.jobInsertMany({
         rows,
         notify,
-        tx,
         start: startIds.size ? { ids: [...startIds], workerId, leaseUntil: now + leaseMs } : undefined,
       });
       holders = result.holders;
@@ -178,7 +178,7 @@ export class Inserter<TTx> {
       if (tries === UNIQUE_TRIES) {
         throw new StateError(`The unique keys of ${again.length} job(s) kept changing hands; enqueue them again`);
       }
-      const retried = await store.jobInsertMany({ rows: again, notify, tx });
+      const retried = await into.jobInsertMany({ rows: again, notify });
       for (const [k, row] of again.entries()) holders[rows.indexOf(row)] = retried.holders[k];
     }
     const unstarted = rows.filter((r) => r.state === "available" && !started.has(r.id));

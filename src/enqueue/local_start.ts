@@ -9,7 +9,7 @@
  *
  * @module
  */
-import type { ClaimedJob, JobInsertRow } from "../store/store.ts";
+import type { ClaimedJob, JobInsertRow } from "../store/records.ts";
 import type { QueueWorker } from "../running/worker.ts";
 
 /** The rows one idle worker takes, and the slots it holds for them. */

@@ -1,5 +1,5 @@
 import { payloadForDisplay } from "../encoding/codec.ts";
-import type { JobRow } from "../store/store.ts";
+import type { JobRow } from "../store/records.ts";
 import type { JobInfo, RunInfo, RunRecord } from "./types.ts";
 
 /**

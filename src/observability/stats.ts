@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { ActivityRow } from "../store/store.ts";
+import type { ActivityRow } from "../store/records.ts";
 import type { WorkerInfo } from "../jobs/types.ts";
 
 /** The window {@link ErrandStats} covers. */
@@ -62,7 +62,6 @@ export interface ErrandStats {
 export function toStats(
   activity: ActivityRow,
   workers: readonly WorkerInfo[],
-  storageBytes: number | null,
   since: number,
 ): ErrandStats {
   const seconds = STATS_WINDOW_MS / 1000;
@@ -89,6 +88,6 @@ export function toStats(
     throughput,
     dispatchWait: { regular: wait(false), partitioned: wait(true) },
     workers,
-    storageBytes,
+    storageBytes: activity.storageBytes,
   };
 }

@@ -8,7 +8,7 @@
  */
 import type { Logger } from "./logger.ts";
 import { type Metric, Registry } from "./metrics.ts";
-import type { ClaimedJob, JobFinish } from "../store/store.ts";
+import type { ClaimedJob, JobFinish } from "../store/records.ts";
 import type { RunError, RunOutcome } from "../jobs/types.ts";
 
 /** A job as observer events describe it. */

@@ -13,7 +13,7 @@
  * @module
  */
 import type { FinishOutcome } from "./telemetry.ts";
-import type { ClaimedJob } from "../store/store.ts";
+import type { ClaimedJob } from "../store/records.ts";
 import type { RunError } from "../jobs/types.ts";
 
 /** The parts of a span context errand reads (as in `@opentelemetry/api`). */

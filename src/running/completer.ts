@@ -18,7 +18,8 @@ import { type Clock, sleep } from "../time/clock.ts";
 import { StoreUnavailableError } from "../errors.ts";
 import type { Logger } from "../observability/logger.ts";
 import { rejectedFinish } from "./outcome.ts";
-import type { JobFinish, Store } from "../store/store.ts";
+import type { JobStore } from "../store/store.ts";
+import type { JobFinish } from "../store/records.ts";
 
 const MAX_BATCH = 1000;
 /** Writes in a row that may fail, with backoff, before the rest of a batch is given up on. */
@@ -43,7 +44,7 @@ export interface Saved {
 
 /** What saving outcomes needs. */
 export interface SaveEnv {
-  readonly store: Store<unknown>;
+  readonly store: Pick<JobStore, "jobFinishMany">;
   readonly clock: Clock;
   readonly logger: Logger;
 }

@@ -20,7 +20,8 @@ import {
   snoozedFinish,
 } from "./outcome.ts";
 import type { RetryPolicy } from "./retry.ts";
-import type { ClaimedJob, FinishedJob, JobFinish, Store } from "../store/store.ts";
+import type { JobStore } from "../store/store.ts";
+import type { ClaimedJob, FinishedJob, JobFinish } from "../store/records.ts";
 import { outcomeOf } from "../observability/telemetry.ts";
 import type { RunSpan } from "../observability/tracing.ts";
 import type { EnqueueOptions, Enqueuer, EnqueueResult } from "../enqueue/enqueue.ts";
@@ -84,7 +85,7 @@ export type Handler<T, Ctx = unknown, TTx = unknown, J extends JobDefinitions = 
 
 /** What the executor needs from the rest of errand: each collaborator is an object with one role. */
 export interface ExecutorEnv<TTx> {
-  readonly store: Store<TTx>;
+  readonly store: JobStore;
   readonly clock: Clock;
   readonly logger: Logger;
   readonly context: unknown;
@@ -232,7 +233,7 @@ class RunContext<TTx> implements JobContext<unknown, TTx, JobDefinitions> {
       context: env.context,
       complete: async (tx: TTx) => {
         const finish = completedFinish(claim, env.clock.now(), decided.note);
-        const [applied] = await env.store.jobFinishMany({ finishes: [finish], tx });
+        const [applied] = await env.store.inTransaction(tx).jobFinishMany({ finishes: [finish] });
         if (!applied) throw staleRun(claim, "job.complete(tx)");
         decided.completedInTx = { finish, applied };
       },
@@ -387,7 +388,7 @@ function finishOf(
 /** Whether the job is completed under this run's fence: its `job.complete(tx)` committed. */
 async function committed<TTx>(env: ExecutorEnv<TTx>, claim: ClaimedJob): Promise<boolean> {
   try {
-    const row = await env.store.jobGet(claim.id);
+    const row = await env.store.jobGet({ id: claim.id });
     return row?.state === "completed" && row.fence === claim.fence;
   } catch {
     // Unknown: the completer writes the run's own outcome, which the fence rejects if the transaction committed.
@@ -407,10 +408,9 @@ async function holdClaimIn<TTx>(
   call: string,
 ): Promise<void> {
   if (typeof options !== "object" || options === null || options.tx === undefined) return;
-  const held = await env.store.jobRenewLeases({
+  const held = await env.store.inTransaction(options.tx).jobRenewLeases({
     leases: [{ id: claim.id, fence: claim.fence }],
     leaseUntil: env.clock.now() + env.leaseMs,
-    tx: options.tx,
   });
   if (held.length === 0) throw staleRun(claim, call);
 }

@@ -9,7 +9,7 @@
 import type { Clock } from "../time/clock.ts";
 import type { Logger } from "../observability/logger.ts";
 import { every, type Periodic } from "../time/periodic.ts";
-import type { Store } from "../store/store.ts";
+import type { JobStore } from "../store/store.ts";
 
 interface Held {
   readonly fence: number;
@@ -20,13 +20,13 @@ interface Held {
 export class LeaseKeeper {
   readonly #held = new Map<string, Held>();
   #task: Periodic | undefined;
-  readonly #store: Store<unknown>;
+  readonly #store: JobStore;
   readonly #clock: Clock;
   readonly #logger: Logger;
   readonly #leaseMs: number;
 
   /** Creates a keeper for leases of `leaseMs`. */
-  constructor(store: Store<unknown>, clock: Clock, logger: Logger, leaseMs: number) {
+  constructor(store: JobStore, clock: Clock, logger: Logger, leaseMs: number) {
     this.#store = store;
     this.#clock = clock;
     this.#logger = logger;

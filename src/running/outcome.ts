@@ -9,7 +9,7 @@
 import { PermanentError } from "../errors.ts";
 import { storableText } from "../checks/limits.ts";
 import { checkRetryPolicy, retryDelay, type RetryPolicy } from "./retry.ts";
-import type { JobFinish } from "../store/store.ts";
+import type { JobFinish } from "../store/records.ts";
 import type { RunError } from "../jobs/types.ts";
 
 /** What the rules need to know about a claimed run. */

@@ -17,7 +17,7 @@
 import { sleep } from "../time/clock.ts";
 import { execute, type Execution, type ExecutorEnv } from "./executor.ts";
 import type { LeaseKeeper } from "./leases.ts";
-import type { ClaimedJob, HeadFilter } from "../store/store.ts";
+import type { ClaimedJob, HeadFilter } from "../store/records.ts";
 import { Wakeup } from "../time/wakeup.ts";
 
 /** What a queue worker needs from the rest of errand. */

@@ -25,7 +25,8 @@ import { NotFoundError, ValidationError } from "../errors.ts";
 import type { Leadership } from "../cluster/leader.ts";
 import type { Logger } from "../observability/logger.ts";
 import { checkCount } from "../checks/limits.ts";
-import type { JobInsertRow, ScheduleRecord, Store } from "../store/store.ts";
+import type { ScheduleStore } from "../store/store.ts";
+import type { JobInsertRow, ScheduleRecord } from "../store/records.ts";
 import { sha256Hex, uniqueKeyOf } from "../enqueue/unique.ts";
 
 /** How often the firing loop looks again at the latest (and renews the leadership). */
@@ -33,7 +34,7 @@ const TICK_MS = 1_000;
 
 /** What schedules need from the rest of errand. */
 export interface SchedulesEnv {
-  readonly store: Store<unknown>;
+  readonly store: ScheduleStore;
   readonly clock: Clock;
   readonly logger: Logger;
   readonly leadership: Leadership;
@@ -168,7 +169,7 @@ export class Schedules {
     const { store, clock } = this.#env;
     const now = clock.now();
     const fingerprint = await fingerprintOf(definition);
-    const previous = await store.scheduleGet(definition.id);
+    const previous = await store.scheduleGet({ id: definition.id });
     if (previous?.fingerprint === fingerprint) return null;
     const nextRunAt = (await parseCron(definition.cron, definition.timezone)).next(now);
     const record: ScheduleRecord = {
@@ -190,7 +191,7 @@ export class Schedules {
   /** Deletes a schedule and cancels its occurrence enqueued in advance if it has not started; returns whether there was one. */
   async remove(id: string): Promise<boolean> {
     const { store, clock } = this.#env;
-    const previous = await store.scheduleGet(id);
+    const previous = await store.scheduleGet({ id });
     if (!previous || !await store.scheduleDelete({ id })) return false;
     if (previous.nextJobId) await this.#cancelIfScheduled(previous.nextJobId, clock.now());
     return true;
@@ -201,7 +202,7 @@ export class Schedules {
    * @throws {NotFoundError} When there is no such schedule.
    */
   async trigger(id: string): Promise<string> {
-    const schedule = await this.#env.store.scheduleGet(id);
+    const schedule = await this.#env.store.scheduleGet({ id });
     if (!schedule) throw new NotFoundError(`There is no schedule with id "${id}"`);
     const now = this.#env.clock.now();
     const [result] = await this.#env.insert([this.#row(schedule, now, now, null)]);

@@ -15,7 +15,7 @@
  * @module
  */
 import { hash32 } from "./partition.ts";
-import type { HeadFilter } from "../store/store.ts";
+import type { HeadFilter } from "../store/records.ts";
 import type { WorkerInfo } from "../jobs/types.ts";
 
 /** The instance among `candidates` (ids) that owns `partition` of `topic`, or null when there is none. */

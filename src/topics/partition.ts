@@ -13,7 +13,7 @@
  */
 import { ValidationError } from "../errors.ts";
 import { checkName } from "../checks/names.ts";
-import type { PartitionRow } from "../store/store.ts";
+import type { PartitionRow } from "../store/records.ts";
 import type { JobState } from "../jobs/types.ts";
 
 /** A partition key: what must run in order (a customer id, an order id). */

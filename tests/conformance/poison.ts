@@ -7,11 +7,11 @@ import {
   job,
   LeaseLostError,
   PermanentError,
-  type Store,
   systemClock,
   ValidationError,
 } from "../../mod.ts";
 import { encodePayload } from "../../src/encoding/codec.ts";
+import type { StoreFor } from "../../src/store/mod.ts";
 import { idFactory } from "../../src/encoding/ids.ts";
 import { FakeClock } from "../../src/testing.ts";
 import type { StoreKind } from "../support/stores.ts";
@@ -328,7 +328,7 @@ export function poisonCases(kind: StoreKind<unknown>): void {
             if (typeof value !== "function") return value;
             return (...args: unknown[]) => (calls++, value.apply(target, args));
           },
-        }) as Store<unknown>;
+        }) as StoreFor<unknown>;
         let finished = false;
         const errand = track(createErrand({
           jobs: defineJobs({ long: job<null>({ timeout: "24d", attempts: 1 }) }),

@@ -7,12 +7,12 @@ import { createClient, type Transaction } from "@libsql/client";
 import postgres, { type TransactionSql } from "postgres";
 import { libsqlStore } from "../../adapters/libsql/mod.ts";
 import { postgresStore } from "../../adapters/postgres/mod.ts";
-import type { Store } from "../../mod.ts";
+import type { StoreFor } from "../../src/store/mod.ts";
 
 /** One fresh, empty database for one test. */
 export interface TestDatabase<TTx> {
   /** A store on this database in `namespace` (default "default"). */
-  store(namespace?: string): Store<TTx>;
+  store(namespace?: string): StoreFor<TTx>;
   /** Runs `fn` in an application transaction: commits when it returns, rolls back when it throws. */
   transaction<T>(fn: (tx: TTx) => Promise<T>): Promise<T>;
   /** How a child process reaches the same database (for multi-process tests). */

@@ -9,13 +9,14 @@ import { createClient } from "@libsql/client";
 import postgres from "postgres";
 import { libsqlStore } from "../../adapters/libsql/mod.ts";
 import { postgresStore } from "../../adapters/postgres/mod.ts";
-import { createErrand, type Store } from "../../mod.ts";
+import { createErrand } from "../../mod.ts";
+import type { StoreFor } from "../../src/store/mod.ts";
 import { processJobs, processTopics } from "./process_jobs.ts";
 
 const env = (name: string) => process.env[name] ?? "";
 const sql = env("ERRAND_CHILD_STORE") === "postgres" ? postgres(env("ERRAND_CHILD_URL"), { max: 10 }) : null;
 const client = sql ? null : createClient({ url: env("ERRAND_CHILD_URL") });
-const store = (sql ? postgresStore(sql, { schema: env("ERRAND_CHILD_SCHEMA") }) : libsqlStore(client!)) as Store<
+const store = (sql ? postgresStore(sql, { schema: env("ERRAND_CHILD_SCHEMA") }) : libsqlStore(client!)) as StoreFor<
   unknown
 >;
 const errand = createErrand({ jobs: processJobs, topics: processTopics, store, mode: "enqueue" });

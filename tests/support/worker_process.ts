@@ -13,7 +13,8 @@ import { createClient } from "@libsql/client";
 import postgres from "postgres";
 import { libsqlStore } from "../../adapters/libsql/mod.ts";
 import { postgresStore } from "../../adapters/postgres/mod.ts";
-import { createErrand, type Store } from "../../mod.ts";
+import { createErrand } from "../../mod.ts";
+import type { StoreFor } from "../../src/store/mod.ts";
 import { processJobs, processTopics } from "./process_jobs.ts";
 
 const env = (name: string) => process.env[name] ?? "";
@@ -22,7 +23,7 @@ const sql = env("ERRAND_CHILD_STORE") === "postgres"
   ? postgres(env("ERRAND_CHILD_URL"), { max: 4, onnotice: () => {} })
   : null;
 const client = sql ? null : createClient({ url: env("ERRAND_CHILD_URL") });
-const store = (sql ? postgresStore(sql, { schema: env("ERRAND_CHILD_SCHEMA") }) : libsqlStore(client!)) as Store<
+const store = (sql ? postgresStore(sql, { schema: env("ERRAND_CHILD_SCHEMA") }) : libsqlStore(client!)) as StoreFor<
   unknown
 >;
 
