@@ -10,10 +10,10 @@ import type { Telemetry } from "../observability/telemetry.ts";
 import type { Tracing } from "../observability/tracing.ts";
 import type { Workers } from "../running/workers.ts";
 import type { StoreFor } from "../store/store.ts";
+import type { ServiceDeps } from "../services.ts";
 
 /** What the insert path, the worker pool and the operator calls work with. */
-export interface ClientDeps<TTx> {
-  readonly store: StoreFor<TTx>;
+export interface ClientDeps<TTx> extends ServiceDeps<StoreFor<TTx>> {
   /** The checked options, with the clock and the logger. */
   readonly options: ResolvedOptions;
   readonly kinds: KindRegistry;

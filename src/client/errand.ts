@@ -211,6 +211,8 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     const newId = idFactory();
     const deps: ClientDeps<TTx> = {
       store: options.store,
+      clock: resolved.clock,
+      logger: resolved.logger,
       options: resolved,
       kinds: new KindRegistry(options.jobs, options.handlers, resolved.retry),
       workers: new Workers(resolved.topics.size > 0),

@@ -103,7 +103,7 @@ export class WorkerPool<TTx> implements RunEnds {
     const store = deps.store;
     const base = { store, clock, logger };
     this.#completer = new Completer(base);
-    this.#leases = new LeaseKeeper(store, clock, logger, options.leaseMs);
+    this.#leases = new LeaseKeeper(base, options.leaseMs);
     this.#maintenance = new Maintenance({
       ...base,
       retention: options.retention,

@@ -6,16 +6,13 @@
  *
  * @module
  */
-import type { Clock } from "../time/clock.ts";
-import type { Logger } from "../observability/logger.ts";
+import type { ServiceDeps } from "../services.ts";
 import type { ClusterStore } from "../store/store.ts";
 
 const BATCH = 500;
 
 /** What resolving needs from the rest of errand. */
-export interface ResolveEnv {
-  readonly store: ClusterStore;
-  readonly clock: Clock;
+export interface ResolveEnv extends Omit<ServiceDeps<ClusterStore>, "logger"> {
   /** Wakes this instance's worker of `queue`, if any. */
   wake(queue: string): void;
 }
@@ -35,9 +32,7 @@ export async function resolveWaiting(env: ResolveEnv, parents?: readonly string[
 }
 
 /** What {@link releaseChildren} needs: where to resolve, where to log a failure, whom to wake. */
-export interface ReleaseEnv {
-  readonly store: ClusterStore;
-  readonly options: { readonly clock: Clock; readonly logger: Logger };
+export interface ReleaseEnv extends ServiceDeps<ClusterStore> {
   /** This instance's workers, woken for released jobs. */
   readonly workers: { wake(queue: string): void };
 }
@@ -48,8 +43,8 @@ export interface ReleaseEnv {
  * resolves them later.
  */
 export async function releaseChildren(env: ReleaseEnv, parents: readonly string[]): Promise<void> {
-  const { store, options, workers } = env;
-  await resolveWaiting({ store, clock: options.clock, wake: (queue) => workers.wake(queue) }, parents).catch((err) =>
-    options.logger.warn("Resolving continuations failed; maintenance will retry", { error: String(err) })
+  const { store, clock, logger, workers } = env;
+  await resolveWaiting({ store, clock, wake: (queue) => workers.wake(queue) }, parents).catch((err) =>
+    logger.warn("Resolving continuations failed; maintenance will retry", { error: String(err) })
   );
 }

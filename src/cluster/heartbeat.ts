@@ -11,8 +11,7 @@
  *
  * @module
  */
-import type { Clock } from "../time/clock.ts";
-import type { Logger } from "../observability/logger.ts";
+import type { ServiceDeps } from "../services.ts";
 import { every, type Periodic } from "../time/periodic.ts";
 import type { ClusterStore } from "../store/store.ts";
 import type { WorkerInfo } from "../jobs/types.ts";
@@ -24,10 +23,7 @@ export const HEARTBEAT_MS = 5_000;
 export const WORKER_EXPIRY_MS = 15_000;
 
 /** What the heartbeat needs from the rest of errand. */
-export interface HeartbeatEnv {
-  readonly store: ClusterStore;
-  readonly clock: Clock;
-  readonly logger: Logger;
+export interface HeartbeatEnv extends ServiceDeps<ClusterStore> {
   /** This instance's id. */
   readonly id: string;
   /** What this instance works now. */

@@ -12,15 +12,11 @@
  *
  * @module
  */
-import type { Clock } from "../time/clock.ts";
-import type { Logger } from "../observability/logger.ts";
+import type { ServiceDeps } from "../services.ts";
 import type { ClusterStore } from "../store/store.ts";
 
 /** What leadership needs from the rest of errand. */
-export interface LeadershipEnv {
-  readonly store: ClusterStore;
-  readonly clock: Clock;
-  readonly logger: Logger;
+export interface LeadershipEnv extends ServiceDeps<ClusterStore> {
   /** This instance's id. */
   readonly holder: string;
   /** How long the lease holds without renewal. */

@@ -12,9 +12,8 @@
  *
  * @module
  */
-import type { Clock } from "../time/clock.ts";
+import type { ServiceDeps } from "../services.ts";
 import { saveFinishes } from "../running/completer.ts";
-import type { Logger } from "../observability/logger.ts";
 import { resolveWaiting } from "./continuations.ts";
 import { failedFinish, namedError } from "../running/outcome.ts";
 import { every, type Periodic } from "../time/periodic.ts";
@@ -36,10 +35,7 @@ export interface MaintenanceIntervals {
 }
 
 /** What maintenance needs from the rest of errand. */
-export interface MaintenanceEnv {
-  readonly store: ClusterStore;
-  readonly clock: Clock;
-  readonly logger: Logger;
+export interface MaintenanceEnv extends ServiceDeps<ClusterStore> {
   readonly retention: Retention;
   /** Most finished jobs kept per partition, or undefined for no cap. */
   readonly partitionHistory: number | undefined;

@@ -14,9 +14,9 @@
  *
  * @module
  */
-import { type Clock, sleep } from "../time/clock.ts";
+import type { ServiceDeps } from "../services.ts";
+import { sleep } from "../time/clock.ts";
 import { StoreUnavailableError } from "../errors.ts";
-import type { Logger } from "../observability/logger.ts";
 import { rejectedFinish } from "./outcome.ts";
 import type { JobStore } from "../store/store.ts";
 import type { JobFinish } from "../store/records.ts";
@@ -43,11 +43,7 @@ export interface Saved {
 }
 
 /** What saving outcomes needs. */
-export interface SaveEnv {
-  readonly store: Pick<JobStore, "jobFinishMany">;
-  readonly clock: Clock;
-  readonly logger: Logger;
-}
+export type SaveEnv = ServiceDeps<Pick<JobStore, "jobFinishMany">>;
 
 /**
  * Writes `finishes` (each on its own fence condition) in as few writes as

@@ -6,11 +6,10 @@
  *
  * @module
  */
-import type { Clock } from "../time/clock.ts";
+import type { ServiceDeps } from "../services.ts";
 import { decodePayload } from "../encoding/codec.ts";
 import { type Duration, parseDuration } from "../time/duration.ts";
 import { LeaseLostError, PermanentError, StateError, ValidationError } from "../errors.ts";
-import type { Logger } from "../observability/logger.ts";
 import {
   completedFinish,
   discardedFinish,
@@ -84,10 +83,7 @@ export type Handler<T, Ctx = unknown, TTx = unknown, J extends JobDefinitions = 
 ) => unknown;
 
 /** What the executor needs from the rest of errand: each collaborator is an object with one role. */
-export interface ExecutorEnv<TTx> {
-  readonly store: JobStore;
-  readonly clock: Clock;
-  readonly logger: Logger;
+export interface ExecutorEnv<TTx> extends ServiceDeps<JobStore> {
   readonly context: unknown;
   /** How long a claim holds; a handler's write in its own transaction renews it there. */
   readonly leaseMs: number;

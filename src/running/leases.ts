@@ -6,6 +6,7 @@
  *
  * @module
  */
+import type { ServiceDeps } from "../services.ts";
 import type { Clock } from "../time/clock.ts";
 import type { Logger } from "../observability/logger.ts";
 import { every, type Periodic } from "../time/periodic.ts";
@@ -26,10 +27,10 @@ export class LeaseKeeper {
   readonly #leaseMs: number;
 
   /** Creates a keeper for leases of `leaseMs`. */
-  constructor(store: JobStore, clock: Clock, logger: Logger, leaseMs: number) {
-    this.#store = store;
-    this.#clock = clock;
-    this.#logger = logger;
+  constructor(deps: ServiceDeps<JobStore>, leaseMs: number) {
+    this.#store = deps.store;
+    this.#clock = deps.clock;
+    this.#logger = deps.logger;
     this.#leaseMs = leaseMs;
   }
 

@@ -17,13 +17,13 @@
  *
  * @module
  */
-import { type Clock, sleep } from "../time/clock.ts";
+import type { ServiceDeps } from "../services.ts";
+import { sleep } from "../time/clock.ts";
 import { parseCron } from "./cron.ts";
 import { payloadForDisplay } from "../encoding/codec.ts";
 import type { EnqueueResult, JobEnqueueOptions } from "../enqueue/enqueue.ts";
 import { NotFoundError, ValidationError } from "../errors.ts";
 import type { Leadership } from "../cluster/leader.ts";
-import type { Logger } from "../observability/logger.ts";
 import { checkCount } from "../checks/limits.ts";
 import type { ScheduleStore } from "../store/store.ts";
 import type { JobInsertRow, ScheduleRecord } from "../store/records.ts";
@@ -33,10 +33,7 @@ import { sha256Hex, uniqueKeyOf } from "../enqueue/unique.ts";
 const TICK_MS = 1_000;
 
 /** What schedules need from the rest of errand. */
-export interface SchedulesEnv {
-  readonly store: ScheduleStore;
-  readonly clock: Clock;
-  readonly logger: Logger;
+export interface SchedulesEnv extends ServiceDeps<ScheduleStore> {
   readonly leadership: Leadership;
   readonly newId: (now: number) => string;
   /** Inserts occurrence jobs (resolving unique keys held by others) and wakes their workers. */
