@@ -14,8 +14,8 @@ import { describeValue, ErrandError, StoreError, StoreUnavailableError, Validati
 /**
  * How long SQLite itself waits for another writer per try; tries repeat up
  * to `busyTimeout`. The wait blocks the event loop, yet it must not be short:
- * with 100 ms, eight processes sharing a file stalled for minutes in
- * JavaScript-side retries, while 1 s lets SQLite's own wait do the work.
+ * a short one leaves processes sharing a file to JavaScript-side retries,
+ * which stall them, where 1 s lets SQLite's own wait do the work.
  */
 const NATIVE_BUSY_WAIT_MS = 1_000;
 
@@ -88,9 +88,8 @@ export class LibsqlConnection {
    * that prepares no statement object (operations run one at a time, and the
    * client's pool hands the connection an `execute` just released straight to
    * the next call). SQLite's own busy wait matters: retrying from JavaScript
-   * alone was seen to stall for seconds between processes sharing a file, and
-   * setting the timeout only after a busy error slowed eight processes sharing
-   * a file a hundredfold.
+   * alone stalls processes that share a file, and so does setting the timeout
+   * only after a busy error.
    *
    * The write lock is taken by a script statement inside a deferred
    * transaction, not by `BEGIN IMMEDIATE`: when `BEGIN IMMEDIATE` fails with

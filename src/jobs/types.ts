@@ -9,6 +9,23 @@
  * - lease: how long a claim holds without a heartbeat before another instance
  *   may rescue the job.
  *
+ * The outcome words, from a run's end to what is counted:
+ * - a run ends as a {@link RunOutcome} in the job's history: `completed`,
+ *   `retried`, `failed`, `discarded`, `snoozed`, `interrupted` (shutdown);
+ * - that outcome moves the job to its next {@link JobState}: `completed`,
+ *   `scheduled`/`available` (retried, snoozed, interrupted), `failed`
+ *   (failed, discarded);
+ * - the store then applies it, or rejects it (the completer's `Saved.status`):
+ *   `applied`; `replaced` (the store refused its values, so the job failed
+ *   with `OutcomeRejected`); `fenced` (the run no longer held the job); `unsaved`
+ *   (the store stayed unreachable);
+ * - metrics and the observer count what was applied (`FinishOutcome`):
+ *   `completed`, `retried`, `failed` (a discard counts as failed), `snoozed`,
+ *   `interrupted`, plus `cancelled` (an operator cancelled the running job) and
+ *   `lost` (its lease was lost, or its outcome was fenced or unsaved).
+ * - a job is `cancelled` by an operator, or when a parent of a continuation
+ *   fails; a rescue records `retried` or `failed` with error `LeaseExpired`.
+ *
  * @module
  */
 

@@ -173,12 +173,12 @@ interface RunDecision {
  * (an event target with its own listener map) is made only for handlers that
  * read it.
  *
- * Shaped for V8's garbage collector, as measured in a 20,000-job libSQL drain:
- * a getter in a per-run object literal gave every run its own hidden class,
- * and fields assigned one by one in the constructor got the class's allocation
- * site pretenured. Either way the contexts sat in the old generation pointing
- * at their runs, so every finished run survived young-generation collections
- * (17 to 52 MB promoted; with one `Object.assign`, 0.4 MB).
+ * Shaped for V8's garbage collector: a getter in a per-run object literal
+ * gives every run its own hidden class, and fields assigned one by one in the
+ * constructor get the class's allocation site pretenured. Either way the
+ * contexts sit in the old generation pointing at their runs, so every
+ * finished run would survive young-generation collections; one
+ * `Object.assign` of the fields avoids both.
  */
 class RunContext<TTx> implements JobContext<unknown, TTx, JobDefinitions> {
   declare readonly id: string;
