@@ -26,7 +26,7 @@
  *
  * @module
  */
-import type { Client, InValue, Transaction } from "@libsql/client";
+import type { Client, Transaction } from "@libsql/client";
 import { SchemaVersionError } from "../../src/errors.ts";
 import type {
   JobActivityParams,
@@ -51,7 +51,6 @@ import type {
   ExpiredJob,
   FinishedJob,
   JobCount,
-  JobFinish,
   JobInsertResult,
   JobRelatives,
   JobRow,
@@ -62,15 +61,12 @@ import type {
 import { LISTED_STATES, LISTED_STATES_SQL } from "../sql/listed_states.ts";
 import type { WorkerInfo } from "../../src/jobs/types.ts";
 import {
-  CLAIMED_COLUMNS,
   EXPIRED_COLUMNS,
   JOB_COLUMNS,
   SCHEDULE_COLUMNS,
   scheduleValues,
   toActivityRow,
-  toClaimedJob,
   toExpiredJob,
-  toFinishedJob,
   toJobCount,
   toJobRow,
   toPartitionRow,
@@ -81,24 +77,9 @@ import {
   workerInfoColumn,
 } from "../sql/rows.ts";
 import { checkTransaction, LibsqlConnection } from "./connection.ts";
+import { claimJobs, finishJobs } from "./claims.ts";
 import { insertJobs } from "./insert.ts";
 import { LIBSQL_MIGRATIONS, LIBSQL_SCHEMA_VERSION, MIGRATIONS_TABLE_SQL } from "./migrations.ts";
-
-/**
- * The claimed columns but the id and payload, which a claim returns packed in
- * one JSON array: @libsql/client builds each returned row as an object with
- * two properties per column, which cost more than the claim's SQL.
- */
-const PACKED_CLAIM_COLUMNS = CLAIMED_COLUMNS.filter((c) => c !== "id" && c !== "payload");
-const PACKED_CLAIM_KEYS = PACKED_CLAIM_COLUMNS.map((c) => c.replaceAll('"', ""));
-
-/** A claimed row from `id`, `payload` and the `packed` JSON array of {@link PACKED_CLAIM_COLUMNS}. */
-function unpackClaim(row: Record<string, unknown>): Record<string, unknown> {
-  const values = JSON.parse(String(row.packed)) as unknown[];
-  const out: Record<string, unknown> = { id: row.id, payload: row.payload };
-  for (let i = 0; i < PACKED_CLAIM_KEYS.length; i++) out[PACKED_CLAIM_KEYS[i]] = values[i];
-  return out;
-}
 
 /** Settings of the libSQL store, resolved. */
 export interface LibsqlStoreSettings {
@@ -155,119 +136,22 @@ export class LibsqlStore implements StoreFor<Transaction> {
     );
   }
 
-  async jobClaim(p: JobClaimParams): Promise<ClaimedJob[]> {
-    const kinds = JSON.stringify(p.kinds);
-    const plain = `SELECT id, priority, run_at FROM errand_jobs
-                  WHERE namespace = ? AND queue = ? AND state IN ('available', 'scheduled') AND run_at <= ?
-                    AND topic IS NULL AND kind || '@' || version IN (SELECT value FROM json_each(?))
-                  ORDER BY priority, run_at, id LIMIT ?`;
-    // The head of each partition: its oldest unfinished job.
-    const heads = `SELECT h.id, h.priority, h.run_at FROM errand_partitions AS p
-                JOIN errand_jobs AS h ON h.id = (
-                  SELECT e.id FROM errand_jobs AS e
-                  WHERE e.namespace = p.namespace AND e.topic = p.topic AND e."partition" = p."partition"
-                    AND e.state IN ('scheduled', 'available', 'running', 'waiting')
-                  ORDER BY e.seq LIMIT 1)
-                WHERE p.namespace = ?
-                  AND (p.topic NOT IN (SELECT value FROM json_each(?))
-                    OR json_array(p.topic, p."partition") IN (SELECT value FROM json_each(?)))
-                  AND h.queue = ? AND h.state IN ('available', 'scheduled') AND h.run_at <= ?
-                  AND h.kind || '@' || h.version IN (SELECT value FROM json_each(?))`;
-    const rs = await this.#db.writeUnsynced({
-      sql: `UPDATE errand_jobs SET state = 'running', attempt = attempt + 1, fence = fence + 1,
-              started_at = ?, lease_until = ?, worker_id = ?
-            WHERE id IN (
-              SELECT id FROM (${p.heads ? `SELECT * FROM (${plain}) UNION ALL ${heads}` : plain})
-              WHERE NOT EXISTS (SELECT 1 FROM errand_queues WHERE namespace = ? AND queue = ? AND paused)
-              ORDER BY priority, run_at, id LIMIT ?)
-            RETURNING id, payload, json_array(${PACKED_CLAIM_COLUMNS.join(", ")}) AS packed`,
-      args: [
-        p.now,
-        p.leaseUntil,
-        p.workerId,
-        this.namespace,
-        p.queue,
-        p.now,
-        kinds,
-        p.limit,
-        ...(p.heads
-          ? [
-            this.namespace,
-            JSON.stringify(p.heads.managed),
-            JSON.stringify(p.heads.owned.map((o) => [o.topic, o.partition])),
-            p.queue,
-            p.now,
-            kinds,
-          ]
-          : []),
-        this.namespace,
-        p.queue,
-        p.limit,
-      ],
-    });
-    return rs.rows.map((row) => toClaimedJob(unpackClaim(row)));
+  jobClaim(p: JobClaimParams): Promise<ClaimedJob[]> {
+    return claimJobs(this.#db, this.namespace, p);
   }
 
   /** The transactional operations inside the application's libSQL `Transaction`. */
   inTransaction(tx: Transaction): TransactionStore {
     checkTransaction(tx);
     return {
-      jobFinishMany: (p) => this.#finish(p, tx),
+      jobFinishMany: (p) => finishJobs(this.#db, this.namespace, p, tx),
       jobInsertMany: (p) => insertJobs(this.#db, this.namespace, p, tx),
       jobRenewLeases: (p) => this.#renew(p, tx),
     };
   }
 
   jobFinishMany(p: JobFinishParams): Promise<FinishedJob[]> {
-    return this.#finish(p);
-  }
-
-  async #finish(p: JobFinishParams, tx?: Transaction): Promise<FinishedJob[]> {
-    if (p.finishes.length === 0) return [];
-    // Each item is a JSON array of its id, its fence and the fields that differ between items; a
-    // field with one value in every item (in a busy worker's batch, all of them) is one parameter,
-    // and one that is absent from every item leaves its column or condition out. SQLite then
-    // reads two array elements per row instead of eight object keys.
-    const items = p.finishes.map((f): unknown[] => [f.id, f.fence]);
-    const args: InValue[] = [null, this.namespace];
-    const field = (value: (f: JobFinish) => string | number | null): { sql: string; absent: boolean } => {
-      const first = value(p.finishes[0]);
-      if (p.finishes.every((f) => value(f) === first)) {
-        return { sql: `?${args.push(first)}`, absent: first === null };
-      }
-      p.finishes.forEach((f, i) => items[i].push(value(f)));
-      return { sql: `f.value ->> ${items[0].length - 1}`, absent: false };
-    };
-    const state = field((f) => f.state);
-    const at = field((f) => f.at);
-    const runAt = field((f) => f.runAt ?? null);
-    const run = field((f) => f.run ? JSON.stringify(f.run) : null);
-    const uncount = field((f) => f.uncountAttempt ? 1 : null);
-    const expiredBefore = field((f) => f.leaseExpiredBefore ?? null);
-    args[0] = JSON.stringify(items);
-    const set = [
-      `state = ${state.sql}`,
-      `finished_at = CASE WHEN ${state.sql} IN ('completed', 'failed') THEN ${at.sql} END`,
-      "lease_until = NULL",
-      "worker_id = NULL",
-      ...runAt.absent ? [] : [`run_at = coalesce(${runAt.sql}, j.run_at)`],
-      ...uncount.absent ? [] : [`attempt = j.attempt - coalesce(${uncount.sql}, 0)`],
-      ...run.absent
-        ? []
-        : [`runs = CASE WHEN ${run.sql} IS NULL THEN j.runs ELSE json_insert(j.runs, '$[#]', json(${run.sql})) END`],
-    ];
-    const rs = await this.#db.write({
-      sql: `UPDATE errand_jobs AS j SET ${set.join(", ")}
-            FROM json_each(?1) AS f
-            -- "+" keeps the planner on the primary key (one lookup per item), not a scan of the namespace.
-            WHERE j.id = f.value ->> 0 AND +j.namespace = ?2 AND j.state = 'running' AND j.fence = f.value ->> 1
-              ${
-        expiredBefore.absent ? "" : `AND (${expiredBefore.sql} IS NULL OR j.lease_until < ${expiredBefore.sql})`
-      }
-            RETURNING id, has_children`,
-      args,
-    }, tx);
-    return rs.rows.map(toFinishedJob);
+    return finishJobs(this.#db, this.namespace, p);
   }
 
   async jobGet({ id }: JobGetParams): Promise<JobRow | null> {

@@ -14,6 +14,21 @@ export type Row = Record<string, unknown>;
 /** The client, or a transaction of it. */
 export type Querier = Sql | TransactionSql;
 
+/** Where the store's statements write: the namespace, its NOTIFY channel and the quoted table names. */
+export interface StoreTarget {
+  readonly namespace: string;
+  /** Whether inserts of available jobs NOTIFY the namespace's channel. */
+  readonly notify: boolean;
+  readonly channel: string;
+  /** The quoted names of the tables it writes. */
+  readonly tables: {
+    readonly jobs: string;
+    readonly queues: string;
+    readonly parents: string;
+    readonly partitions: string;
+  };
+}
+
 /** Statements on a postgres.js client. */
 export class PostgresConnection {
   /** The application's client. */

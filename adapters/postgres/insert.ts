@@ -11,22 +11,7 @@ import type { JobInsertParams } from "../../src/store/store.ts";
 import type { JobInsertResult, JobInsertRow } from "../../src/store/records.ts";
 import { toHex } from "../sql/hex.ts";
 import { holdersByRow } from "../sql/rows.ts";
-import type { PostgresConnection } from "./connection.ts";
-
-/** Where and how {@link insertJobs} inserts. */
-export interface InsertTarget {
-  readonly namespace: string;
-  /** Whether inserts of available jobs NOTIFY the namespace's channel. */
-  readonly notify: boolean;
-  readonly channel: string;
-  /** The quoted names of the tables it writes. */
-  readonly tables: {
-    readonly jobs: string;
-    readonly queues: string;
-    readonly parents: string;
-    readonly partitions: string;
-  };
-}
+import type { PostgresConnection, StoreTarget } from "./connection.ts";
 
 /**
  * Inserts jobs for {@link PostgresStore.jobInsertMany}: one statement for the
@@ -35,7 +20,7 @@ export interface InsertTarget {
  */
 export async function insertJobs(
   db: PostgresConnection,
-  target: InsertTarget,
+  target: StoreTarget,
   p: JobInsertParams,
   tx?: TransactionSql,
 ): Promise<JobInsertResult> {
@@ -65,7 +50,7 @@ export async function insertJobs(
 /** The rows of `p` in one statement, claimed where `p.start` says, with the holders of unique keys it met. */
 async function insertRows(
   db: PostgresConnection,
-  target: InsertTarget,
+  target: StoreTarget,
   p: JobInsertParams,
   tx: TransactionSql | undefined,
 ): Promise<JobInsertResult> {

@@ -52,15 +52,12 @@ import type {
 import { LISTED_STATES, LISTED_STATES_SQL } from "../sql/listed_states.ts";
 import type { WorkerInfo } from "../../src/jobs/types.ts";
 import {
-  CLAIMED_COLUMNS,
   EXPIRED_COLUMNS,
   JOB_COLUMNS,
   SCHEDULE_COLUMNS,
   scheduleValues,
   toActivityRow,
-  toClaimedJob,
   toExpiredJob,
-  toFinishedJob,
   toJobCount,
   toJobRow,
   toPartitionRow,
@@ -70,8 +67,9 @@ import {
   toWorkerInfo,
   workerInfoColumn,
 } from "../sql/rows.ts";
-import { checkTransaction, PostgresConnection, type Querier } from "./connection.ts";
-import { insertJobs, type InsertTarget } from "./insert.ts";
+import { checkTransaction, PostgresConnection, type Querier, type StoreTarget } from "./connection.ts";
+import { claimJobs, finishJobs } from "./claims.ts";
+import { insertJobs } from "./insert.ts";
 import { BOOTSTRAP_SQL, POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION, quoteIdentifier } from "./migrations.ts";
 
 /** Settings of the PostgreSQL store, resolved. */
@@ -87,7 +85,7 @@ export class PostgresStore implements StoreFor<TransactionSql> {
   /** The namespace every operation is confined to. */
   readonly namespace: string;
   readonly #db: PostgresConnection;
-  readonly #insertTarget: InsertTarget;
+  readonly #target: StoreTarget;
   readonly #settings: PostgresStoreSettings;
   readonly #schema: string;
   readonly #jobs: string;
@@ -113,7 +111,7 @@ export class PostgresStore implements StoreFor<TransactionSql> {
     this.#leaders = `${this.#schema}.leaders`;
     this.#partitions = `${this.#schema}.partitions`;
     this.#channel = `errand:${settings.schema}:${settings.namespace}`;
-    this.#insertTarget = {
+    this.#target = {
       namespace: settings.namespace,
       notify: settings.notify,
       channel: this.#channel,
@@ -149,99 +147,22 @@ export class PostgresStore implements StoreFor<TransactionSql> {
     );
   }
 
-  async jobClaim(p: JobClaimParams): Promise<ClaimedJob[]> {
-    const plain = `SELECT id, priority, run_at FROM ${this.#jobs}
-                WHERE namespace = $4 AND queue = $5 AND state IN ('available', 'scheduled') AND run_at <= $6
-                  AND topic IS NULL AND kind || '@' || version = ANY($7::text[])
-                ORDER BY priority, run_at, id LIMIT $8 FOR UPDATE SKIP LOCKED`;
-    // The due heads of partitions (each its partition's oldest unfinished job), looked up by primary key
-    // in a locking read planned on its own.
-    const heads = `SELECT id, priority, run_at FROM ${this.#jobs}
-                WHERE id = ANY(ARRAY(
-                    SELECT h.id FROM ${this.#partitions} AS p
-                    CROSS JOIN LATERAL (
-                      SELECT e.id, e.queue, e.state, e.run_at, e.kind, e.version FROM ${this.#jobs} AS e
-                      WHERE e.namespace = p.namespace AND e.topic = p.topic AND e."partition" = p."partition"
-                        AND e.state IN ('scheduled', 'available', 'running', 'waiting')
-                      ORDER BY e.seq LIMIT 1) AS h
-                    WHERE p.namespace = $4
-                      AND (p.topic <> ALL($9::text[])
-                        OR (p.topic, p."partition") IN (SELECT * FROM unnest($10::text[], $11::int[])))
-                      AND h.queue = $5 AND h.state IN ('available', 'scheduled')
-                      AND h.run_at <= $6 AND h.kind || '@' || h.version = ANY($7::text[])))
-                  AND state IN ('available', 'scheduled')
-                FOR UPDATE SKIP LOCKED`;
-    const rows = await this.#db.query(
-      `UPDATE ${this.#jobs} AS j SET state = 'running', attempt = j.attempt + 1, fence = j.fence + 1,
-         started_at = $1, lease_until = $2, worker_id = $3
-       FROM (SELECT id FROM (
-               ${p.heads ? `SELECT * FROM (${plain}) AS plain UNION ALL SELECT * FROM (${heads}) AS heads` : plain}
-             ) AS due
-             WHERE NOT EXISTS (SELECT 1 FROM ${this.#queues} WHERE namespace = $4 AND queue = $5 AND paused)
-             ORDER BY priority, run_at, id LIMIT $8) AS picked,
-            (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit
-       WHERE j.id = picked.id
-       RETURNING ${CLAIMED_COLUMNS.map((c) => `j.${c}`).join(", ")}`,
-      [
-        p.now,
-        p.leaseUntil,
-        p.workerId,
-        this.namespace,
-        p.queue,
-        p.now,
-        p.kinds,
-        p.limit,
-        ...(p.heads ? [p.heads.managed, p.heads.owned.map((o) => o.topic), p.heads.owned.map((o) => o.partition)] : []),
-      ],
-    );
-    return rows.map(toClaimedJob);
+  jobClaim(p: JobClaimParams): Promise<ClaimedJob[]> {
+    return claimJobs(this.#db, this.#target, p);
   }
 
   /** The transactional operations inside the application's postgres.js transaction. */
   inTransaction(tx: TransactionSql): TransactionStore {
     checkTransaction(tx);
     return {
-      jobFinishMany: (p) => this.#finish(p, tx),
-      jobInsertMany: (p) => insertJobs(this.#db, this.#insertTarget, p, tx),
+      jobFinishMany: (p) => finishJobs(this.#db, this.#target, p, tx),
+      jobInsertMany: (p) => insertJobs(this.#db, this.#target, p, tx),
       jobRenewLeases: (p) => this.#renew(p, tx),
     };
   }
 
   jobFinishMany(p: JobFinishParams): Promise<FinishedJob[]> {
-    return this.#finish(p);
-  }
-
-  async #finish(p: JobFinishParams, tx?: TransactionSql): Promise<FinishedJob[]> {
-    if (p.finishes.length === 0) return [];
-    const f = p.finishes;
-    const rows = await this.#db.query(
-      `UPDATE ${this.#jobs} AS j SET
-         state = f.state,
-         finished_at = CASE WHEN f.state IN ('completed', 'failed') THEN f.at END,
-         run_at = coalesce(f.run_at, j.run_at),
-         attempt = j.attempt - f.uncount,
-         lease_until = NULL,
-         worker_id = NULL,
-         runs = CASE WHEN f.run IS NULL THEN j.runs ELSE j.runs || jsonb_build_array(f.run::jsonb) END
-       FROM unnest($1::text[], $2::int[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::int[], $8::bigint[])
-         AS f(id, fence, state, at, run_at, run, uncount, expired_before)
-       WHERE j.id = f.id AND j.namespace = $9 AND j.state = 'running' AND j.fence = f.fence
-         AND (f.expired_before IS NULL OR j.lease_until < f.expired_before)
-       RETURNING j.id, j.has_children`,
-      [
-        f.map((x) => x.id),
-        f.map((x) => x.fence),
-        f.map((x) => x.state),
-        f.map((x) => x.at),
-        f.map((x) => x.runAt ?? null),
-        f.map((x) => (x.run ? JSON.stringify(x.run) : null)),
-        f.map((x) => (x.uncountAttempt ? 1 : 0)),
-        f.map((x) => x.leaseExpiredBefore ?? null),
-        this.namespace,
-      ],
-      tx,
-    );
-    return rows.map(toFinishedJob);
+    return finishJobs(this.#db, this.#target, p);
   }
 
   async jobGet({ id }: JobGetParams): Promise<JobRow | null> {
@@ -256,7 +177,7 @@ export class PostgresStore implements StoreFor<TransactionSql> {
   }
 
   async jobInsertMany(p: JobInsertParams): Promise<JobInsertResult> {
-    return await insertJobs(this.#db, this.#insertTarget, p);
+    return await insertJobs(this.#db, this.#target, p);
   }
 
   async jobCounts(): Promise<JobCount[]> {
