@@ -256,92 +256,46 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     return await this.#pool.step();
   }
 
-  enqueue<K extends KindKey<J>>(kind: K, payload: PayloadOf<J[K]>, options?: EnqueueOptions<TTx>) {
-    return this.#inserter.enqueue(undefined, kind, payload, options);
-  }
-  enqueueAfter<K extends KindKey<J>>(
+  enqueue = <K extends KindKey<J>>(kind: K, payload: PayloadOf<J[K]>, options?: EnqueueOptions<TTx>) =>
+    this.#inserter.enqueue(undefined, kind, payload, options);
+  enqueueAfter = <K extends KindKey<J>>(
     parents: string | readonly string[],
     kind: K,
     payload: PayloadOf<J[K]>,
     options?: EnqueueOptions<TTx>,
-  ) {
-    return this.#inserter.enqueue(parents, kind, payload, options);
-  }
-  enqueueMany(items: readonly EnqueueItem<J>[], options?: { tx?: TTx }) {
-    return this.#inserter.enqueueMany(items, options);
-  }
-  get(id: string) {
-    return this.#operators.get(id);
-  }
-  list(options?: ListOptions) {
-    return this.#operators.list(options);
-  }
-  retry(id: string) {
-    return this.#operators.retry(id);
-  }
-  cancel(id: string) {
-    return this.#operators.cancel(id);
-  }
-  delete(id: string) {
-    return this.#operators.delete(id);
-  }
-  counts() {
-    return this.#operators.counts();
-  }
-  workers() {
-    return this.#operators.workers();
-  }
-  pauseQueue(queue: string) {
-    return this.#operators.pauseQueue(queue, true);
-  }
-  resumeQueue(queue: string) {
-    return this.#operators.pauseQueue(queue, false);
-  }
-  pausedQueues() {
-    return this.#operators.pausedQueues();
-  }
-  stats() {
-    return this.#operators.stats();
-  }
-  metrics() {
-    return this.#operators.metrics();
-  }
-  schedule<K extends KindKey<J>>(
+  ) => this.#inserter.enqueue(parents, kind, payload, options);
+  enqueueMany = (items: readonly EnqueueItem<J>[], options?: { tx?: TTx }) =>
+    this.#inserter.enqueueMany(items, options);
+  get = (id: string) => this.#operators.get(id);
+  list = (options?: ListOptions) => this.#operators.list(options);
+  retry = (id: string) => this.#operators.retry(id);
+  cancel = (id: string) => this.#operators.cancel(id);
+  delete = (id: string) => this.#operators.delete(id);
+  counts = () => this.#operators.counts();
+  workers = () => this.#operators.workers();
+  pauseQueue = (queue: string) => this.#operators.pauseQueue(queue, true);
+  resumeQueue = (queue: string) => this.#operators.pauseQueue(queue, false);
+  pausedQueues = () => this.#operators.pausedQueues();
+  stats = () => this.#operators.stats();
+  metrics = () => this.#operators.metrics();
+  schedule = <K extends KindKey<J>>(
     id: string,
     kind: K,
     payload: PayloadOf<J[K]>,
     cron: string,
     options?: ScheduleOptions,
-  ) {
-    return this.#schedules.schedule(id, kind, payload, cron, options);
-  }
-  unschedule(id: string) {
-    return this.#schedules.unschedule(id);
-  }
-  schedules() {
-    return this.#schedules.schedules();
-  }
-  trigger(id: string) {
-    return this.#schedules.trigger(id);
-  }
-  forceFailPartitionHead(topic: string, partition: number) {
-    return this.#partitions.forceFailPartitionHead(topic, partition);
-  }
-  truncatePartitionHistory(topic: string, partition: number, keep: number) {
-    return this.#partitions.truncatePartitionHistory(topic, partition, keep);
-  }
-  partitions(topic: string) {
-    return this.#partitions.partitions(topic);
-  }
-  topics() {
-    return this.#partitions.topics();
-  }
-  addWorkers(queue: string, n: number) {
-    this.#pool.addWorkers(this.mode, queue, n);
-  }
-  removeWorkers(queue: string, n: number) {
-    return this.#pool.removeWorkers(queue, n);
-  }
+  ) => this.#schedules.schedule(id, kind, payload, cron, options);
+  unschedule = (id: string) => this.#schedules.unschedule(id);
+  schedules = () => this.#schedules.schedules();
+  trigger = (id: string) => this.#schedules.trigger(id);
+  forceFailPartitionHead = (topic: string, partition: number) =>
+    this.#partitions.forceFailPartitionHead(topic, partition);
+  truncatePartitionHistory = (topic: string, partition: number, keep: number) =>
+    this.#partitions.truncatePartitionHistory(topic, partition, keep);
+  partitions = (topic: string) => this.#partitions.partitions(topic);
+  topics = () => this.#partitions.topics();
+  addWorkers = (queue: string, n: number) => this.#pool.addWorkers(this.mode, queue, n);
+  removeWorkers = (queue: string, n: number) => this.#pool.removeWorkers(queue, n);
 
   /** Prepares the store's schema (once; again after a failure) and looks for `@opentelemetry/api`. */
   #ensureReady(): Promise<void> {
