@@ -5,7 +5,10 @@ import {
   createErrand,
   defineJobs,
   job,
+  type JobContext,
   LeaseLostError,
+  type Observer,
+  type PayloadOf,
   PermanentError,
   systemClock,
   ValidationError,
@@ -14,7 +17,7 @@ import { encodePayload } from "../../src/encoding/codec.ts";
 import type { StoreFor } from "../../src/store/mod.ts";
 import { idFactory } from "../../src/encoding/ids.ts";
 import { FakeClock } from "../../src/testing.ts";
-import type { StoreKind } from "../support/stores.ts";
+import type { StoreKind, TestDatabase } from "../support/stores.ts";
 import { eventually, quietLogger } from "../support/wait.ts";
 import { errandOn, testJobs, withDatabase } from "./harness.ts";
 
@@ -27,99 +30,101 @@ const jobs = defineJobs({
   }),
 });
 
-/** Enough slots and a large claim, so the outcomes of one drain are saved in shared batches. */
-const wide = { claimBatch: 50, queues: { default: { concurrency: 50 } } };
+type Poison = NonNullable<PayloadOf<typeof jobs.item>["poison"]>;
+
+/**
+ * Starts an errand with enough slots and a large claim that the outcomes of
+ * one drain are saved in shared batches, calls `setup`, enqueues `n` items
+ * (those in `poisons` with their poison), and waits until each has run and
+ * none is running. Every run calls `act`; every job must have run once.
+ */
+async function drain(
+  db: TestDatabase<unknown>,
+  track: <E extends { shutdown(o?: { drain?: number }): Promise<void> }>(e: E) => E,
+  n: number,
+  poisons: Readonly<Record<number, Poison>>,
+  act: (poison: Poison | undefined, job: JobContext) => void,
+  options: { observer?: Observer; setup?: () => Promise<void> } = {},
+) {
+  const runs = new Map<number, number>();
+  const { errand, logger } = errandOn(db, {
+    jobs,
+    claimBatch: 50,
+    queues: { default: { concurrency: 50 } },
+    observer: options.observer,
+    handlers: {
+      item: (p, j) => {
+        runs.set(p.n, (runs.get(p.n) ?? 0) + 1);
+        act(p.poison, j);
+      },
+    },
+  });
+  track(errand);
+  await errand.start();
+  await options.setup?.();
+  const ids = await errand.enqueueMany(
+    Array.from({ length: n }, (_, i) => ({ kind: "item" as const, payload: { n: i, poison: poisons[i] } })),
+  );
+  await eventually(async () => (await errand.counts()).byState.running === 0 && runs.size === n, "every run");
+  assert.deepEqual([...runs.values()].filter((count) => count !== 1), [], "no job ran twice");
+  return { errand, logger, ids: ids.map((r) => r.id) };
+}
 
 /** Bad values from handlers and callers never spoil other jobs, and are refused or stored safely. */
 export function poisonCases(kind: StoreKind<unknown>): void {
   describe("poison values", () => {
     it("text with NUL or unpaired surrogates, or a thrown value that cannot be read, is stored readably; the jobs beside it run once", () =>
       withDatabase(kind, async (db, track) => {
-        const runs = new Map<number, number>();
-        const { errand } = errandOn(db, {
-          jobs,
-          ...wide,
-          handlers: {
-            item: (p, j) => {
-              runs.set(p.n, (runs.get(p.n) ?? 0) + 1);
-              if (p.poison === "nul") {
-                j.explain("note\u0000with NUL");
-                throw new PermanentError("bad\u0000value");
-              }
-              if (p.poison === "surrogate") throw new Error("half a pair: \ud800!");
-              if (p.poison === "discard") j.discard("reason\u0000");
-              if (p.poison === "unreadable") {
-                const { proxy, revoke } = Proxy.revocable({}, {});
-                revoke();
-                throw proxy;
-              }
-            },
-          },
-        });
-        track(errand);
         const poisons = { 3: "nul", 17: "surrogate", 29: "discard", 33: "unreadable" } as const;
-        const ids = await errand.enqueueMany(
-          Array.from({ length: 40 }, (_, n) => ({
-            kind: "item" as const,
-            payload: { n, poison: poisons[n as keyof typeof poisons] },
-          })),
-        );
-        await errand.start();
-        await eventually(async () => (await errand.counts()).byState.running === 0 && runs.size === 40, "every run");
+        const { errand, ids } = await drain(db, track, 40, poisons, (poison, j) => {
+          if (poison === "nul") {
+            j.explain("note\u0000with NUL");
+            throw new PermanentError("bad\u0000value");
+          }
+          if (poison === "surrogate") throw new Error("half a pair: \ud800!");
+          if (poison === "discard") j.discard("reason\u0000");
+          if (poison === "unreadable") {
+            const { proxy, revoke } = Proxy.revocable({}, {});
+            revoke();
+            throw proxy;
+          }
+        });
         const counts = (await errand.counts()).byState;
         assert.equal(counts.completed, 36);
         assert.equal(counts.failed, 4);
-        assert.deepEqual([...runs.values()].filter((n) => n !== 1), [], "no job ran twice");
-        const nul = (await errand.get(ids[3].id))!;
+        const nul = (await errand.get(ids[3]))!;
         assert.equal(nul.runs[0].error?.message, "bad\\u0000value");
         assert.equal(nul.runs[0].note, "note\\u0000with NUL");
-        assert.equal((await errand.get(ids[17].id))!.runs[0].error?.message, "half a pair: \ufffd!");
-        assert.equal((await errand.get(ids[29].id))!.runs[0].error?.message, "reason\\u0000");
+        assert.equal((await errand.get(ids[17]))!.runs[0].error?.message, "half a pair: \ufffd!");
+        assert.equal((await errand.get(ids[29]))!.runs[0].error?.message, "reason\\u0000");
         assert.equal(
-          (await errand.get(ids[33].id))!.runs[0].error?.message,
+          (await errand.get(ids[33]))!.runs[0].error?.message,
           "The handler threw a value that cannot be read",
         );
       }));
 
     it("an outcome the store refuses fails only its own job with OutcomeRejected; the rest of its batch is saved", () =>
       withDatabase(kind, async (db, track) => {
-        const runs = new Map<number, number>();
         const told: string[] = [];
-        const { errand, logger } = errandOn(db, {
-          jobs,
-          ...wide,
+        const { errand, logger, ids } = await drain(db, track, 30, { 11: "marker" }, (poison, j) => {
+          if (poison === "marker") j.explain("refuse-me");
+        }, {
           observer: {
             completed: () => void told.push("completed"),
             failed: (e) => void told.push(`failed ${e.error?.name}`),
           },
-          handlers: {
-            item: (p, j) => {
-              runs.set(p.n, (runs.get(p.n) ?? 0) + 1);
-              if (p.poison === "marker") j.explain("refuse-me");
-            },
-          },
+          setup: () => db.refuseRunsWith("refuse-me"),
         });
-        track(errand);
-        await errand.start();
-        await db.refuseRunsWith("refuse-me");
-        const ids = await errand.enqueueMany(
-          Array.from({ length: 30 }, (_, n) => ({
-            kind: "item" as const,
-            payload: { n, poison: n === 11 ? "marker" as const : undefined },
-          })),
-        );
-        await eventually(async () => (await errand.counts()).byState.running === 0 && runs.size === 30, "every run");
-        assert.deepEqual([...runs.values()].filter((n) => n !== 1), [], "no job ran twice");
         const counts = (await errand.counts()).byState;
         assert.equal(counts.completed, 29);
         assert.equal(counts.failed, 1);
-        const refused = (await errand.get(ids[11].id))!;
+        const refused = (await errand.get(ids[11]))!;
         assert.equal(refused.state, "failed");
         assert.equal(refused.runs.at(-1)?.error?.name, "OutcomeRejected");
         assert.match(refused.runs.at(-1)?.error?.message ?? "", /refused to save this run's outcome \(completed\)/);
         assert.equal(told.filter((t) => t === "completed").length, 29);
         assert.deepEqual(told.filter((t) => t !== "completed"), ["failed OutcomeRejected"]);
-        assert.ok(logger.lines.some((l) => l.includes("OutcomeRejected") && l.includes(ids[11].id)));
+        assert.ok(logger.lines.some((l) => l.includes("OutcomeRejected") && l.includes(ids[11])));
       }));
 
     it("durations and counts beyond the stores' range are refused at the call, with nothing written", () =>
@@ -155,30 +160,13 @@ export function poisonCases(kind: StoreKind<unknown>): void {
 
     it("a handler's retryIn() or snooze() beyond the range fails its own run with a clear error, and the rest run on", () =>
       withDatabase(kind, async (db, track) => {
-        const runs = new Map<number, number>();
-        const { errand } = errandOn(db, {
-          jobs,
-          ...wide,
-          handlers: {
-            item: (p, j) => {
-              runs.set(p.n, (runs.get(p.n) ?? 0) + 1);
-              if (p.poison === "huge-retry") j.retryIn(1e20);
-              if (p.poison === "huge-snooze") j.snooze("50000000d");
-            },
-          },
+        const { errand, ids } = await drain(db, track, 20, { 4: "huge-retry", 9: "huge-snooze" }, (poison, j) => {
+          if (poison === "huge-retry") j.retryIn(1e20);
+          if (poison === "huge-snooze") j.snooze("50000000d");
         });
-        track(errand);
-        const ids = await errand.enqueueMany(
-          Array.from({ length: 20 }, (_, n) => ({
-            kind: "item" as const,
-            payload: { n, poison: n === 4 ? "huge-retry" as const : n === 9 ? "huge-snooze" as const : undefined },
-          })),
-        );
-        await errand.start();
-        await eventually(async () => (await errand.counts()).byState.running === 0 && runs.size === 20, "every run");
         assert.equal((await errand.counts()).byState.completed, 18);
         for (const n of [4, 9]) {
-          const j = (await errand.get(ids[n].id))!;
+          const j = (await errand.get(ids[n]))!;
           assert.equal(j.state, "failed");
           assert.match(j.runs[0].error?.message ?? "", /must be at most 100 years/);
         }
