@@ -6,69 +6,95 @@
  *
  * @module
  */
-import type {
-  ActivityRow,
-  ClaimedJob,
-  ExpiredJob,
-  FinishedJob,
-  JobCount,
-  JobFields,
-  JobInsertRow,
-  JobRelatives,
-  JobRow,
-  PartitionRow,
-  ResolvedWaiting,
-  ScheduleRecord,
+import {
+  type ActivityRow,
+  type ClaimedJob,
+  EXPIRED_JOB_FIELDS,
+  type ExpiredJob,
+  type FinishedJob,
+  type JobCount,
+  type JobFields,
+  type JobInsertRow,
+  type JobRelatives,
+  type JobRow,
+  type PartitionRow,
+  type ResolvedWaiting,
+  type ScheduleRecord,
 } from "../../src/store/records.ts";
 import type { JobState, RunRecord, WorkerInfo } from "../../src/jobs/types.ts";
 
 /** A row as a driver returns it: values by column name. */
 export type StoredRow = Readonly<Record<string, unknown>>;
 
-/** Columns every job record reads (the store's `JobFields`). */
-const FIELD_COLUMNS = ["id", "kind", "version", "queue", "priority", "payload", "max_attempts", "run_at", "created_at"];
+/**
+ * The column of every job field: the one list the column lists below are
+ * derived from (each record reads the columns of its fields).
+ */
+const COLUMN_OF = {
+  id: "id",
+  kind: "kind",
+  version: "version",
+  queue: "queue",
+  priority: "priority",
+  payload: "payload",
+  maxAttempts: "max_attempts",
+  runAt: "run_at",
+  createdAt: "created_at",
+  state: "state",
+  attempt: "attempt",
+  fence: "fence",
+  startedAt: "started_at",
+  finishedAt: "finished_at",
+  leaseUntil: "lease_until",
+  timeoutMs: "timeout_ms",
+  retry: "retry",
+  runs: "runs",
+  reason: "reason",
+  topic: "topic",
+  partition: '"partition"',
+  seq: "seq",
+  trace: "trace",
+} as const satisfies Record<Exclude<keyof (JobRow & ClaimedJob), "unreadable">, string>;
+
+/** The columns of `fields`. */
+function columnsOf(fields: readonly (keyof typeof COLUMN_OF)[]): readonly string[] {
+  return fields.map((field) => COLUMN_OF[field]);
+}
+
+/** The fields every job record has (the store's `JobFields`). */
+const FIELDS = ["id", "kind", "version", "queue", "priority", "payload", "maxAttempts", "runAt", "createdAt"] as const;
 
 /** The columns {@link toClaimedJob} reads. */
-export const CLAIMED_COLUMNS: readonly string[] = [
-  ...FIELD_COLUMNS,
+export const CLAIMED_COLUMNS: readonly string[] = columnsOf([
+  ...FIELDS,
   "attempt",
   "fence",
-  "started_at",
-  "timeout_ms",
+  "startedAt",
+  "timeoutMs",
   "retry",
   "topic",
-  '"partition"',
+  "partition",
   "trace",
-];
+]);
 
 /** The columns {@link toJobRow} reads. */
-export const JOB_COLUMNS: readonly string[] = [
-  ...FIELD_COLUMNS,
+export const JOB_COLUMNS: readonly string[] = columnsOf([
+  ...FIELDS,
   "state",
   "attempt",
   "fence",
-  "started_at",
-  "finished_at",
-  "lease_until",
+  "startedAt",
+  "finishedAt",
+  "leaseUntil",
   "runs",
   "reason",
   "topic",
-  '"partition"',
+  "partition",
   "seq",
-];
+]);
 
 /** The columns {@link toExpiredJob} reads. */
-export const EXPIRED_COLUMNS: readonly string[] = [
-  "id",
-  "kind",
-  "version",
-  "queue",
-  "attempt",
-  "max_attempts",
-  "fence",
-  "started_at",
-  "retry",
-];
+export const EXPIRED_COLUMNS: readonly string[] = columnsOf(EXPIRED_JOB_FIELDS);
 
 /**
  * A claimed job from a row with {@link CLAIMED_COLUMNS}. Never throws over
@@ -123,7 +149,7 @@ export function toExpiredJob(r: StoredRow): ExpiredJob {
 }
 
 /**
- * The fields every job record has, from the {@link FIELD_COLUMNS}. Records
+ * The fields every job record has ({@link FIELDS}). Records
  * are built with `Object.assign`, not object spread, which V8 11 (Node 20)
  * makes many times slower for these records.
  */

@@ -149,11 +149,21 @@ export interface FinishedJob {
   readonly hasChildren: boolean;
 }
 
-/** A running job whose lease has expired, as found by {@link Store.jobListExpired}. */
-export type ExpiredJob = Pick<
-  ClaimedJob,
-  "id" | "kind" | "version" | "queue" | "attempt" | "maxAttempts" | "fence" | "startedAt" | "retry"
->;
+/** The fields of an {@link ExpiredJob}: what a rescue needs to decide a run's outcome. */
+export const EXPIRED_JOB_FIELDS = [
+  "id",
+  "kind",
+  "version",
+  "queue",
+  "attempt",
+  "maxAttempts",
+  "fence",
+  "startedAt",
+  "retry",
+] as const;
+
+/** A running job whose lease has expired, as found by `ClusterStore.jobListExpired`. */
+export type ExpiredJob = Pick<ClaimedJob, typeof EXPIRED_JOB_FIELDS[number]>;
 
 /** A stored job, as read by {@link Store.jobGet} and {@link Store.jobList}. */
 export interface JobRow extends JobFields {
