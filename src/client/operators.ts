@@ -189,7 +189,7 @@ export class OperatorCalls<TTx> {
   /** See `Errand.workers()`. */
   async workers(): Promise<WorkerInfo[]> {
     await this.#deps.ready();
-    return await liveWorkers(this.#store, this.#deps.options.clock.now());
+    return await liveWorkers(this.#store, this.#deps.clock.now());
   }
 
   /** Pauses (or resumes, with `paused` false) a queue in every process. */
@@ -209,7 +209,7 @@ export class OperatorCalls<TTx> {
   /** See `Errand.stats()`. */
   async stats(): Promise<ErrandStats> {
     await this.#deps.ready();
-    const since = this.#deps.options.clock.now() - STATS_WINDOW_MS;
+    const since = this.#deps.clock.now() - STATS_WINDOW_MS;
     const [activity, workers] = await Promise.all([
       this.#store.jobActivity({ since }),
       liveWorkers(this.#store, since + STATS_WINDOW_MS),
@@ -220,7 +220,7 @@ export class OperatorCalls<TTx> {
   /** See `Errand.metrics()`. */
   async metrics(): Promise<string> {
     await this.#deps.ready();
-    const now = this.#deps.options.clock.now();
+    const now = this.#deps.clock.now();
     if (!this.#shared || now - this.#shared.at >= SHARED_METRICS_MS) {
       const value = (async () => ({
         queued: (await this.counts()).byQueue,
@@ -241,7 +241,7 @@ export class OperatorCalls<TTx> {
   ): Promise<JobInfo> {
     checkId(call, id);
     await this.#deps.ready();
-    const transition = { id, ...change(this.#deps.options.clock.now()) };
+    const transition = { id, ...change(this.#deps.clock.now()) };
     const applied = await this.#store.jobTransition(transition);
     const row = await this.#store.jobGet({ id });
     if (!row) throw new NotFoundError(`There is no job with id "${id}"`);

@@ -44,7 +44,7 @@ export class PartitionCalls<TTx> {
       id: head.id,
       from: ["scheduled", "available", "running", "waiting"],
       state: "failed",
-      finishedAt: this.#deps.options.clock.now(),
+      finishedAt: this.#deps.clock.now(),
       reason: `Force-failed as the head of partition ${partition} of topic "${topic}"`,
     });
     // The head finished meanwhile: the next job is the head now, and not the one the caller meant to fail.
@@ -68,14 +68,14 @@ export class PartitionCalls<TTx> {
   async partitions(topic: string): Promise<PartitionInfo[]> {
     this.#topic(topic);
     await this.#deps.ready();
-    const now = this.#deps.options.clock.now();
+    const now = this.#deps.clock.now();
     return await this.#describe(topic, now, await liveWorkers(this.#store, now));
   }
 
   /** See `Errand.topics()`. */
   async topics(): Promise<TopicInfo[]> {
     await this.#deps.ready();
-    const now = this.#deps.options.clock.now();
+    const now = this.#deps.clock.now();
     const workers = await liveWorkers(this.#store, now);
     return await Promise.all(
       [...this.#deps.options.topics].map(async ([topic, count]) =>

@@ -99,9 +99,8 @@ export class WorkerPool<TTx> implements RunEnds {
   constructor(deps: PoolDeps<TTx>) {
     this.#deps = deps;
     const { options, kinds, workers, telemetry, workerId } = deps;
-    const { clock, logger } = options;
-    const store = deps.store;
-    const base = { store, clock, logger };
+    // Each service gets the bag alone, not the client's whole one.
+    const base = { store: deps.store, clock: deps.clock, logger: deps.logger };
     this.#completer = new Completer(base);
     this.#leases = new LeaseKeeper(base, options.leaseMs);
     this.#maintenance = new Maintenance({
@@ -148,10 +147,9 @@ export class WorkerPool<TTx> implements RunEnds {
   async start(mode: ErrandMode): Promise<void> {
     if (this.#started || mode === "enqueue") return;
     this.#started = true;
-    const { store, options, workers } = this.#deps;
+    const { store, clock, logger, options, workers } = this.#deps;
     for (const [queue, slots] of options.queues) this.#worker(queue, slots, mode === "work");
     if (mode !== "work") return;
-    const { clock, logger } = options;
     this.#leases.start();
     this.#maintenance.start();
     this.schedules.start();
@@ -168,7 +166,7 @@ export class WorkerPool<TTx> implements RunEnds {
 
   /** Stops in the order of the module comment; running jobs get `drainMs`. Safe to call twice or before start. */
   async stop(drainMs: number): Promise<void> {
-    const { logger } = this.#deps.options;
+    const { logger } = this.#deps;
     logger.debug("Shutdown: deregistering");
     await this.#heartbeat.stop();
     logger.debug("Shutdown: stopping schedules and giving up the leadership");
@@ -263,13 +261,14 @@ export class WorkerPool<TTx> implements RunEnds {
 
   /** A run ended with nothing to write: its lease was lost, or its job was cancelled. */
   unfinished(claim: ClaimedJob, reason: "lost" | "cancelled"): void {
-    this.#deps.telemetry.runEnded(claim, this.#deps.options.clock.now(), { outcome: reason });
+    this.#deps.telemetry.runEnded(claim, this.#deps.clock.now(), { outcome: reason });
     this.#stepRuns?.push({ ...stepRun(claim), outcome: reason, error: null });
   }
 
   #worker(queue: string, slots: number, run: boolean): QueueWorker<TTx> {
-    const { store, options, kinds, workers, telemetry, tracing, inserter, context, workerId } = this.#deps;
-    const { clock, logger, leaseMs, pollMs, claimBatch } = options;
+    const { store, clock, logger, options, kinds, workers, telemetry, tracing, inserter, context, workerId } =
+      this.#deps;
+    const { leaseMs, pollMs, claimBatch } = options;
     const worker = new QueueWorker(queue, slots, {
       store,
       clock,

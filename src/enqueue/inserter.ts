@@ -87,7 +87,7 @@ export class Inserter<TTx> {
       checkOptions(`enqueueMany() item ${i}:`, item.options);
     }
     await this.validate(items);
-    const now = this.#deps.options.clock.now();
+    const now = this.#deps.clock.now();
     const rows: JobInsertRow[] = [];
     for (const item of items) {
       rows.push(await this.row(item.kind, item.payload, item.options ?? {}, [], undefined, undefined, now));
@@ -120,7 +120,7 @@ export class Inserter<TTx> {
     parents: readonly string[] = [],
     placement?: Placement,
     trace?: string | null,
-    now: number = this.#deps.options.clock.now(),
+    now: number = this.#deps.clock.now(),
   ): Promise<JobInsertRow> {
     const { kinds, tracing, newId } = this.#deps;
     const { maxPayloadBytes, topics } = this.#deps.options;
@@ -148,8 +148,8 @@ export class Inserter<TTx> {
    */
   async insertRows(rows: JobInsertRow[], tx: TTx | undefined): Promise<EnqueueResult[]> {
     if (rows.length === 0) return [];
-    const { store, kinds, workers, telemetry, workerId } = this.#deps;
-    const { clock, leaseMs } = this.#deps.options;
+    const { store, clock, kinds, workers, telemetry, workerId } = this.#deps;
+    const { leaseMs } = this.#deps.options;
     await this.#deps.ready();
     const into = tx === undefined ? store : store.inTransaction(tx);
     if (rows.some((r) => r.topic !== null)) workers.partitioned = true;
