@@ -192,7 +192,7 @@ export class OperatorCalls<TTx> {
     return await liveWorkers(this.#store, this.#deps.clock.now());
   }
 
-  /** Pauses (or resumes, with `paused` false) a queue in every process. */
+  /** Pauses (or resumes, with `paused` false) a queue for every instance. */
   async pauseQueue(queue: string, paused: boolean): Promise<void> {
     checkName("queue", queue);
     await this.#deps.ready();
