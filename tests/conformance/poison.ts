@@ -65,7 +65,8 @@ async function drain(
   const ids = await errand.enqueueMany(
     Array.from({ length: n }, (_, i) => ({ kind: "item" as const, payload: { n: i, poison: poisons[i] } })),
   );
-  await eventually(async () => (await errand.counts()).byState.running === 0 && runs.size === n, "every run");
+  // Every handler ran, then no job is running: each outcome is written.
+  await eventually(async () => runs.size === n && (await errand.counts()).byState.running === 0, "every run");
   assert.deepEqual([...runs.values()].filter((count) => count !== 1), [], "no job ran twice");
   return { errand, logger, ids: ids.map((r) => r.id) };
 }
