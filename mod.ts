@@ -21,8 +21,13 @@
  *   },
  * });
  * await errand.start();
- * const { id } = await errand.enqueue("sendWelcome", { userId: 7 }, { delay: "30s" });
- * console.log(await errand.get(id));
+ * const { id } = await errand.enqueue("sendWelcome", { userId: 7 });
+ * // A script waits for its job before it shuts down (a server keeps running).
+ * let done = await errand.get(id);
+ * while (done?.state !== "completed" && done?.state !== "failed") {
+ *   await new Promise((resolve) => setTimeout(resolve, 20));
+ *   done = await errand.get(id);
+ * }
  * await errand.shutdown({ drain: "10s" });
  * ```
  *
