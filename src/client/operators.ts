@@ -18,6 +18,7 @@ import { JOB_STATES, type JobInfo, type JobState, type WorkerInfo } from "../job
 import { type ErrandStats, STATS_WINDOW_MS, toStats } from "../observability/stats.ts";
 import type { Snapshot } from "../observability/telemetry.ts";
 import type { JobTransitionParams, Store } from "../store/store.ts";
+import type { JobCount } from "../store/records.ts";
 import type { ClientDeps } from "./deps.ts";
 import { identity } from "./kinds.ts";
 import type { PartitionCalls } from "./partitions.ts";
@@ -81,6 +82,16 @@ export interface JobCounts {
    * version. They stay available, attempts untouched, until one does.
    */
   readonly unhandled: readonly UnhandledCount[];
+}
+
+/** The available jobs among `counts` that none of the live `workers` works their queue with a handler for. */
+export function unhandledOf(counts: readonly JobCount[], workers: readonly WorkerInfo[]): UnhandledCount[] {
+  const handled = new Set(
+    workers.flatMap((w) => w.queues.flatMap((q) => w.kinds.map((k) => `${q.queue}\u0000${k}`))),
+  );
+  return counts
+    .filter((c) => c.state === "available" && !handled.has(`${c.queue}\u0000${identity(c.kind, c.version)}`))
+    .map(({ queue, kind, version, count }) => ({ queue, kind, version, count }));
 }
 
 /** How many children `get()` shows. */
@@ -172,18 +183,11 @@ export class OperatorCalls<TTx> {
     const byState = zero();
     const byQueue: Record<string, Record<JobState, number>> = {};
     const [counts, workers] = await Promise.all([this.#store.jobCounts(), this.workers()]);
-    const handled = new Set(
-      workers.flatMap((w) => w.queues.flatMap((q) => w.kinds.map((k) => `${q.queue}\u0000${k}`))),
-    );
-    const unhandled: UnhandledCount[] = [];
-    for (const { queue, kind, version, state, count } of counts) {
+    for (const { queue, state, count } of counts) {
       byState[state] += count;
       (byQueue[queue] ??= zero())[state] += count;
-      if (state === "available" && !handled.has(`${queue}\u0000${identity(kind, version)}`)) {
-        unhandled.push({ queue, kind, version, count });
-      }
     }
-    return { byState, byQueue, unhandled };
+    return { byState, byQueue, unhandled: unhandledOf(counts, workers) };
   }
 
   /** See `Errand.workers()`. */

@@ -118,7 +118,8 @@ export interface ErrandOptions<J extends JobDefinitions, Ctx, TTx> {
    */
   partitionHistoryRetention?: number;
   /**
-   * How often maintenance promotes due jobs, rescues expired leases and prunes.
+   * How often maintenance promotes due jobs, rescues expired leases and prunes
+   * (pruning's interval is also how often a worker looks for jobs no live worker can run).
    * @default { promote: "1s", rescue: "5s", prune: "1m" }
    */
   maintenance?: { promote?: Duration; rescue?: Duration; prune?: Duration };

@@ -17,7 +17,7 @@
  *
  * @module
  */
-import { Heartbeat } from "../cluster/heartbeat.ts";
+import { Heartbeat, liveWorkers } from "../cluster/heartbeat.ts";
 import { Leadership } from "../cluster/leader.ts";
 import { Maintenance } from "../cluster/maintenance.ts";
 import { releaseChildren } from "../cluster/continuations.ts";
@@ -36,6 +36,7 @@ import type { ClaimedJob, FinishedJob, HeadFilter, JobFinish } from "../store/re
 import { every, type Periodic } from "../time/periodic.ts";
 import { Ownership } from "../topics/ownership.ts";
 import type { ClientDeps } from "./deps.ts";
+import { unhandledOf } from "./operators.ts";
 import type { ErrandMode } from "./options.ts";
 
 /** One run of a `step()`. */
@@ -89,6 +90,9 @@ export class WorkerPool<TTx> implements RunEnds {
   /** The recurring jobs: defined through the client in every mode, fired by a `"work"` instance's leader. */
   readonly schedules: Schedules;
   #partitionWatch: Periodic | undefined;
+  #unhandledWatch: Periodic | undefined;
+  /** The queue and kind identities of unhandled jobs already reported, so each is logged once. */
+  readonly #reportedUnhandled = new Set<string>();
   #unlisten: (() => Promise<void>) | undefined;
   /** Where the current `step()` collects its runs. */
   #stepRuns: StepRun[] | undefined;
@@ -159,6 +163,15 @@ export class WorkerPool<TTx> implements RunEnds {
         if (!workers.partitioned) workers.partitioned = await store.partitionsExist();
       });
     }
+    // First after one interval, once this instance's heartbeat is there to be read.
+    this.#unhandledWatch = every(
+      clock,
+      options.intervals.prune,
+      "Looking for jobs no worker runs",
+      logger,
+      () => this.#reportUnhandled(),
+      true,
+    );
     await this.#heartbeat.start();
     this.#unlisten = (await store.listen({ onWake: () => workers.wakeAll() })) ?? undefined;
     logger.info("Started", { workerId: this.#deps.workerId, queues: Object.fromEntries(options.queues) });
@@ -177,6 +190,7 @@ export class WorkerPool<TTx> implements RunEnds {
     logger.debug("Shutdown: stopping maintenance");
     await this.#maintenance.stop();
     await this.#partitionWatch?.stop();
+    await this.#unhandledWatch?.stop();
     logger.debug("Shutdown: draining workers", { drainMs });
     await Promise.all([...this.#deps.workers.all()].map((w) => w.stop(drainMs)));
     logger.debug("Shutdown: saving outcomes");
@@ -256,6 +270,25 @@ export class WorkerPool<TTx> implements RunEnds {
     if (state === "available" || claim.topic !== null) this.#deps.workers.wake(claim.queue);
     if (saved.hasChildren && (state === "completed" || state === "failed")) {
       await releaseChildren(this.#deps, [saved.finish.id]);
+    }
+  }
+
+  /**
+   * Logs, once per queue and kind version, available jobs on this
+   * instance's queues that no live worker has a handler for: they wait,
+   * attempts untouched, until one starts (see `counts().unhandled`).
+   */
+  async #reportUnhandled(): Promise<void> {
+    const { store, clock, logger, workers } = this.#deps;
+    const [counts, live] = await Promise.all([store.jobCounts(), liveWorkers(store, clock.now())]);
+    for (const { queue, kind, version, count } of unhandledOf(counts, live)) {
+      const key = `${queue}\u0000${kind}@${version}`;
+      if (!workers.get(queue) || this.#reportedUnhandled.has(key)) continue;
+      this.#reportedUnhandled.add(key);
+      logger.warn(
+        `Jobs of kind "${kind}" version ${version} on queue "${queue}" have no handler in any live worker; they wait, attempts untouched, until a worker with a handler for that version starts`,
+        { queue, kind, version, available: count },
+      );
     }
   }
 

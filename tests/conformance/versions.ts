@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 import { defineJobs, job } from "../../mod.ts";
 import type { StoreKind } from "../support/stores.ts";
 import { eventually } from "../support/wait.ts";
-import { errandOn, withDatabase } from "./harness.ts";
+import { errandOn, eventuallyOnClock, withDatabase } from "./harness.ts";
 
 /** Versions: a kind's identity is (name, version); workers run only what they have handlers for. */
 export function versionCases(kind: StoreKind<unknown>): void {
@@ -48,6 +48,27 @@ export function versionCases(kind: StoreKind<unknown>): void {
         await eventually(() => ran.length === 2, "the version 1 job");
         assert.deepEqual(ran, ["v2:fr", "v1:7"]);
         assert.deepEqual((await enqueuer.errand.counts()).unhandled, []);
+      }));
+
+    it("a worker logs once, with the kind and version, available jobs on its queues that no live worker can run", () =>
+      withDatabase(kind, async (db, track) => {
+        const enqueuer = errandOn(db, { jobs, mode: "enqueue" });
+        track(enqueuer.errand);
+        await enqueuer.errand.enqueue("sendWelcome", { userId: 1 });
+        const v2 = errandOn(db, { jobs, handlers: { sendWelcomeV2: () => {} } });
+        track(v2.errand);
+        await v2.errand.start();
+        const warnings = () => v2.logger.lines.filter((l) => l.includes('kind "sendWelcome" version 1'));
+        // The check runs every maintenance.prune interval (1 min), first after one.
+        await eventuallyOnClock(v2.clock, () => warnings().length > 0, "the warning", 1_000);
+        assert.match(warnings()[0], /on queue "default" have no handler in any live worker/);
+        assert.match(warnings()[0], /"available":1/);
+        for (let i = 0; i < 2; i++) {
+          v2.clock.advance(60_000);
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        assert.equal(warnings().length, 1, "logged once");
+        assert.equal(v2.logger.lines.filter((l) => l.includes("sendWelcome") && l.includes("version 2")).length, 0);
       }));
 
     it("workers() lists the live instances; one whose heartbeat lapsed or that shut down is gone", () =>
