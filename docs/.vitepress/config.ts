@@ -1,0 +1,102 @@
+/**
+ * The documentation site (VitePress): `npm run docs` serves it while you
+ * write, `npm run docs:build` builds it into docs/.vitepress/dist and fails on
+ * a link to a page or a heading that does not exist.
+ */
+import { defineConfig } from "vitepress";
+import { checkAnchors } from "./anchors.ts";
+
+export default defineConfig({
+  title: "errand",
+  description: "Durable background jobs for TypeScript on the database you already have",
+  cleanUrls: true,
+  lastUpdated: false,
+  buildEnd: checkAnchors,
+  themeConfig: {
+    nav: [
+      { text: "Get started", link: "/getting-started/" },
+      { text: "Guides", link: "/guides/defining-jobs" },
+      { text: "Reference", link: "/reference/options" },
+    ],
+    search: { provider: "local" },
+    outline: [2, 3],
+    sidebar: [
+      {
+        text: "Getting started",
+        items: [
+          { text: "Choose a runtime", link: "/getting-started/" },
+          { text: "Node", link: "/getting-started/node" },
+          { text: "Deno", link: "/getting-started/deno" },
+          { text: "Bun", link: "/getting-started/bun" },
+        ],
+      },
+      {
+        text: "Concepts",
+        items: [
+          { text: "Glossary", link: "/concepts/glossary" },
+          { text: "Job lifecycle", link: "/concepts/lifecycle" },
+          { text: "Delivery guarantees", link: "/concepts/delivery" },
+          { text: "Modes", link: "/concepts/modes" },
+        ],
+      },
+      {
+        text: "Guides",
+        items: [
+          { text: "Defining jobs", link: "/guides/defining-jobs" },
+          { text: "Enqueueing", link: "/guides/enqueueing" },
+          { text: "Transactions", link: "/guides/transactions" },
+          { text: "Retries and errors", link: "/guides/retries" },
+          { text: "Workers", link: "/guides/workers" },
+          { text: "Graceful shutdown and deploys", link: "/guides/shutdown" },
+          { text: "Testing", link: "/guides/testing" },
+          { text: "Unique jobs", link: "/guides/unique-jobs" },
+          { text: "Continuations", link: "/guides/continuations" },
+          { text: "Recurring jobs (cron)", link: "/guides/cron" },
+          { text: "Topics and partitions", link: "/guides/topics" },
+          { text: "Operating jobs", link: "/guides/operating" },
+          { text: "Admin router and dashboard", link: "/guides/admin" },
+          { text: "Observability", link: "/guides/observability" },
+          { text: "libSQL and SQLite", link: "/guides/libsql" },
+          { text: "PostgreSQL", link: "/guides/postgres" },
+        ],
+      },
+      {
+        text: "Deploying",
+        items: [
+          { text: "Node servers", link: "/deploying/node" },
+          { text: "Bun workers", link: "/deploying/bun" },
+          { text: "Cloudflare Workers", link: "/deploying/cloudflare-workers" },
+          { text: "Deno Deploy", link: "/deploying/deno-deploy" },
+          { text: "Vercel and Netlify", link: "/deploying/vercel-netlify" },
+          { text: "PgBouncer", link: "/deploying/pgbouncer" },
+          { text: "Kubernetes", link: "/deploying/kubernetes" },
+        ],
+      },
+      {
+        text: "Reference",
+        items: [
+          { text: "Options", link: "/reference/options" },
+          { text: "Errors", link: "/reference/errors" },
+          { text: "Admin HTTP API", link: "/reference/http-api" },
+          { text: "Metrics", link: "/reference/metrics" },
+          { text: "Schema", link: "/reference/schema" },
+        ],
+      },
+      {
+        text: "Migrating",
+        items: [
+          { text: "From pg-boss", link: "/migrating/pg-boss" },
+          { text: "From graphile-worker", link: "/migrating/graphile-worker" },
+          { text: "From BullMQ", link: "/migrating/bullmq" },
+        ],
+      },
+      {
+        text: "More",
+        items: [
+          { text: "Troubleshooting", link: "/troubleshooting" },
+          { text: "Benchmarks", link: "/benchmarks" },
+        ],
+      },
+    ],
+  },
+});

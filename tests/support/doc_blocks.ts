@@ -1,0 +1,134 @@
+/**
+ * The TypeScript blocks of the documentation (docs/ and README.md), as the
+ * docs test checks them. A block's role comes from the HTML comment right
+ * before its fence (blank lines between are allowed):
+ *
+ * - `<!-- run -->`: a whole program; it is run and must exit 0.
+ * - `<!-- run: postgres -->`: the same, with `DATABASE_URL` set; without a
+ *   database it is only type-checked.
+ * - `<!-- test -->`: a `node:test` file; it is run by the runtime's test runner and must pass.
+ * - `<!-- setup -->`: what the page's later blocks build on (a store, `jobs`,
+ *   `errand`); each later block without a comment is type-checked after it.
+ * - `<!-- file: NAME -->`: a file of the getting-started project; it is
+ *   type-checked here, and the getting-started test saves and runs it.
+ * - no comment: type-checked, after the page's latest setup block if there is one.
+ *
+ * Imports of `errand` and `@errand/errand` (and their subpaths) are pointed at
+ * this checkout, so the documentation imports the package by name.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+/** The checkout's root, with a trailing slash. */
+export const root: string = fileURLToPath(new URL("../../", import.meta.url));
+
+/** What the docs test does with a block. */
+export type BlockRole = "run" | "run-postgres" | "test" | "setup" | "file" | "check";
+
+/** One TypeScript block of a markdown file. */
+export interface DocBlock {
+  /** The markdown file, relative to the checkout. */
+  page: string;
+  /** The 1-based line of the opening fence. */
+  line: number;
+  role: BlockRole;
+  /** For `file:` blocks, the file name the page gives. */
+  fileName?: string;
+  /** The block as written. */
+  code: string;
+  /** The module the type check sees: the block, after its page's setup when it has one, imports rewritten. */
+  checked: string;
+}
+
+/** Every markdown file whose blocks are checked: README.md and docs/ (without VitePress's own folders). */
+export function docPages(): string[] {
+  const docs = readdirSync(`${root}docs`, { recursive: true })
+    .map(String)
+    .filter((f) => f.endsWith(".md") && !f.split("/").some((part) => part.startsWith(".") || part === "node_modules"))
+    .map((f) => `docs/${f}`)
+    .sort();
+  return ["README.md", ...docs];
+}
+
+const FENCE = /^```(ts|typescript)\b[^\n]*\n([\s\S]*?)^```\s*$/gm;
+const ROLE = /<!--\s*(run: postgres|run|test|setup|file: [\w.-]+)\s*-->\s*$/;
+
+/** The TypeScript blocks of one markdown file, in order. */
+export function blocksOf(page: string): DocBlock[] {
+  const text = readFileSync(`${root}${page}`, "utf8");
+  const blocks: DocBlock[] = [];
+  let setup: string | undefined;
+  for (const match of text.matchAll(FENCE)) {
+    const before = text.slice(0, match.index).trimEnd();
+    const marker = ROLE.exec(before)?.[1] ?? "";
+    const role: BlockRole = marker === "run: postgres"
+      ? "run-postgres"
+      : marker.startsWith("file: ")
+      ? "file"
+      : marker === ""
+      ? "check"
+      : marker as BlockRole;
+    const code = match[2];
+    const line = text.slice(0, match.index).split("\n").length;
+    const checked = role === "check" && setup !== undefined ? after(setup, code) : code;
+    blocks.push({
+      page,
+      line,
+      role,
+      fileName: role === "file" ? marker.slice("file: ".length) : undefined,
+      code,
+      checked: pointAtCheckout(checked),
+    });
+    if (role === "setup") setup = code;
+  }
+  return blocks;
+}
+
+/** The subpaths both packages export, and the checkout file each one is. */
+const EXPORTS: Record<string, string> = JSON.parse(readFileSync(`${root}deno.json`, "utf8")).exports;
+
+/** Points `errand`, `@errand/errand` and their subpaths at this checkout's files. */
+export function pointAtCheckout(code: string): string {
+  return code.replace(/(from\s+|import\s*\(\s*)"(?:errand|@errand\/errand)(\/[\w-]+)?"/g, (all, lead, sub) => {
+    const target = EXPORTS[`.${sub ?? ""}`];
+    if (!target) return all;
+    return `${lead}${JSON.stringify(`${root}${target.replace(/^\.\//, "")}`)}`;
+  });
+}
+
+const IMPORT = /^import\s+([\s\S]*?)\s+from\s+("[^"]+");?[ \t]*$/gm;
+
+/**
+ * `block` after `setup` as one module: the block's imports merged into the
+ * setup's (a name both import is imported once), its statements in a scope
+ * of their own, so it may declare names the setup declared.
+ */
+function after(setup: string, block: string): string {
+  const named = new Map<string, Set<string>>();
+  const other = new Set<string>();
+  const collect = (code: string) =>
+    code.replace(IMPORT, (_all, what: string, from: string) => {
+      const braces = /^(type\s+)?\{([\s\S]*)\}$/.exec(what.trim());
+      if (!braces) {
+        other.add(`import ${what} from ${from};`);
+        return "";
+      }
+      const names = named.get(from) ?? new Set<string>();
+      for (const name of braces[2].split(",").map((n) => n.trim()).filter(Boolean)) {
+        names.add(braces[1] && !name.startsWith("type ") ? `type ${name}` : name);
+      }
+      named.set(from, names);
+      return "";
+    });
+  const setupBody = collect(setup);
+  const blockBody = collect(block);
+  const imports = [
+    ...other,
+    ...[...named].map(([from, names]) => {
+      // A name imported as a value and as a type is imported once, as the value.
+      const kept = [...names].filter((n) => !(n.startsWith("type ") && names.has(n.slice(5))));
+      return `import { ${kept.join(", ")} } from ${from};`;
+    }),
+  ];
+  return `${imports.join("\n")}\n${setupBody}\n{\n${blockBody}\n}\n`;
+}
