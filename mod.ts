@@ -91,4 +91,3 @@ export {
   ValidationError,
 } from "./src/errors.ts";
 export type { ErrandErrorCode } from "./src/errors.ts";
-export type { RunRecord } from "./src/jobs/types.ts";

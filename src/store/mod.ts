@@ -20,3 +20,4 @@
  */
 export type * from "./store.ts";
 export type * from "./records.ts";
+export type { RunRecord } from "../jobs/types.ts";
