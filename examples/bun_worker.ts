@@ -6,8 +6,8 @@
  */
 import process from "node:process";
 import postgres from "postgres";
-import { createErrand } from "../mod.ts";
-import { postgresStore } from "../adapters/postgres/mod.ts";
+import { createErrand } from "errand";
+import { postgresStore } from "errand/postgres";
 import { jobs } from "./jobs.ts";
 
 const sql = postgres(process.env.DATABASE_URL ?? "postgres://root@127.0.0.1:5432/test", { onnotice: () => {} });

@@ -12,9 +12,9 @@
 import process from "node:process";
 import { createClient } from "@libsql/client";
 import { Hono } from "hono";
-import { createErrand, defineJobs, job, PermanentError } from "../mod.ts";
-import { adminRouter } from "../adapters/hono/mod.ts";
-import { libsqlStore } from "../adapters/libsql/mod.ts";
+import { createErrand, defineJobs, job, PermanentError } from "errand";
+import { adminRouter } from "errand/hono";
+import { libsqlStore } from "errand/libsql";
 import { jobs as appJobs } from "./jobs.ts";
 
 declare const Bun: {

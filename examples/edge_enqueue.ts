@@ -5,9 +5,9 @@
  * the quick start. Run: `tsx examples/edge_enqueue.ts`, `deno run -A ...`, `bun ...`.
  */
 import postgres from "postgres";
-import { createErrand } from "../mod.ts";
-import type { StoreFor } from "../src/store/mod.ts";
-import { postgresStore } from "../adapters/postgres/mod.ts";
+import { createErrand } from "errand";
+import type { StoreFor } from "errand/store";
+import { postgresStore } from "errand/postgres";
 import { jobs } from "./jobs.ts";
 
 const url = globalThis.process?.env?.DATABASE_URL || undefined;
@@ -18,7 +18,7 @@ const client = sql ? undefined : (await import("@libsql/client")).createClient({
 const store =
   (sql
     ? postgresStore(sql, { namespace: "demo" })
-    : (await import("../adapters/libsql/mod.ts")).libsqlStore(client!, { namespace: "demo" })) as StoreFor<unknown>;
+    : (await import("errand/libsql")).libsqlStore(client!, { namespace: "demo" })) as StoreFor<unknown>;
 
 const errand = createErrand({ jobs, store, mode: "enqueue" });
 const { id } = await errand.enqueue("sendWelcome", { userId: 42, email: "edge@example.com" });

@@ -1,5 +1,5 @@
 /** The job kinds the examples share: define them once, import them everywhere. */
-import { backoff, defineJobs, job } from "../mod.ts";
+import { backoff, defineJobs, job } from "errand";
 
 /** A user signed up. */
 export type SendWelcome = { userId: number; email: string };

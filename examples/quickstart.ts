@@ -4,8 +4,8 @@
  * retries one that fails once, and prints what happens.
  */
 import { createClient } from "@libsql/client";
-import { createErrand } from "../mod.ts";
-import { libsqlStore } from "../adapters/libsql/mod.ts";
+import { createErrand } from "errand";
+import { libsqlStore } from "errand/libsql";
 import { jobs } from "./jobs.ts";
 
 const client = createClient({ url: "file:errand-demo.db" });

@@ -9,8 +9,8 @@
  * `DATABASE_URL` is a binding (a secret, or Hyperdrive's connection string).
  */
 import postgres from "postgres";
-import { createErrand } from "../../mod.ts";
-import { postgresStore } from "../../adapters/postgres/mod.ts";
+import { createErrand } from "errand";
+import { postgresStore } from "errand/postgres";
 import { jobs } from "../jobs.ts";
 
 /** What Workers hand to `fetch` besides the request. */
