@@ -48,12 +48,54 @@ export class FakeClock implements Clock {
     return { cancel: () => this.#remove(timer) };
   }
 
-  /** Moves time forward by `ms`, firing every timer that falls due on the way, in order. */
+  /**
+   * Moves time forward by `ms`, firing every timer that falls due on the way, in order.
+   *
+   * @example Let a 6-hour retry wait pass in a test
+   * ```ts
+   * import { createClient } from "@libsql/client";
+   * import { backoff, createErrand, defineJobs, job } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   * import { FakeClock } from "@errand/errand/testing";
+   *
+   * const jobs = defineJobs({ chargeCard: job<{ orderId: string }>({ retry: backoff.fixed("6h") }) });
+   * const clock = new FakeClock(Date.UTC(2026, 0, 1));
+   * let declines = 1;
+   * const errand = createErrand({
+   *   jobs,
+   *   store: libsqlStore(createClient({ url: ":memory:" })),
+   *   mode: "manual",
+   *   clock,
+   *   handlers: {
+   *     chargeCard: () => {
+   *       if (declines-- > 0) throw new Error("card declined");
+   *     },
+   *   },
+   * });
+   * await errand.enqueue("chargeCard", { orderId: "o-1" });
+   * console.log((await errand.step()).ran[0].outcome); // "retried"
+   * clock.advance(6 * 3_600_000);
+   * console.log((await errand.step()).ran[0].outcome); // "completed"
+   * await errand.shutdown();
+   * ```
+   */
   advance(ms: number): void {
     this.set(this.#now + ms);
   }
 
-  /** Moves time to `time` (never backwards), firing every timer due by then, in order. */
+  /**
+   * Moves time to `time` (never backwards), firing every timer due by then, in order.
+   * @throws {RangeError} When `time` is earlier than the clock's time.
+   *
+   * @example Jump to a date
+   * ```ts
+   * import { FakeClock } from "@errand/errand/testing";
+   *
+   * const clock = new FakeClock(Date.UTC(2026, 0, 1));
+   * clock.set(Date.UTC(2026, 0, 1, 3)); // 03:00 UTC, e.g. to fire a "0 3 * * *" schedule
+   * console.log(new Date(clock.now()).toISOString()); // 2026-01-01T03:00:00.000Z
+   * ```
+   */
   set(time: number): void {
     if (time < this.#now) throw new RangeError(`Cannot move a FakeClock backwards from "${this.#now}" to "${time}"`);
     for (;;) {

@@ -1,4 +1,4 @@
-// Runs every check (types, doc examples, lint, format, import cycles) and the whole test suite on Node (tsx), Deno and Bun, then
+// Runs every check (types, doc examples, lint, format, import cycles, the docs site's build) and the whole test suite on Node (tsx), Deno and Bun, then
 // prints one summary line per runtime and a total. `npm test` runs this.
 // Node runs twice: the machine's own (Node 20 here) and Node 24 from the devDependency node24.
 // Usage: node tests/run.mjs [--runtimes node,node24,deno,bun] [--skip-checks]
@@ -37,7 +37,7 @@ const failures = [];
 if (!args.includes("--skip-checks")) {
   for (
     const [label, a] of [
-      ["type check", ["check", "mod.ts", "src/", "adapters/", "tests/", "examples/", "bench/"]],
+      ["type check", ["check", "mod.ts", "src/", "adapters/", "tests/", "examples/", "bench/", "docs/.vitepress/"]],
       ["doc examples", [
         "test",
         "--doc",
@@ -46,6 +46,7 @@ if (!args.includes("--skip-checks")) {
         "src/",
         "adapters/libsql/mod.ts",
         "adapters/postgres/mod.ts",
+        "adapters/hono/mod.ts",
       ]],
       ["lint", ["lint"]],
       ["format", ["fmt", "--check"]],
@@ -64,6 +65,8 @@ if (!args.includes("--skip-checks")) {
   ];
   const cycles = ["--no-warning", "--no-tree", "--exit-code", "circular:1", ...entries];
   if (!run("import cycles", bin("dpdm"), cycles).ok) failures.push("import cycles");
+  // The docs site builds, with no link to a missing page or heading (docs/.vitepress/anchors.ts).
+  if (!run("docs build", process.execPath, [bin("vitepress"), "build", "docs"]).ok) failures.push("docs build");
 }
 
 /**

@@ -4,14 +4,24 @@
  *
  * @example Mount it behind your own check
  * ```ts
+ * import process from "node:process";
  * import { Hono } from "hono";
+ * import { createClient } from "@libsql/client";
+ * import { createErrand, defineJobs, job } from "@errand/errand";
+ * import { libsqlStore } from "@errand/errand/libsql";
  * import { adminRouter } from "@errand/errand/hono";
- * import { errand } from "./jobs.ts";
+ *
+ * const jobs = defineJobs({ sendWelcome: job<{ userId: number }>() });
+ * const errand = createErrand({ jobs, store: libsqlStore(createClient({ url: "file:errand.db" })) });
+ *
+ * const token = process.env.ADMIN_TOKEN;
+ * if (!token) throw new Error("Set ADMIN_TOKEN");
  *
  * const app = new Hono();
  * app.route("/jobs", adminRouter(errand, {
- *   authorize: (c) => c.req.header("authorization") === `Bearer ${Deno.env.get("ADMIN_TOKEN")}`,
+ *   authorize: (c) => c.req.header("authorization") === `Bearer ${token}`,
  * }));
+ * // The dashboard is at /jobs, the JSON API under /jobs/api.
  * ```
  *
  * @module
@@ -32,29 +42,83 @@ export type { Authorize } from "./security.ts";
 export interface AdminRouterOptions {
   /**
    * Decides whether a request may use the router (every route, the page
-   * included). Required unless `insecure` is true.
+   * included). Required unless `insecure` is true. A request it refuses gets
+   * a 401 with a JSON error.
+   *
+   * @example Allow the application's admins only
+   * ```ts
+   * import type { Context } from "hono";
+   * import { createClient } from "@libsql/client";
+   * import { createErrand, defineJobs, job } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   * import { adminRouter } from "@errand/errand/hono";
+   *
+   * // The application's own session lookup.
+   * const sessions = { find: async (_c: Context) => ({ role: "admin" as "admin" | "member" }) };
+   * const jobs = defineJobs({ sendWelcome: job<{ userId: number }>() });
+   * const errand = createErrand({ jobs, store: libsqlStore(createClient({ url: ":memory:" })) });
+   *
+   * const admin = adminRouter(errand, {
+   *   authorize: async (c) => (await sessions.find(c))?.role === "admin",
+   * });
+   * ```
    */
   authorize?: Authorize;
-  /** Serve without `authorize`: only for a demo on localhost. */
+  /**
+   * Serve without `authorize`: only for a demo on localhost.
+   *
+   * @example A local demo
+   * ```ts
+   * import { createClient } from "@libsql/client";
+   * import { createErrand, defineJobs, job } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   * import { adminRouter } from "@errand/errand/hono";
+   *
+   * const jobs = defineJobs({ sendWelcome: job<{ userId: number }>() });
+   * const errand = createErrand({ jobs, store: libsqlStore(createClient({ url: ":memory:" })) });
+   * // Anyone who can reach it can retry, cancel and delete jobs: listen on 127.0.0.1 only.
+   * const admin = adminRouter(errand, { insecure: true });
+   * ```
+   */
   insecure?: boolean;
   /**
-   * Return and show job and schedule payloads.
-   * @default false
+   * Return and show job and schedule payloads. Off, the API and the page
+   * never include a payload.
+   * @default {false}
+   *
+   * @example Show payloads to the operators who may see them
+   * ```ts
+   * import type { Context } from "hono";
+   * import { createClient } from "@libsql/client";
+   * import { createErrand, defineJobs, job } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   * import { adminRouter } from "@errand/errand/hono";
+   *
+   * const jobs = defineJobs({ sendWelcome: job<{ userId: number }>() });
+   * const errand = createErrand({ jobs, store: libsqlStore(createClient({ url: ":memory:" })) });
+   * // The application's own session lookup.
+   * const sessions = { find: async (_c: Context) => ({ role: "support" as "support" | "member" }) };
+   * const admin = adminRouter(errand, {
+   *   authorize: async (c) => (await sessions.find(c))?.role === "support",
+   *   showPayloads: true,
+   *   maxPageSize: 50,
+   * });
+   * ```
    */
   showPayloads?: boolean;
   /**
    * Largest page of jobs a request gets, whatever it asks for.
-   * @default 100
+   * @default {100}
    */
   maxPageSize?: number;
   /**
    * Largest request body in bytes.
-   * @default 16384
+   * @default {16_384}
    */
   maxBodyBytes?: number;
   /**
    * How often the page refreshes its numbers, in seconds (0: never).
-   * @default 5
+   * @default {5}
    */
   refreshSeconds?: number;
 }

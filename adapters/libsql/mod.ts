@@ -24,18 +24,28 @@ export { LIBSQL_SCHEMA_VERSION, libsqlMigrationSql } from "./migrations.ts";
 export interface LibsqlStoreOptions {
   /**
    * Isolates this pool from others sharing the database.
-   * @default "default"
+   * @default {"default"}
    */
   namespace?: string;
   /**
    * Create and upgrade errand's tables at start. With `false`, errand only
    * checks the schema version; apply `libsqlMigrationSql()` yourself.
-   * @default true
+   * @default {true}
+   *
+   * @example Apply the migrations yourself
+   * ```ts
+   * import { createClient } from "@libsql/client";
+   * import { libsqlMigrationSql, libsqlStore } from "@errand/errand/libsql";
+   *
+   * const client = createClient({ url: "file:errand.db" });
+   * await client.executeMultiple(libsqlMigrationSql()); // or save it as a migration of your own tool
+   * const store = libsqlStore(client, { migrate: false });
+   * ```
    */
   migrate?: boolean;
   /**
    * How long a write waits for another writer before it fails.
-   * @default "30s"
+   * @default {"30s"}
    */
   busyTimeout?: Duration;
   /**
@@ -43,7 +53,18 @@ export interface LibsqlStoreOptions {
    * on every commit, so a committed job survives power loss; `"normal"` skips
    * that sync (still safe against process crashes and corruption; the last
    * commits may be lost on power loss) and is several times faster.
-   * @default "full"
+   * @default {"full"}
+   *
+   * @example Faster writes, at the risk of losing the last commits on power loss
+   * ```ts
+   * import { createClient } from "@libsql/client";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   *
+   * const store = libsqlStore(createClient({ url: "file:errand.db" }), {
+   *   synchronous: "normal",
+   *   busyTimeout: "10s", // a write waits at most 10 s for another process's write
+   * });
+   * ```
    */
   synchronous?: "full" | "normal";
 }

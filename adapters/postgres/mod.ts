@@ -25,24 +25,61 @@ export const SCHEMA_PATTERN: RegExp = /^[a-z_][a-z0-9_]{0,62}$/;
 export interface PostgresStoreOptions {
   /**
    * Isolates this pool from others sharing the database.
-   * @default "default"
+   * @default {"default"}
    */
   namespace?: string;
   /**
    * The schema errand's tables live in.
-   * @default "errand"
+   * @default {"errand"}
+   *
+   * @example Two applications on one database
+   * ```ts
+   * import postgres from "postgres";
+   * import { postgresStore } from "@errand/errand/postgres";
+   *
+   * const sql = postgres("postgres://localhost/app");
+   * // One schema for errand's tables; a namespace per application that shares them.
+   * const shop = postgresStore(sql, { schema: "jobs", namespace: "shop" });
+   * const billing = postgresStore(sql, { schema: "jobs", namespace: "billing" });
+   * ```
    */
   schema?: string;
   /**
    * Create and upgrade errand's tables at start. With `false`, errand only
    * checks the schema version; apply `postgresMigrationSql()` yourself.
-   * @default true
+   * @default {true}
+   *
+   * @example Apply the migrations yourself
+   * ```ts
+   * import postgres from "postgres";
+   * import { postgresMigrationSql, postgresStore } from "@errand/errand/postgres";
+   *
+   * const sql = postgres("postgres://localhost/app");
+   * await sql.unsafe(postgresMigrationSql({ schema: "errand" })); // or save it as a migration of your own tool
+   * const store = postgresStore(sql, { schema: "errand", migrate: false });
+   * ```
    */
   migrate?: boolean;
   /**
    * Wake workers of other processes with LISTEN/NOTIFY. Turn it off behind
    * PgBouncer in transaction mode; workers then poll.
-   * @default true
+   * @default {true}
+   *
+   * @example Behind PgBouncer in transaction mode
+   * ```ts
+   * import postgres from "postgres";
+   * import { createErrand, defineJobs, job } from "@errand/errand";
+   * import { postgresStore } from "@errand/errand/postgres";
+   *
+   * const jobs = defineJobs({ sendWelcome: job<{ userId: number }>() });
+   * const sql = postgres("postgres://pgbouncer.internal:6432/app", { prepare: false });
+   * const errand = createErrand({
+   *   jobs,
+   *   store: postgresStore(sql, { notify: false }),
+   *   pollInterval: "500ms", // how soon other processes' workers see a new job
+   *   handlers: { sendWelcome: ({ userId }) => console.log(`welcome ${userId}`) },
+   * });
+   * ```
    */
   notify?: boolean;
 }

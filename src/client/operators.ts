@@ -37,7 +37,7 @@ export interface ListOptions {
   cursor?: string;
   /**
    * Page size, 1 to 1000.
-   * @default 50
+   * @default {50}
    */
   limit?: number;
 }

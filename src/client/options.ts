@@ -29,7 +29,7 @@ export type ErrandMode = "work" | "enqueue" | "manual";
 export interface QueueOptions {
   /**
    * How many of its jobs this instance runs at once.
-   * @default 6
+   * @default {6}
    */
   concurrency?: number;
 }
@@ -47,7 +47,7 @@ export interface ErrandOptions<J extends JobDefinitions, Ctx, TTx> {
   store: StoreFor<TTx>;
   /**
    * `"work"` to run workers and maintenance, `"enqueue"` to only enqueue and read.
-   * @default "work"
+   * @default {"work"}
    */
   mode?: ErrandMode;
   /** Handed to every handler as `job.context`. */
@@ -66,49 +66,49 @@ export interface ErrandOptions<J extends JobDefinitions, Ctx, TTx> {
   handlers?: Handlers<J, Ctx, TTx>;
   /**
    * The source of every time errand writes or compares; a `FakeClock` in tests.
-   * @default systemClock
+   * @default {systemClock}
    */
   clock?: Clock;
   /**
    * Where errand reports what it does.
-   * @default consoleLogger (warnings and errors only)
+   * @default {consoleLogger} warnings and errors only
    */
   logger?: Logger;
   /**
    * How long a claim holds without a heartbeat; renewed every third of it while the handler runs.
-   * @default "30s"
+   * @default {"30s"}
    */
   lease?: Duration;
   /**
    * How often an idle worker looks for jobs that no wake-up announced.
-   * @default "1s"
+   * @default {"1s"}
    */
   pollInterval?: Duration;
   /**
    * Most jobs one claim takes.
-   * @default 32
+   * @default {32}
    */
   claimBatch?: number;
   /**
    * Largest encoded payload accepted by `enqueue`, in bytes.
-   * @default 262144 (256 KiB)
+   * @default {262_144} 256 KiB
    */
   maxPayloadBytes?: number;
   /**
    * The retry policy of kinds that do not name one.
-   * @default backoff.exponential()
+   * @default {backoff.exponential()}
    */
   retry?: RetryPolicy;
   /**
    * How long finished jobs are kept before pruning.
-   * @default { completed: "24h", failed: "30d", cancelled: "7d" }
+   * @default {completed: "24h", failed: "30d", cancelled: "7d"}
    */
   retention?: { completed?: Duration; failed?: Duration; cancelled?: Duration };
   /**
    * How long the leadership (which fires cron schedules) holds without
    * renewal; the leader renews it every second, and another instance takes
    * over this long after the leader stops.
-   * @default "10s"
+   * @default {"10s"}
    */
   leaderLease?: Duration;
   /**
@@ -120,7 +120,7 @@ export interface ErrandOptions<J extends JobDefinitions, Ctx, TTx> {
   /**
    * How often maintenance promotes due jobs, rescues expired leases and prunes
    * (pruning's interval is also how often a worker looks for jobs no live worker can run).
-   * @default { promote: "1s", rescue: "5s", prune: "1m" }
+   * @default {promote: "1s", rescue: "5s", prune: "1m"}
    */
   maintenance?: { promote?: Duration; rescue?: Duration; prune?: Duration };
 }

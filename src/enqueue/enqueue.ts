@@ -67,7 +67,69 @@ export type EnqueueItem<J extends JobDefinitions> = {
 
 /** Enqueueing, typed by the job kinds `J`: on the errand client and on a handler's `job`. */
 export interface Enqueuer<J extends JobDefinitions, TTx> {
-  /** Enqueues one job; nothing is written if anything about it is invalid. */
+  /**
+   * Enqueues one job; nothing is written if anything about it is invalid.
+   * With `unique`, a job holding the same key makes it return that job's id
+   * with `inserted: false`.
+   * @throws {ValidationError} When the kind is unknown, or the payload or an option is invalid.
+   *
+   * @example Enqueue a job with options
+   * ```ts
+   * import { createClient } from "@libsql/client";
+   * import { backoff, createErrand, defineJobs, job } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   *
+   * const jobs = defineJobs({ resizeImage: job<{ url: string; width: number }>() });
+   * const errand = createErrand({ jobs, store: libsqlStore(createClient({ url: ":memory:" })) });
+   *
+   * const { id, inserted } = await errand.enqueue("resizeImage", { url: "https://example.com/a.png", width: 640 }, {
+   *   delay: "5m", // or runAt: new Date(...)
+   *   priority: -1, // lower runs first
+   *   attempts: 3,
+   *   retry: backoff.fixed("10s"),
+   *   unique: true, // while an unfinished job has this payload, return its id instead
+   * });
+   * console.log(id, inserted);
+   * ```
+   *
+   * @example Enqueue inside the application's transaction (postgres.js)
+   * ```ts
+   * import postgres from "postgres";
+   * import { createErrand, defineJobs, job } from "@errand/errand";
+   * import { postgresStore } from "@errand/errand/postgres";
+   *
+   * const jobs = defineJobs({ sendWelcome: job<{ userId: number }>() });
+   * const sql = postgres("postgres://localhost/app");
+   * const errand = createErrand({ jobs, store: postgresStore(sql), mode: "enqueue" });
+   *
+   * await sql.begin(async (tx) => {
+   *   await tx`insert into users (id) values (${7})`;
+   *   await errand.enqueue("sendWelcome", { userId: 7 }, { tx }); // exists only if the insert commits
+   * });
+   * ```
+   *
+   * @example Enqueue from a handler
+   * ```ts
+   * import { createClient } from "@libsql/client";
+   * import { createErrand, defineJobs, job } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   *
+   * const jobs = defineJobs({
+   *   chargeCard: job<{ orderId: string }>(),
+   *   sendReceipt: job<{ orderId: string }>(),
+   * });
+   * const errand = createErrand({
+   *   jobs,
+   *   store: libsqlStore(createClient({ url: ":memory:" })),
+   *   handlers: {
+   *     chargeCard: async ({ orderId }, job) => {
+   *       await job.enqueue("sendReceipt", { orderId }); // carries this run's trace context
+   *     },
+   *     sendReceipt: ({ orderId }) => console.log(`receipt for ${orderId}`),
+   *   },
+   * });
+   * ```
+   */
   enqueue<K extends KindKey<J>>(
     kind: K,
     payload: PayloadOf<J[K]>,
@@ -80,6 +142,35 @@ export interface Enqueuer<J extends JobDefinitions, TTx> {
    * In a handler, `job.enqueueAfter(job.id, ...)` continues the running job;
    * pass `{ tx }` to enqueue in the handler's own transaction.
    * @throws {NotFoundError} When a parent does not exist (checked outside a transaction).
+   *
+   * @example A chain, and a job that waits for several
+   * ```ts
+   * import { createClient } from "@libsql/client";
+   * import { createErrand, defineJobs, job } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   *
+   * const jobs = defineJobs({
+   *   chargeCard: job<{ orderId: string }>(),
+   *   shipOrder: job<{ orderId: string }>(),
+   *   sendReceipt: job<{ orderId: string }>(),
+   * });
+   * const errand = createErrand({ jobs, store: libsqlStore(createClient({ url: ":memory:" })) });
+   *
+   * const charge = await errand.enqueue("chargeCard", { orderId: "o-1" });
+   * const ship = await errand.enqueueAfter(charge.id, "shipOrder", { orderId: "o-1" });
+   * // Runs an hour after both the charge and the shipping have completed:
+   * await errand.enqueueAfter([charge.id, ship.id], "sendReceipt", { orderId: "o-1" }, { delay: "1h" });
+   * ```
+   *
+   * @example Continue the running job from its handler
+   * ```ts
+   * import type { Handler } from "@errand/errand";
+   *
+   * const importFile: Handler<{ file: string }> = async (payload, job) => {
+   *   // Runs once this job has completed; never if it fails or is cancelled.
+   *   await job.enqueueAfter(job.id, "notifyImported", { file: payload.file });
+   * };
+   * ```
    */
   enqueueAfter<K extends KindKey<J>>(
     parents: string | readonly string[],

@@ -13,8 +13,8 @@ import { ValidationError } from "../errors.ts";
 /** The `unique` option of `enqueue`. */
 export interface UniqueOptions {
   /**
-   * What makes two jobs of a kind the same.
-   * @default the payload (compared by value: key order does not matter)
+   * What makes two jobs of a kind the same. Unset: the payload, compared
+   * by value (key order does not matter).
    */
   key?: string;
   /**
@@ -27,7 +27,7 @@ export interface UniqueOptions {
    * `"active"`: unique while a job holding the key is scheduled, available,
    * running or waiting. `"any"`: unique until that job is pruned, even after
    * it finished (an idempotency key).
-   * @default "active"
+   * @default {"active"}
    */
   scope?: "active" | "any";
 }

@@ -17,28 +17,27 @@ import { type AnyPayloadValidator, isPayloadValidator, type PayloadValidator } f
 export interface JobOptions<T = unknown> {
   /**
    * The kind's stored name. Renaming a key in `defineJobs` while keeping
-   * `name` keeps old jobs runnable.
-   * @default the key in `defineJobs`
+   * `name` keeps old jobs runnable. Unset: the kind's key in `defineJobs`.
    */
   name?: string;
   /**
    * The queue its jobs run on.
-   * @default "default"
+   * @default {"default"}
    */
   queue?: string;
   /**
    * Lower runs first within a queue; any integer.
-   * @default 0
+   * @default {0}
    */
   priority?: number;
   /**
    * How many attempts a job may use before it fails.
-   * @default 10
+   * @default {10}
    */
   attempts?: number;
   /**
    * How long to wait before retrying a failed attempt.
-   * @default backoff.exponential() (1s doubling up to 1h, ±10 % jitter)
+   * @default {backoff.exponential()} 1 s doubling up to 1 h, ±10 % jitter
    */
   retry?: RetryPolicy;
   /**
@@ -47,7 +46,7 @@ export interface JobOptions<T = unknown> {
   timeout?: Duration;
   /**
    * The payload shape's version; a job's identity is (name, version).
-   * @default 1
+   * @default {1}
    */
   version?: number;
   /**

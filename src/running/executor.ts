@@ -58,21 +58,99 @@ export interface JobContext<Ctx = unknown, TTx = unknown, J extends JobDefinitio
    * back, the job's outcome is decided as if this was never called.
    * @throws {LeaseLostError} When this run no longer holds the job (its lease
    * expired and another run took over, or it was cancelled): let `tx` roll back.
+   *
+   * @example Complete the job with the handler's own writes (postgres.js)
+   * ```ts
+   * import postgres from "postgres";
+   * import { createErrand, defineJobs, job } from "@errand/errand";
+   * import { postgresStore } from "@errand/errand/postgres";
+   *
+   * const jobs = defineJobs({ sendWelcome: job<{ userId: number }>() });
+   * const sql = postgres("postgres://localhost/app");
+   * const errand = createErrand({
+   *   jobs,
+   *   store: postgresStore(sql),
+   *   handlers: {
+   *     sendWelcome: async (payload, job) => {
+   *       await sql.begin(async (tx) => {
+   *         await tx`update users set welcomed = true where id = ${payload.userId}`;
+   *         await job.complete(tx); // the update and the completion commit together
+   *       });
+   *     },
+   *   },
+   * });
+   * ```
    */
   complete(tx: TTx): Promise<void>;
   /**
    * Run the job again after `delay`; this attempt is not counted. Call it and
    * return: the decision applies when the handler returns (or throws).
+   * A run decides once: a second call of `snooze`, `discard` or `retryIn` throws a `StateError`.
+   *
+   * @example Poll until an export is ready
+   * ```ts
+   * import type { Handler } from "@errand/errand";
+   *
+   * const api = { exportStatus: async (_id: string): Promise<"pending" | "ready"> => "ready" };
+   * const pollExport: Handler<{ exportId: string }> = async (payload, job) => {
+   *   if (await api.exportStatus(payload.exportId) === "pending") return job.snooze("30s");
+   *   console.log(`export ${payload.exportId} is ready`);
+   * };
+   * ```
    */
   snooze(delay: Duration): void;
-  /** Fail the job now, without retries, with `reason`. Call it and return. */
+  /**
+   * Fail the job now, without retries, with `reason`. Call it and return.
+   *
+   * @example Give up on a job that can never succeed
+   * ```ts
+   * import type { Handler } from "@errand/errand";
+   *
+   * const users = { find: async (_id: number): Promise<{ email: string } | null> => null };
+   * const sendWelcome: Handler<{ userId: number }> = async (payload, job) => {
+   *   const user = await users.find(payload.userId);
+   *   if (!user) return job.discard(`user ${payload.userId} was deleted`); // failed, reason kept in its history
+   *   console.log(`welcome ${user.email}`);
+   * };
+   * ```
+   */
   discard(reason: string): void;
   /**
    * Count this attempt as failed and retry after `delay`, whatever the retry
    * policy says (when no attempts remain, the job fails). Call it and return.
+   *
+   * @example Retry when a rate-limited API says when
+   * ```ts
+   * import type { Handler } from "@errand/errand";
+   *
+   * const syncAccount: Handler<{ accountId: string }> = async (payload, job) => {
+   *   const response = await fetch(`https://api.example.com/accounts/${payload.accountId}/sync`, {
+   *     method: "POST",
+   *     signal: job.signal,
+   *   });
+   *   if (response.status === 429) {
+   *     const seconds = Number(response.headers.get("retry-after") ?? "60");
+   *     return job.retryIn(seconds * 1000); // a failed attempt, retried then
+   *   }
+   *   if (!response.ok) throw new Error(`sync failed: ${response.status}`);
+   * };
+   * ```
    */
   retryIn(delay: Duration): void;
-  /** Store `message` with this attempt's outcome in the job's history. */
+  /**
+   * Store `message` with this attempt's outcome in the job's history (in
+   * `get(id).runs`). A later call replaces an earlier one.
+   *
+   * @example Leave a note on the attempt
+   * ```ts
+   * import type { Handler } from "@errand/errand";
+   *
+   * const importRows: Handler<{ file: string }> = async (payload, job) => {
+   *   const rows = payload.file.split("\n").length;
+   *   job.explain(`imported ${rows} rows from ${payload.file}`);
+   * };
+   * ```
+   */
   explain(message: string): void;
 }
 

@@ -46,13 +46,13 @@ export interface ScheduleOptions
   /**
    * The IANA time zone the cron expression is read in; occurrences follow its
    * daylight-saving changes.
-   * @default "UTC"
+   * @default {"UTC"}
    */
   timezone?: string;
   /**
    * Most missed occurrences (the latest ones) enqueued at once after no
    * leader fired for a while; at least 1.
-   * @default 1
+   * @default {1}
    */
   catchUp?: number;
   /**
@@ -60,7 +60,7 @@ export interface ScheduleOptions
    * continuation an occurrence enqueues with `job.enqueueAfter`, goes to one
    * partition of the schedule's own, so none overlaps the one before. Not for
    * a kind with a topic (its partition key orders it already).
-   * @default false
+   * @default {false}
    */
   sequential?: boolean;
 }
