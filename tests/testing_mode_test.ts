@@ -116,6 +116,25 @@ describe("testing mode", () => {
     await errand.shutdown();
   });
 
+  it("works while a test framework fakes Date.now() at the epoch (time 0), as node:test's mock.timers does", async () => {
+    const ran: number[] = [];
+    const realNow = Date.now;
+    Date.now = () => 0;
+    try {
+      const { errand } = manualErrand({
+        jobs,
+        topics: { ledger: { partitions: 4 } },
+        handlers: { charge: (p) => void ran.push(p.cents) },
+      }, 0);
+      const { id } = await errand.enqueue("charge", { cents: 7 });
+      assert.deepEqual((await errand.step()).ran.map((r) => [r.id, r.outcome]), [[id, "completed"]]);
+      await errand.shutdown();
+    } finally {
+      Date.now = realNow;
+    }
+    assert.deepEqual(ran, [7]);
+  });
+
   it("step() is only for mode manual", async () => {
     const errand = createErrand({
       jobs,

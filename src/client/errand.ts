@@ -538,7 +538,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
       workers: new Workers(resolved.topics.size > 0),
       telemetry: new Telemetry(resolved.observer, resolved.logger),
       tracing: this.#tracing,
-      workerId: newId(Date.now()).slice(-10),
+      workerId: newId(resolved.clock.now()).slice(-10),
       newId,
       ready: () => this.#ensureReady(),
     };

@@ -27,5 +27,8 @@ function pooledRandom(): () => number {
 
 /** A new id generator: `newId(now)` is a ULID for the instant `now` (ms), greater than every id it made before. */
 export function idFactory(): (now: number) => string {
-  return monotonicFactory(pooledRandom());
+  const next = monotonicFactory(pooledRandom());
+  // `ulid` starts its monotonic state at time 0 with no random part, so a first id at the epoch itself
+  // (a fake clock at 0) would fail; one millisecond later orders the same.
+  return (now) => next(Math.max(now, 1));
 }
