@@ -515,6 +515,7 @@ type Phase = "new" | "started" | "stopping" | "stopped";
 class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx> {
   readonly mode: ErrandMode;
   #phase: Phase = "new";
+  #stopped: Promise<void> | undefined;
   #ready: Promise<void> | undefined;
   readonly #store: ClientDeps<TTx>["store"];
   readonly #tracing = new Tracing();
@@ -559,13 +560,25 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     await this.#pool.start(this.mode);
   }
 
-  async shutdown(options: ShutdownOptions = {}): Promise<void> {
+  shutdown(options: ShutdownOptions = {}): Promise<void> {
     const drainMs = parseDuration(options.drain ?? "10s", "drain");
-    if (this.#phase === "stopping" || this.#phase === "stopped") return;
-    this.#phase = "stopping";
-    this.#inserter.close();
-    await this.#pool.stop(drainMs);
-    this.#phase = "stopped";
+    // A second call (SIGINT after SIGTERM) waits for the first to finish instead of returning early.
+    this.#stopped ??= (async () => {
+      this.#phase = "stopping";
+      await this.#pool.stop(drainMs);
+      // Only now: runs that drain may still enqueue their follow-up jobs.
+      this.#inserter.close();
+      this.#phase = "stopped";
+    })();
+    return this.#stopped;
+  }
+
+  /** The insert path for the application's own calls, refused once shutdown() began. */
+  #open(): Inserter<TTx> {
+    if (this.#phase === "stopping" || this.#phase === "stopped") {
+      throw new StateError("enqueue() was called after shutdown()");
+    }
+    return this.#inserter;
   }
 
   async step(): Promise<StepReport> {
@@ -576,16 +589,16 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     return await this.#pool.step();
   }
 
-  enqueue = <K extends KindKey<J>>(kind: K, payload: PayloadOf<J[K]>, options?: EnqueueOptions<TTx>) =>
-    this.#inserter.enqueue(undefined, kind, payload, options);
-  enqueueAfter = <K extends KindKey<J>>(
+  enqueue = async <K extends KindKey<J>>(kind: K, payload: PayloadOf<J[K]>, options?: EnqueueOptions<TTx>) =>
+    await this.#open().enqueue(undefined, kind, payload, options);
+  enqueueAfter = async <K extends KindKey<J>>(
     parents: string | readonly string[],
     kind: K,
     payload: PayloadOf<J[K]>,
     options?: EnqueueOptions<TTx>,
-  ) => this.#inserter.enqueue(parents, kind, payload, options);
-  enqueueMany = (items: readonly EnqueueItem<J>[], options?: { tx?: TTx }) =>
-    this.#inserter.enqueueMany(items, options);
+  ) => await this.#open().enqueue(parents, kind, payload, options);
+  enqueueMany = async (items: readonly EnqueueItem<J>[], options?: { tx?: TTx }) =>
+    await this.#open().enqueueMany(items, options);
   get = (id: string) => this.#operators.get(id);
   list = (options?: ListOptions) => this.#operators.list(options);
   retry = (id: string) => this.#operators.retry(id);

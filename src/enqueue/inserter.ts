@@ -37,7 +37,11 @@ export class Inserter<TTx> {
     this.#deps = deps;
   }
 
-  /** Refuses every later `enqueue` (after shutdown); a recurring job's firing in progress still completes. */
+  /**
+   * Refuses every later `enqueue`, the handlers' too: shutdown calls it once
+   * the runs have drained (the client refuses the application's own calls
+   * from the start of shutdown). A recurring job's firing in progress still completes.
+   */
   close(): void {
     this.#closed = true;
   }

@@ -30,6 +30,39 @@ export function lifecycleCases(kind: StoreKind<unknown>): void {
         assert.equal(j.attempt, 1);
       }));
 
+    it("a run that drains may still enqueue; the application may not; a second shutdown() waits for the first", () =>
+      withDatabase(kind, async (db, track) => {
+        let release!: () => void;
+        const { errand, clock } = errandOn(db, {
+          jobs,
+          handlers: {
+            hold: async ({ n }, j) => {
+              if (n > 1) return;
+              await new Promise<void>((r) => (release = r));
+              await j.enqueue("hold", { n: n + 1 });
+            },
+          },
+        });
+        track(errand);
+        await errand.start();
+        const { id } = await errand.enqueue("hold", { n: 1 });
+        await eventually(() => release, "start");
+        const first = errand.shutdown({ drain: "10s" });
+        let secondDone = false;
+        const second = errand.shutdown().then(() => (secondDone = true));
+        await assert.rejects(errand.enqueue("hold", { n: 9 }), StateError);
+        clock.advance(1_000);
+        assert.equal(secondDone, false, "the second shutdown() waits while the run drains");
+        release();
+        await Promise.all([first, second]);
+        const j = (await errand.get(id))!;
+        assert.deepEqual([j.state, j.attempt], ["completed", 1]);
+        const all = (await errand.list({ kind: "hold" })).jobs;
+        const ns = all.map((x) => (x.payload as { n: number }).n).sort();
+        assert.deepEqual(ns, [1, 2]);
+        await assert.rejects(errand.enqueue("hold", { n: 9 }), StateError);
+      }));
+
     it("shutdown() aborts runs still going at the drain deadline and hands them back uncounted", () =>
       withDatabase(kind, async (db, track) => {
         let signal: AbortSignal | undefined;
