@@ -32,6 +32,7 @@ import { tmpdir } from "node:os";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
+import { fencedBlocks } from "./support/doc_blocks.ts";
 import { type LocalRegistry, startLocalRegistry } from "./support/local_registry.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -52,24 +53,21 @@ type Block =
   | { kind: "step"; tags: string[]; code: string; line: number }
   | { kind: "file"; name: string; code: string; line: number };
 
-const FENCE = /^```(\w*)[^\n]*\n([\s\S]*?)^```[ \t]*$/gm;
-const MARKER = /<!--\s*(?:step(?::([\w\s-]*))?|file:\s*([\w.-]+))\s*-->$/;
+const MARKER = /^(?:step(?::([\w\s-]*))?|file:\s*([\w.-]+))$/;
 
 /** The marked blocks of a page, in order. */
 function blocksOf(page: string): Block[] {
-  const text = readFileSync(`${root}${page}`, "utf8");
   const blocks: Block[] = [];
-  for (const match of text.matchAll(FENCE)) {
-    const marker = MARKER.exec(text.slice(0, match.index).trimEnd());
+  for (const { lang, marker: comment, code, line } of fencedBlocks(page)) {
+    const marker = MARKER.exec(comment ?? "");
     if (!marker) continue;
-    const line = text.slice(0, match.index).split("\n").length;
     const [, tags, name] = marker;
     if (name) {
-      assert.equal(match[1], "ts", `${page}:${line}: a file: block is a ts block`);
-      blocks.push({ kind: "file", name, code: match[2], line });
+      assert.equal(lang, "ts", `${page}:${line}: a file: block is a ts block`);
+      blocks.push({ kind: "file", name, code, line });
     } else {
-      assert.equal(match[1], "sh", `${page}:${line}: a step is an sh block`);
-      blocks.push({ kind: "step", tags: tags?.trim() ? tags.trim().split(/\s+/) : [], code: match[2], line });
+      assert.equal(lang, "sh", `${page}:${line}: a step is an sh block`);
+      blocks.push({ kind: "step", tags: tags?.trim() ? tags.trim().split(/\s+/) : [], code, line });
     }
   }
   return blocks;

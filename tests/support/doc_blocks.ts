@@ -50,17 +50,44 @@ export function docPages(): string[] {
   return ["README.md", ...docs];
 }
 
-const FENCE = /^```(ts|typescript)\b[^\n]*\n([\s\S]*?)^```\s*$/gm;
-const ROLE = /<!--\s*(run: postgres|run|test|setup|file: [\w.-]+)\s*-->\s*$/;
+/** A fenced block of a markdown file, with the HTML comment right before it. */
+export interface FencedBlock {
+  /** The fence's language, e.g. `ts` or `sh`. */
+  lang: string;
+  /** The text of the `<!-- ... -->` comment before the fence (blank lines between allowed), trimmed. */
+  marker?: string;
+  code: string;
+  /** The 1-based line of the opening fence. */
+  line: number;
+}
+
+const FENCE = /^```(\w*)[^\n]*\n([\s\S]*?)^```[ \t]*$/gm;
+// The comment's text holds no `-->`, so a match is the last comment, the one right before the fence.
+const MARKER = /<!--((?:(?!-->)[\s\S])*)-->\s*$/;
+
+/** Every fenced block of a markdown file (relative to the checkout), in order. */
+export function fencedBlocks(page: string): FencedBlock[] {
+  const text = readFileSync(`${root}${page}`, "utf8");
+  return [...text.matchAll(FENCE)].map((match) => {
+    const before = text.slice(0, match.index);
+    return {
+      lang: match[1],
+      marker: MARKER.exec(before.trimEnd())?.[1].trim(),
+      code: match[2],
+      line: before.split("\n").length,
+    };
+  });
+}
+
+const ROLE = /^(run: postgres|run|test|setup|file: [\w.-]+)$/;
 
 /** The TypeScript blocks of one markdown file, in order. */
 export function blocksOf(page: string): DocBlock[] {
-  const text = readFileSync(`${root}${page}`, "utf8");
   const blocks: DocBlock[] = [];
   let setup: string | undefined;
-  for (const match of text.matchAll(FENCE)) {
-    const before = text.slice(0, match.index).trimEnd();
-    const marker = ROLE.exec(before)?.[1] ?? "";
+  for (const { lang, marker: comment, code, line } of fencedBlocks(page)) {
+    if (lang !== "ts" && lang !== "typescript") continue;
+    const marker = ROLE.exec(comment ?? "")?.[1] ?? "";
     const role: BlockRole = marker === "run: postgres"
       ? "run-postgres"
       : marker.startsWith("file: ")
@@ -68,8 +95,6 @@ export function blocksOf(page: string): DocBlock[] {
       : marker === ""
       ? "check"
       : marker as BlockRole;
-    const code = match[2];
-    const line = text.slice(0, match.index).split("\n").length;
     const checked = role === "check" && setup !== undefined ? after(setup, code) : code;
     blocks.push({
       page,
