@@ -1,0 +1,121 @@
+/**
+ * `npm run chaos`: runs the chaos scenarios (chaos/scenarios/) on libSQL
+ * (a file) and PostgreSQL (DATABASE_URL), prints one JSON line per scenario
+ * and store with its figures, then a table, and exits 1 when a figure broke
+ * its rule. Arguments: scenario names to run only those, `--quick` for the
+ * short form CI runs, `--store libsql|postgres` for one store.
+ */
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import process from "node:process";
+import type { Figures, Scenario } from "./scenario.ts";
+import { openDatabase, type StoreName, unavailable } from "./support/database.ts";
+
+const args = process.argv.slice(2);
+const quick = args.includes("--quick");
+const onlyStore = args.includes("--store") ? args[args.indexOf("--store") + 1] as StoreName : undefined;
+const names = args.filter((a, i) => !a.startsWith("--") && args[i - 1] !== "--store");
+
+const scenarios: Scenario[] = [];
+for (const file of readdirSync(new URL("./scenarios/", import.meta.url)).filter((f) => f.endsWith(".ts")).sort()) {
+  scenarios.push((await import(`./scenarios/${file}`)).scenario);
+}
+const unknown = names.filter((n) => !scenarios.some((s) => s.name === n));
+if (unknown.length) {
+  console.error(
+    `Unknown scenario ${unknown.join(", ")}; the scenarios are: ${scenarios.map((s) => s.name).join(", ")}`,
+  );
+  process.exit(2);
+}
+
+/** One result: a scenario on a store (printed with its figures inline). */
+interface Line {
+  scenario: string;
+  store: StoreName;
+  harness?: string;
+  seconds?: number;
+  ok: boolean;
+  broken?: string[];
+  skipped?: string;
+  error?: string;
+  figures: Figures;
+}
+
+const print = ({ figures, ...line }: Line) => console.log(JSON.stringify({ ...line, ...figures }));
+
+const lines: Line[] = [];
+for (const scenario of scenarios.filter((s) => !names.length || names.includes(s.name))) {
+  for (const store of scenario.stores.filter((s) => !onlyStore || s === onlyStore)) {
+    const base = { scenario: scenario.name, store, harness: scenario.harness?.join(" ") };
+    const why = unavailable(store);
+    if (why) {
+      lines.push({ ...base, ok: true, skipped: why, figures: {} });
+      print(lines.at(-1)!);
+      continue;
+    }
+    const dir = mkdtempSync(`${tmpdir()}/errand-chaos-`);
+    const db = openDatabase(store, dir);
+    const started = performance.now();
+    const note = (message: string) =>
+      console.error(`[${scenario.name} ${store} +${secondsSince(started)}s] ${message}`);
+    let line: Line;
+    try {
+      const { figures, checks } = await scenario.run({ db, quick, dir, note });
+      const broken = checks.filter((c) => !c.ok).map((c) => c.rule);
+      line = { ...base, figures, seconds: secondsSince(started), ok: broken.length === 0, broken };
+    } catch (err) {
+      line = {
+        ...base,
+        figures: {},
+        seconds: secondsSince(started),
+        ok: false,
+        error: String((err as Error)?.stack ?? err),
+      };
+    } finally {
+      await db.close().catch(() => {});
+      rmSync(dir, { recursive: true, force: true });
+    }
+    lines.push(line);
+    print(line);
+  }
+}
+
+console.log(table(lines));
+const failed = lines.filter((l) => !l.ok);
+console.log(`${lines.length - failed.length} passed, ${failed.length} failed`);
+process.exit(failed.length ? 1 : 0);
+
+function secondsSince(start: number): number {
+  return Math.round((performance.now() - start) / 100) / 10;
+}
+
+/** The figures as a markdown table, a row per scenario and store. */
+function table(rows: readonly Line[]): string {
+  const columns: [string, (l: Line) => unknown][] = [
+    ["scenario", (l) => l.scenario],
+    ["store", (l) => l.store],
+    ["jobs", (l) => l.figures.jobs],
+    ["completed", (l) => l.figures.completed],
+    ["lost", (l) => l.figures.lost],
+    ["ran twice while leased", (l) => l.figures.ranTwiceWhileLeased],
+    ["order violations", (l) => l.figures.orderViolations],
+    ["double fires", (l) => l.figures.doubleFires],
+    ["recovery s", (l) => l.figures.recoverySeconds],
+    ["seconds", (l) => l.seconds],
+    [
+      "result",
+      (l) =>
+        l.skipped
+          ? `skipped: ${l.skipped}`
+          : l.ok
+          ? "ok"
+          : `FAILED: ${[...(l.broken ?? []), l.error ?? ""].filter(Boolean).join("; ").split("\n")[0]}`,
+    ],
+  ];
+  const cell = (v: unknown) => v === undefined ? "" : String(v);
+  return [
+    `| ${columns.map(([name]) => name).join(" | ")} |`,
+    `| ${columns.map(() => "---").join(" | ")} |`,
+    ...rows.map((row) => `| ${columns.map(([, get]) => cell(get(row))).join(" | ")} |`),
+  ].join("\n");
+}

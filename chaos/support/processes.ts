@@ -1,0 +1,106 @@
+/**
+ * Worker processes for the chaos suite: real OS processes running
+ * chaos/support/worker.ts on this Node (through tsx, as one process, so a
+ * signal reaches the program itself), with every signal sent to them
+ * recorded with its time for the run-log checks.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import process from "node:process";
+import { fileURLToPath } from "node:url";
+import type { ChaosDatabase } from "./database.ts";
+
+const workerScript = fileURLToPath(new URL("./worker.ts", import.meta.url));
+const tsconfig = fileURLToPath(new URL("../../tsconfig.json", import.meta.url));
+
+/** A signal sent to a worker, and when (ms since the epoch, as the run log's `t`). */
+export interface SentSignal {
+  readonly pid: number;
+  readonly signal: NodeJS.Signals;
+  readonly t: number;
+}
+
+/** One running worker process. */
+export interface Worker {
+  readonly child: ChildProcess;
+  readonly pid: number;
+  /** Everything it wrote to stderr (its last 8,000 characters). */
+  stderr(): string;
+  /** Resolves when it has exited. */
+  readonly exited: Promise<void>;
+}
+
+const now = () => performance.timeOrigin + performance.now();
+
+/** The worker processes of one scenario run, and the signals sent to them. */
+export class Workers {
+  readonly #db: ChaosDatabase;
+  readonly #log: string;
+  readonly #live = new Set<Worker>();
+  /** Every signal sent, in order. */
+  readonly signals: SentSignal[] = [];
+
+  /** Workers on `db`, each appending to the run log `log`. */
+  constructor(db: ChaosDatabase, log: string) {
+    this.#db = db;
+    this.#log = log;
+  }
+
+  /** The workers still running. */
+  get live(): Worker[] {
+    return [...this.#live];
+  }
+
+  /**
+   * Starts a worker with `env` added to its environment, and waits until it
+   * says "ready". `script` is another program to run the same way (a
+   * scenario's own child, e.g. an enqueuer), which prints "ready" too.
+   */
+  async start(env: Record<string, string> = {}, script = workerScript): Promise<Worker> {
+    const child = spawn(process.execPath, ["--import", import.meta.resolve("tsx"), script], {
+      env: { ...process.env, TSX_TSCONFIG_PATH: tsconfig, ...this.#db.env, CHAOS_LOG: this.#log, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    child.stderr!.on("data", (chunk) => (stderr = (stderr + chunk).slice(-8_000)));
+    const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
+    const worker: Worker = { child, pid: child.pid!, stderr: () => stderr, exited };
+    this.#live.add(worker);
+    void exited.then(() => this.#live.delete(worker));
+    await new Promise<void>((resolve, reject) => {
+      child.stdout!.on("data", (chunk) => String(chunk).includes("ready") && resolve());
+      void exited.then(() => reject(new Error(`a worker exited before it was ready:\n${stderr}`)));
+    });
+    return worker;
+  }
+
+  /** Sends `signal` to `worker` and records it. */
+  signal(worker: Worker, signal: NodeJS.Signals): void {
+    this.signals.push({ pid: worker.pid, signal, t: now() });
+    worker.child.kill(signal);
+  }
+
+  /** SIGKILLs `worker` and waits until it is gone. */
+  async kill(worker: Worker): Promise<void> {
+    this.signal(worker, "SIGKILL");
+    await worker.exited;
+  }
+
+  /**
+   * SIGTERMs every live worker and waits up to `graceMs` for each to exit;
+   * SIGKILLs the ones still there. Returns how many had to be killed.
+   */
+  async stopAll(graceMs = 15_000): Promise<number> {
+    const workers = this.live;
+    for (const w of workers) this.signal(w, "SIGCONT"); // a stopped process cannot handle SIGTERM
+    for (const w of workers) this.signal(w, "SIGTERM");
+    const late = await Promise.all(workers.map(async (w) => {
+      const inTime = await Promise.race([
+        w.exited.then(() => true),
+        new Promise<boolean>((r) => setTimeout(() => r(false), graceMs)),
+      ]);
+      if (!inTime) await this.kill(w);
+      return !inTime;
+    }));
+    return late.filter(Boolean).length;
+  }
+}

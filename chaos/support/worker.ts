@@ -1,0 +1,104 @@
+/**
+ * A worker process of the chaos suite, configured by its environment:
+ *
+ * - CHAOS_STORE (libsql | postgres), CHAOS_URL, CHAOS_SCHEMA: the database (see database.ts);
+ * - CHAOS_LOG: the run log, a file it appends one JSON line to per event
+ *   (`{ e: "start" | "end" | "abort", id, kind, attempt, key?, n?, pid, t }`,
+ *   `t` in ms since the epoch with a fraction, comparable across processes);
+ * - CHAOS_CONCURRENCY (default 8), CHAOS_LEASE (default "3s"), CHAOS_DRAIN
+ *   (the drain on SIGTERM, default "5s"), CHAOS_POOL (PostgreSQL connections, default 4);
+ * - CHAOS_SCHEDULE: a cron expression; when set, it registers the schedule
+ *   "tick" at start, as an application does on every start (CHAOS_CATCH_UP: its catchUp);
+ * - CHAOS_ENQUEUE=N: after start, it also enqueues N `work` jobs of CHAOS_JOB_MS (default 1) ms one
+ *   by one, logging `{ e: "enqueued", id }` for each and `{ e: "enqueue-error", message }` for a failure;
+ * - CHAOS_APP: the application_name of its PostgreSQL connections.
+ *
+ * Prints "ready" once started, and shuts down gracefully on SIGTERM.
+ */
+import { appendFileSync } from "node:fs";
+import process from "node:process";
+import { createClient } from "@libsql/client";
+import postgres from "postgres";
+import { createErrand, type Duration } from "errand";
+import { libsqlStore } from "errand/libsql";
+import { postgresStore } from "errand/postgres";
+import type { StoreFor } from "errand/store";
+import { chaosJobs, chaosTopics } from "./jobs.ts";
+
+const env = (name: string, fallback = "") => process.env[name] || fallback;
+const now = () => performance.timeOrigin + performance.now();
+const log = (event: Record<string, unknown>) =>
+  appendFileSync(env("CHAOS_LOG"), `${JSON.stringify({ ...event, pid: process.pid, t: now() })}\n`);
+
+const sql = env("CHAOS_STORE") === "postgres"
+  ? postgres(env("CHAOS_URL"), {
+    max: Number(env("CHAOS_POOL", "4")),
+    connect_timeout: 5,
+    connection: { application_name: env("CHAOS_APP", "errand_chaos") },
+    onnotice: () => {},
+  })
+  : undefined;
+const client = sql ? undefined : createClient({ url: env("CHAOS_URL") });
+const store = (sql ? postgresStore(sql, { schema: env("CHAOS_SCHEMA") }) : libsqlStore(client!)) as StoreFor<unknown>;
+const quiet = () => {};
+
+/** Sleeps `ms`, or less when `signal` aborts; says whether it slept the whole time. */
+function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(true), ms);
+    signal.addEventListener("abort", () => {
+      clearTimeout(timer);
+      resolve(false);
+    }, { once: true });
+  });
+}
+
+const errand = createErrand({
+  jobs: chaosJobs,
+  topics: chaosTopics,
+  store,
+  logger: { debug: quiet, info: quiet, warn: quiet, error: (m, f) => console.error(m, f ?? "") },
+  lease: env("CHAOS_LEASE", "3s") as Duration,
+  leaderLease: "2s",
+  pollInterval: "100ms",
+  maintenance: { rescue: "250ms" },
+  queues: { default: { concurrency: Number(env("CHAOS_CONCURRENCY", "8")) } },
+  handlers: {
+    work: async ({ n, ms }, job) => {
+      log({ e: "start", id: job.id, kind: "work", attempt: job.attempt, n });
+      const done = await sleep(ms, job.signal);
+      log({ e: done ? "end" : "abort", id: job.id, kind: "work", attempt: job.attempt, n });
+    },
+    ordered: async ({ key, n, ms }, job) => {
+      log({ e: "start", id: job.id, kind: "ordered", attempt: job.attempt, key, n });
+      const done = await sleep(ms, job.signal);
+      log({ e: done ? "end" : "abort", id: job.id, kind: "ordered", attempt: job.attempt, key, n });
+    },
+    tick: (_p, job) => {
+      log({ e: "start", id: job.id, kind: "tick", attempt: job.attempt });
+      log({ e: "end", id: job.id, kind: "tick", attempt: job.attempt });
+    },
+  },
+});
+await errand.start();
+const cron = env("CHAOS_SCHEDULE");
+if (cron) {
+  await errand.schedule("tick", "tick", { schedule: "tick" }, cron, { catchUp: Number(env("CHAOS_CATCH_UP", "1")) });
+}
+console.log("ready");
+const toEnqueue = Number(env("CHAOS_ENQUEUE", "0"));
+for (let n = 0; n < toEnqueue; n++) {
+  try {
+    const { id } = await errand.enqueue("work", { n, ms: Number(env("CHAOS_JOB_MS", "1")) });
+    log({ e: "enqueued", id, n });
+  } catch (err) {
+    log({ e: "enqueue-error", n, message: String(err) });
+  }
+}
+process.on("SIGTERM", async () => {
+  await errand.shutdown({ drain: env("CHAOS_DRAIN", "5s") as Duration });
+  await sql?.end({ timeout: 5 });
+  client?.close();
+  process.exit(0);
+});
