@@ -128,7 +128,9 @@ describe("testing mode", () => {
       }, 0);
       const { id } = await errand.enqueue("charge", { cents: 7 });
       assert.deepEqual((await errand.step()).ran.map((r) => [r.id, r.outcome]), [[id, "completed"]]);
+      assert.equal((await errand.workers()).length, 1);
       await errand.shutdown();
+      assert.deepEqual(await errand.workers(), [], "shutdown() removes the heartbeat of an instance that started at 0");
     } finally {
       Date.now = realNow;
     }

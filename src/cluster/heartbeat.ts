@@ -35,7 +35,8 @@ export interface HeartbeatEnv extends ServiceDeps<ClusterStore> {
 /** Records this instance as live while it runs. */
 export class Heartbeat {
   readonly #env: HeartbeatEnv;
-  #startedAt = 0;
+  /** When the first beat was, or undefined before it and after stop (a fake clock may start at 0). */
+  #startedAt: number | undefined;
   #task: Periodic | undefined;
 
   /** Creates the heartbeat; `start()` begins beating. */
@@ -52,8 +53,8 @@ export class Heartbeat {
 
   /** Stops beating and deletes this instance's record, so others stop counting it at once. */
   async stop(): Promise<void> {
-    if (this.#startedAt === 0) return;
-    this.#startedAt = 0;
+    if (this.#startedAt === undefined) return;
+    this.#startedAt = undefined;
     await this.#task?.stop();
     this.#task = undefined;
     await this.#env.store.workerRemove({ id: this.#env.id }).catch((err) =>
@@ -65,7 +66,7 @@ export class Heartbeat {
   async beat(): Promise<void> {
     const { store, clock, id } = this.#env;
     const now = clock.now();
-    this.#startedAt ||= now;
+    this.#startedAt ??= now;
     const worker = { id, startedAt: this.#startedAt, beatAt: now, ...this.#env.describe() };
     await store.workerBeat({ worker, expiredBefore: now - WORKER_EXPIRY_MS });
     this.#env.onLive(await liveWorkers(store, now));
