@@ -23,7 +23,7 @@ describe("docs", () => {
   mkdirSync(dir, { recursive: true });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
-  it("every TypeScript block type-checks", () => {
+  it("every TypeScript block type-checks", { timeout: 300_000 }, () => {
     assert.ok(blocks.length > 0, "the docs have TypeScript blocks");
     for (const block of blocks) writeFileSync(fileOf(block), block.checked);
     const check = spawnSync(
