@@ -82,7 +82,10 @@ for (const scenario of scenarios.filter((s) => !names.length || names.includes(s
 
 console.log(table(lines));
 const failed = lines.filter((l) => !l.ok);
-console.log(`${lines.length - failed.length} passed, ${failed.length} failed`);
+console.log(
+  `chaos: ${lines.length - failed.length} of ${lines.length} scenario runs kept every rule` +
+    (failed.length ? `; broken: ${failed.map((l) => `${l.scenario} on ${l.store}`).join(", ")}` : ""),
+);
 process.exit(failed.length ? 1 : 0);
 
 function secondsSince(start: number): number {

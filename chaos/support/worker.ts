@@ -87,6 +87,12 @@ if (cron) {
   await errand.schedule("tick", "tick", { schedule: "tick" }, cron, { catchUp: Number(env("CHAOS_CATCH_UP", "1")) });
 }
 console.log("ready");
+process.on("SIGTERM", async () => {
+  await errand.shutdown({ drain: env("CHAOS_DRAIN", "5s") as Duration });
+  await sql?.end({ timeout: 5 });
+  client?.close();
+  process.exit(0);
+});
 const toEnqueue = Number(env("CHAOS_ENQUEUE", "0"));
 for (let n = 0; n < toEnqueue; n++) {
   try {
@@ -96,9 +102,3 @@ for (let n = 0; n < toEnqueue; n++) {
     log({ e: "enqueue-error", n, message: String(err) });
   }
 }
-process.on("SIGTERM", async () => {
-  await errand.shutdown({ drain: env("CHAOS_DRAIN", "5s") as Duration });
-  await sql?.end({ timeout: 5 });
-  client?.close();
-  process.exit(0);
-});
