@@ -20,10 +20,10 @@ const jobs = defineJobs({ note: job<{ n: number }>() });
 
 const lockHolder = fileURLToPath(new URL("./support/lock_holder.ts", import.meta.url));
 
-/** Starts another process that holds the database's write lock until {@link releaseWriteLock}. */
-function holdWriteLock(path: string): Promise<ChildProcess> {
+/** Starts another process that holds the database's write lock until {@link releaseWriteLock}, or for `ms`. */
+function holdWriteLock(path: string, ms?: number): Promise<ChildProcess> {
   const [command, args] = runtimeCommand(lockHolder);
-  const child = spawn(command, [...args, path], { stdio: ["pipe", "pipe", "inherit"] });
+  const child = spawn(command, [...args, path, ...(ms ? [String(ms)] : [])], { stdio: ["pipe", "pipe", "inherit"] });
   return new Promise((resolve, reject) => {
     child.stdout!.on("data", (chunk) => String(chunk).includes("locked") && resolve(child));
     child.on("exit", (code) => reject(new Error(`the lock holder exited early with ${code}`)));
@@ -110,6 +110,37 @@ describe("libSQL busy handling", () => {
       assert.doesNotMatch(logger.lines.join("\n"), /SQLITE_BUSY|database is locked/);
     } finally {
       await errand.shutdown({ drain: 0 });
+      client.close();
+      db.remove();
+    }
+  });
+  it("the application's own write transaction keeps its client's busy wait after errand wrote on that client", async () => {
+    const db = tempDatabase();
+    // The application waits up to 10 s for another writer; errand's own writes wait 1 s at a time.
+    const client = createClient({ url: `file:${db.path}`, timeout: 10_000 });
+    const errand = createErrand({
+      jobs,
+      store: libsqlStore(client),
+      logger: quietLogger(),
+      pollInterval: "50ms",
+      handlers: { note: () => {} },
+    });
+    let holder: ChildProcess | undefined;
+    try {
+      await errand.start();
+      const { id } = await errand.enqueue("note", { n: 1 });
+      await eventually(async () => (await errand.get(id))?.state === "completed", "the job completed");
+      // Held for 3 s, longer than errand's 1 s: the application's transaction must still wait it out
+      // (SQLite's busy wait blocks this process meanwhile, so the other process lets go by itself).
+      holder = await holdWriteLock(db.path, 3_000);
+      const started = Date.now();
+      const tx = await client.transaction("write");
+      await tx.execute("SELECT 1");
+      await tx.commit();
+      assert.ok(Date.now() - started > 1_200, "the transaction waited for the other writer, longer than errand's wait");
+    } finally {
+      holder?.kill();
+      await errand.shutdown();
       client.close();
       db.remove();
     }

@@ -40,6 +40,12 @@ export class LibsqlConnection {
   readonly #pragmas: string;
   /** {@link LibsqlConnection.#pragmas} for claims and lease renewals: no sync of the commit. */
   readonly #unsyncedPragmas: string;
+  /**
+   * The statements that put back the application's own busy wait and
+   * `synchronous` level, as its client's connections had them before errand
+   * first wrote (read then).
+   */
+  #restore: Promise<string> | undefined;
 
   /** Wraps `client`. */
   constructor(client: Client, settings: ConnectionSettings) {
@@ -79,17 +85,31 @@ export class LibsqlConnection {
    * memory until garbage collection.
    */
   writeScript(script: string): Promise<void> {
-    return this.run(() => this.client.executeMultiple(`${this.#pragmas} BEGIN; ${TAKE_WRITE_LOCK}; ${script} COMMIT;`));
+    return this.run(() => this.transaction((tx) => tx.executeMultiple(script)));
+  }
+
+  /** See {@link LibsqlConnection.#restore}. */
+  #applicationPragmas(): Promise<string> {
+    this.#restore ??= (async () => {
+      const read = async (pragma: string) => Number((await this.client.execute(`PRAGMA ${pragma}`)).rows[0]?.[0]);
+      const [busy, synchronous] = [await read("busy_timeout"), await read("synchronous")];
+      return `PRAGMA busy_timeout = ${busy}; PRAGMA synchronous = ${synchronous};`;
+    })().catch(() => ""); // a remote database that refuses pragmas has nothing to put back
+    return this.#restore;
   }
 
   /**
-   * Runs `fn` in a write transaction, after setting a native busy timeout
-   * (and the `synchronous` level) on the connection that runs it, as a script
-   * that prepares no statement object (operations run one at a time, and the
-   * client's pool hands the connection an `execute` just released straight to
-   * the next call). SQLite's own busy wait matters: retrying from JavaScript
-   * alone stalls processes that share a file, and so does setting the timeout
-   * only after a busy error.
+   * Runs `fn` in a write transaction with a native busy timeout and errand's
+   * `synchronous` level on its connection. SQLite's own busy wait matters:
+   * retrying from JavaScript alone stalls processes that share a file, and so
+   * does setting the timeout only after a busy error.
+   *
+   * The settings go on the connection the transaction owns, and the
+   * application's own come back before it returns to the client's pool, where
+   * the application's next call may take it. `synchronous` cannot change inside
+   * a transaction, so the empty deferred transaction the driver began is
+   * committed first and another begun. Every step runs as a script, which
+   * prepares no statement object.
    *
    * The write lock is taken by a script statement inside a deferred
    * transaction, not by `BEGIN IMMEDIATE`: when `BEGIN IMMEDIATE` fails with
@@ -105,14 +125,20 @@ export class LibsqlConnection {
     takeLock = TAKE_WRITE_LOCK,
     synced = true,
   ): Promise<T> {
-    await this.client.executeMultiple(synced ? this.#pragmas : this.#unsyncedPragmas);
+    const restore = await this.#applicationPragmas();
     const tx = await this.client.transaction("deferred");
+    let settled = false;
     try {
-      await tx.executeMultiple(takeLock);
+      await tx.executeMultiple(`COMMIT; ${synced ? this.#pragmas : this.#unsyncedPragmas} BEGIN; ${takeLock};`);
       const result = await fn(tx);
-      await tx.commit();
+      await tx.executeMultiple(`COMMIT; ${restore}`);
+      settled = true;
       return result;
     } finally {
+      if (!settled) {
+        await tx.execute("ROLLBACK").catch(() => undefined);
+        await tx.executeMultiple(restore).catch(() => undefined);
+      }
       tx.close();
     }
   }

@@ -1,7 +1,8 @@
 /**
  * Another process holding a libSQL database's write lock: opens the file given
  * as the first argument, takes the write lock, prints "locked", and commits
- * when a line arrives on stdin (or stdin closes), then prints "released" and exits.
+ * when a line arrives on stdin (or stdin closes), or after the milliseconds of
+ * the second argument when given, then prints "released" and exits.
  */
 import process from "node:process";
 import { createClient } from "@libsql/client";
@@ -14,6 +15,7 @@ console.log("locked");
 await new Promise<void>((resolve) => {
   process.stdin.once("data", () => resolve());
   process.stdin.once("end", () => resolve());
+  if (process.argv[3]) setTimeout(resolve, Number(process.argv[3]));
 });
 await tx.commit();
 client.close();
