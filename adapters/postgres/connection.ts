@@ -91,7 +91,9 @@ export function toErrandError(err: unknown): Error {
   if (err instanceof ErrandError) return err;
   const code = String((err as { code?: unknown })?.code ?? "");
   const message = (err as Error)?.message ?? String(err);
-  if (CONNECTION_CODES.has(code) || code.startsWith("08")) {
+  // Class 08 is a broken connection; class 53 a server out of a resource (connection slots, memory, disk) that
+  // frees up again: both are worth retrying, never a reason to fail a job's outcome.
+  if (CONNECTION_CODES.has(code) || code.startsWith("08") || code.startsWith("53")) {
     return new StoreUnavailableError(`PostgreSQL cannot be reached (${code}): ${message}`, { cause: err });
   }
   return new StoreError(`PostgreSQL error${code ? ` ${code}` : ""}: ${message}`, { cause: err });
