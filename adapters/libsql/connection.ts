@@ -85,7 +85,11 @@ export class LibsqlConnection {
    * memory until garbage collection.
    */
   writeScript(script: string): Promise<void> {
-    return this.run(() => this.transaction((tx) => tx.executeMultiple(script)));
+    return this.run(() =>
+      this.#onOwnConnection((tx, restore) =>
+        tx.executeMultiple(`COMMIT; ${this.#pragmas} BEGIN; ${TAKE_WRITE_LOCK}; ${script} COMMIT; ${restore}`)
+      )
+    );
   }
 
   /** See {@link LibsqlConnection.#restore}. */
@@ -125,13 +129,26 @@ export class LibsqlConnection {
     takeLock = TAKE_WRITE_LOCK,
     synced = true,
   ): Promise<T> {
+    return this.#onOwnConnection(async (tx, restore) => {
+      await tx.executeMultiple(`COMMIT; ${synced ? this.#pragmas : this.#unsyncedPragmas} BEGIN; ${takeLock};`);
+      const result = await fn(tx);
+      await tx.executeMultiple(`COMMIT; ${restore}`);
+      return result;
+    });
+  }
+
+  /**
+   * Runs `body` on a connection of the client's pool that it owns until it
+   * returns: a driver transaction, begun deferred. `body` sets errand's
+   * settings, writes, commits and runs `restore`; when it throws, the
+   * connection is rolled back and restored here, before it goes back to the pool.
+   */
+  async #onOwnConnection<T>(body: (tx: Transaction, restore: string) => Promise<T>): Promise<T> {
     const restore = await this.#applicationPragmas();
     const tx = await this.client.transaction("deferred");
     let settled = false;
     try {
-      await tx.executeMultiple(`COMMIT; ${synced ? this.#pragmas : this.#unsyncedPragmas} BEGIN; ${takeLock};`);
-      const result = await fn(tx);
-      await tx.executeMultiple(`COMMIT; ${restore}`);
+      const result = await body(tx, restore);
       settled = true;
       return result;
     } finally {
