@@ -37,7 +37,17 @@ const failures = [];
 if (!args.includes("--skip-checks")) {
   for (
     const [label, a] of [
-      ["type check", ["check", "mod.ts", "src/", "adapters/", "tests/", "examples/", "bench/", "docs/.vitepress/"]],
+      ["type check", [
+        "check",
+        "mod.ts",
+        "src/",
+        "adapters/",
+        "tests/",
+        "examples/",
+        "bench/",
+        "chaos/",
+        "docs/.vitepress/",
+      ]],
       ["doc examples", [
         "test",
         "--doc",
