@@ -93,6 +93,7 @@ export default defineConfig({
       {
         text: "More",
         items: [
+          { text: "Reliability", link: "/reliability" },
           { text: "Troubleshooting", link: "/troubleshooting" },
           { text: "Benchmarks", link: "/benchmarks" },
         ],
