@@ -560,7 +560,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     await this.#pool.start(this.mode);
   }
 
-  shutdown(options: ShutdownOptions = {}): Promise<void> {
+  async shutdown(options: ShutdownOptions = {}): Promise<void> {
     const drainMs = parseDuration(options.drain ?? "10s", "drain");
     // A second call (SIGINT after SIGTERM) waits for the first to finish instead of returning early.
     this.#stopped ??= (async () => {
@@ -570,7 +570,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
       this.#inserter.close();
       this.#phase = "stopped";
     })();
-    return this.#stopped;
+    return await this.#stopped;
   }
 
   /** The insert path for the application's own calls, refused once shutdown() began. */
