@@ -129,7 +129,7 @@ export class LibsqlConnection {
     takeLock = TAKE_WRITE_LOCK,
     synced = true,
   ): Promise<T> {
-    return this.#onOwnConnection(async (tx, restore) => {
+    return await this.#onOwnConnection(async (tx, restore) => {
       await tx.executeMultiple(`COMMIT; ${synced ? this.#pragmas : this.#unsyncedPragmas} BEGIN; ${takeLock};`);
       const result = await fn(tx);
       await tx.executeMultiple(`COMMIT; ${restore}`);
