@@ -85,6 +85,15 @@ export interface ErrandOptions<J extends JobDefinitions, Ctx, TTx> {
    */
   pollInterval?: Duration;
   /**
+   * How long one store call of errand's own loops (claims, outcomes, lease
+   * renewals, maintenance, heartbeats, leadership) may take before it is
+   * given up on and retried, so a connection that hangs without closing
+   * cannot stall an instance for good. Calls in the application's
+   * transactions and the application's own calls are not limited.
+   * @default {"30s"}
+   */
+  storeTimeout?: Duration;
+  /**
    * Most jobs one claim takes.
    * @default {32}
    */
@@ -133,6 +142,8 @@ export interface ResolvedOptions {
   readonly leaseMs: number;
   readonly leaderLeaseMs: number;
   readonly pollMs: number;
+  /** The limit on one store call of errand's own loops. */
+  readonly storeTimeoutMs: number;
   readonly claimBatch: number;
   readonly maxPayloadBytes: number;
   readonly retry: RetryPolicy;
@@ -203,6 +214,7 @@ export function resolveOptions<J extends JobDefinitions, Ctx, TTx>(
     leaseMs: atLeast("lease", parseDuration(options.lease ?? "30s", "lease"), 100),
     leaderLeaseMs: atLeast("leaderLease", parseDuration(options.leaderLease ?? "10s", "leaderLease"), 2_000),
     pollMs: atLeast("pollInterval", parseDuration(options.pollInterval ?? "1s", "pollInterval"), 1),
+    storeTimeoutMs: atLeast("storeTimeout", parseDuration(options.storeTimeout ?? "30s", "storeTimeout"), 100),
     claimBatch: checkCount("claimBatch", options.claimBatch ?? 32, 1),
     maxPayloadBytes: checkCount("maxPayloadBytes", options.maxPayloadBytes ?? 256 * 1024, 1),
     retry: options.retry === undefined ? defaultRetryPolicy : checkRetryPolicy(options.retry),

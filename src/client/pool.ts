@@ -32,7 +32,9 @@ import type { RunEnds } from "../running/executor.ts";
 import { LeaseKeeper } from "../running/leases.ts";
 import { QueueWorker } from "../running/worker.ts";
 import { Schedules } from "../schedules/schedules.ts";
+import { withDeadline, withinDeadline } from "../store/deadline.ts";
 import type { ClaimedJob, FinishedJob, HeadFilter, JobFinish } from "../store/records.ts";
+import type { StoreFor } from "../store/store.ts";
 import { every, type Periodic } from "../time/periodic.ts";
 import { Ownership } from "../topics/ownership.ts";
 import type { ClientDeps } from "./deps.ts";
@@ -81,6 +83,8 @@ export interface PoolDeps<TTx> extends ClientDeps<TTx> {
 /** The queue workers and shared services of one instance. */
 export class WorkerPool<TTx> implements RunEnds {
   readonly #deps: PoolDeps<TTx>;
+  /** The store of the services and workers, its calls time-limited. */
+  readonly #store: StoreFor<TTx>;
   readonly #completer: Completer;
   readonly #leases: LeaseKeeper;
   readonly #maintenance: Maintenance;
@@ -103,8 +107,9 @@ export class WorkerPool<TTx> implements RunEnds {
   constructor(deps: PoolDeps<TTx>) {
     this.#deps = deps;
     const { options, kinds, workers, telemetry, workerId } = deps;
-    // Each service gets the bag alone, not the client's whole one.
-    const base = { store: deps.store, clock: deps.clock, logger: deps.logger };
+    // Each service gets the bag alone, not the client's whole one, and no store call of theirs waits forever.
+    this.#store = withDeadline(deps.store, options.storeTimeoutMs);
+    const base = { store: this.#store, clock: deps.clock, logger: deps.logger };
     this.#completer = new Completer(base);
     this.#leases = new LeaseKeeper(base, options.leaseMs);
     this.#maintenance = new Maintenance({
@@ -151,7 +156,8 @@ export class WorkerPool<TTx> implements RunEnds {
   async start(mode: ErrandMode): Promise<void> {
     if (this.#started || mode === "enqueue") return;
     this.#started = true;
-    const { store, clock, logger, options, workers } = this.#deps;
+    const { clock, logger, options, workers } = this.#deps;
+    const store = this.#store;
     for (const [queue, slots] of options.queues) this.#worker(queue, slots, mode === "work");
     if (mode !== "work") return;
     this.#leases.start();
@@ -185,7 +191,10 @@ export class WorkerPool<TTx> implements RunEnds {
     logger.debug("Shutdown: stopping schedules and giving up the leadership");
     await this.schedules.stop();
     logger.debug("Shutdown: stopping the listener");
-    await this.#unlisten?.().catch((err) => logger.warn("Stopping the listener failed", { error: String(err) }));
+    // The listener's connection may hang like any other; shutdown does not wait on it for good.
+    const unlisten = this.#unlisten?.();
+    await (unlisten && withinDeadline(unlisten, this.#deps.options.storeTimeoutMs, "unlisten"))
+      ?.catch((err) => logger.warn("Stopping the listener failed", { error: String(err) }));
     this.#unlisten = undefined;
     logger.debug("Shutdown: stopping maintenance");
     await this.#maintenance.stop();
@@ -279,7 +288,8 @@ export class WorkerPool<TTx> implements RunEnds {
    * attempts untouched, until one starts (see `counts().unhandled`).
    */
   async #reportUnhandled(): Promise<void> {
-    const { store, clock, logger, workers } = this.#deps;
+    const { clock, logger, workers } = this.#deps;
+    const store = this.#store;
     const [counts, live] = await Promise.all([store.jobCounts(), liveWorkers(store, clock.now())]);
     for (const { queue, kind, version, count } of unhandledOf(counts, live)) {
       const key = `${queue}\u0000${kind}@${version}`;
@@ -299,17 +309,17 @@ export class WorkerPool<TTx> implements RunEnds {
   }
 
   #worker(queue: string, slots: number, run: boolean): QueueWorker<TTx> {
-    const { store, clock, logger, options, kinds, workers, telemetry, tracing, inserter, context, workerId } =
-      this.#deps;
-    const { leaseMs, pollMs, claimBatch } = options;
+    const { clock, logger, options, kinds, workers, telemetry, tracing, inserter, context, workerId } = this.#deps;
+    const { leaseMs, pollMs, claimBatch, storeTimeoutMs } = options;
     const worker = new QueueWorker(queue, slots, {
-      store,
+      store: this.#store,
       clock,
       logger,
       context,
       leaseMs,
       pollMs,
       claimBatch,
+      storeTimeoutMs,
       workerId,
       leases: this.#leases,
       // Any kind with a handler may run here: enqueue can move a job to another queue.

@@ -9,6 +9,11 @@
  * - idle: the last claim came back short; the loop sleeps until a wake-up
  *   (local enqueue, NOTIFY, promotion) or the poll interval.
  * - full: no free slot; the loop sleeps until a job finishes.
+ *   A slot frees when its handler returns, before its outcome is saved,
+ *   so the next claim does not wait for the write; but runs whose outcome
+ *   is not saved yet may number at most the slot count beyond that, so a
+ *   worker whose writes fail (the store down) stops claiming instead of
+ *   running jobs whose outcomes pile up unsaved.
  * - stopping: no more claims; running jobs get the drain time, then are
  *   stopped and handed back uncounted.
  *
@@ -19,6 +24,7 @@ import { execute, type Execution, type ExecutorEnv } from "./executor.ts";
 import type { LeaseKeeper } from "./leases.ts";
 import type { ClaimedJob, HeadFilter } from "../store/records.ts";
 import { Wakeup } from "../time/wakeup.ts";
+import { withinDeadline } from "../store/deadline.ts";
 
 /** What a queue worker needs from the rest of errand. */
 export interface WorkerEnv<TTx> extends ExecutorEnv<TTx> {
@@ -27,6 +33,8 @@ export interface WorkerEnv<TTx> extends ExecutorEnv<TTx> {
   readonly pollMs: number;
   /** Most jobs one claim takes. */
   readonly claimBatch: number;
+  /** How long a claim may take before it is given up on (and what it took, if it still lands, run). */
+  readonly storeTimeoutMs: number;
   /** The identities (`name@version`) of the kinds this instance has handlers for. */
   readonly handledKinds: readonly string[];
   /** Told what each claim took. */
@@ -45,6 +53,8 @@ export class QueueWorker<TTx> {
   #claiming = false;
   /** Slots held for jobs being inserted already claimed by this worker. */
   #reserved = 0;
+  /** Runs whose handler returned and whose outcome is not saved yet. */
+  #unsaved = 0;
   #loop: Promise<void> | undefined;
   readonly #running = new Map<string, Execution>();
   readonly #wakeup: Wakeup;
@@ -90,7 +100,7 @@ export class QueueWorker<TTx> {
    */
   reserve(n: number): number {
     if (this.#loop === undefined || this.#stopping || this.#hot || this.#claiming) return 0;
-    const held = Math.max(0, Math.min(n, this.#slots - this.#running.size - this.#reserved));
+    const held = Math.max(0, Math.min(n, this.#free()));
     this.#reserved += held;
     return held;
   }
@@ -154,7 +164,7 @@ export class QueueWorker<TTx> {
 
   async #claim(limit: number, now: number): Promise<ClaimedJob[]> {
     const env = this.#env;
-    const claimed = await env.store.jobClaim({
+    const call = env.store.jobClaim({
       queue: this.queue,
       kinds: env.handledKinds,
       limit,
@@ -163,6 +173,9 @@ export class QueueWorker<TTx> {
       workerId: env.workerId,
       heads: env.partitions.heads(this.queue),
     });
+    // A claim given up on that lands after all has leased its jobs to this worker: run them rather than
+    // leave them to a rescue that would charge an attempt that never ran.
+    const claimed = await withinDeadline(call, env.storeTimeoutMs, "jobClaim", (late) => this.adopt(late, 0, now));
     env.claims.claimed(claimed, now);
     // Start in claim order; a store may return a batch in any order.
     return claimed.sort((a, b) => a.priority - b.priority || a.runAt - b.runAt || (a.id < b.id ? -1 : 1));
@@ -172,7 +185,7 @@ export class QueueWorker<TTx> {
     const env = this.#env;
     let failures = 0;
     while (!this.#stopping) {
-      const free = this.#slots - this.#running.size - this.#reserved;
+      const free = this.#free();
       if (free <= 0) {
         await this.#slotFreed.wait(Infinity);
         continue;
@@ -199,7 +212,7 @@ export class QueueWorker<TTx> {
       for (const claim of claimed) this.#start(claim);
       this.#hot = claimed.length === limit;
       if (!this.#hot) await this.#wakeup.wait(env.pollMs - (env.clock.now() - now));
-      else if (this.#slots - this.#running.size - this.#reserved <= 0) await this.#slotFreed.wait(Infinity);
+      else if (this.#free() <= 0) await this.#slotFreed.wait(Infinity);
     }
   }
 
@@ -210,13 +223,27 @@ export class QueueWorker<TTx> {
     return execution !== undefined;
   }
 
+  /** Slots a claim may fill now: those not running, reserved, or owed to outcomes waiting beyond the slot count. */
+  #free(): number {
+    return this.#slots - this.#running.size - this.#reserved - Math.max(0, this.#unsaved - this.#slots);
+  }
+
   #start(claim: ClaimedJob): Execution {
     const execution = execute(claim, this.#env);
     this.#running.set(claim.id, execution);
     this.#env.leases.hold(claim.id, claim.fence, () => execution.stop("lost"));
     // The lease stays renewed until the outcome is written, so a slow write does not let the job be rescued.
-    execution.saved.finally(() => this.#env.leases.release(claim.id, claim.fence));
+    let [saved, done] = [false, false];
+    execution.saved.finally(() => {
+      this.#env.leases.release(claim.id, claim.fence);
+      saved = true;
+      if (!done) return;
+      this.#unsaved--;
+      this.#slotFreed.notify();
+    });
     execution.done.finally(() => {
+      done = true;
+      if (!saved) this.#unsaved++;
       this.#running.delete(claim.id);
       this.#slotFreed.notify();
       if (this.#hot) this.#wakeup.notify();

@@ -1,0 +1,59 @@
+/**
+ * A connection that hangs without closing cannot stall a working instance
+ * for good: with `storeTimeout`, the store calls of its loops that hang are
+ * given up on and retried on other connections, and jobs run again.
+ */
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import postgres from "postgres";
+import { createErrand, defineJobs, job } from "../mod.ts";
+import { postgresStore } from "../adapters/postgres/mod.ts";
+import { startTcpProxy } from "./support/tcp_proxy.ts";
+import { eventually, quietLogger } from "./support/wait.ts";
+
+const jobs = defineJobs({ note: job<{ n: number }>() });
+const url = process.env.DATABASE_URL;
+
+describe("storeTimeout", () => {
+  it("a worker whose connections hang works again on new ones (postgres)", {
+    skip: url ? false : "DATABASE_URL is not set",
+  }, async () => {
+    const target = new URL(url!);
+    const proxy = await startTcpProxy(target.hostname, Number(target.port || 5432));
+    const schema = `errand_t_timeout_${Date.now().toString(36)}`;
+    const proxied = new URL(url!);
+    proxied.host = `127.0.0.1:${proxy.port}`;
+    // The worker reaches the server through the proxy; the test enqueues on a direct connection.
+    const workerSql = postgres(proxied.href, { max: 30, onnotice: () => {} });
+    const directSql = postgres(url!, { max: 2, onnotice: () => {} });
+    const ran: number[] = [];
+    const worker = createErrand({
+      jobs,
+      store: postgresStore(workerSql, { schema }),
+      logger: quietLogger(),
+      storeTimeout: "500ms",
+      pollInterval: "100ms",
+      handlers: { note: (p) => void ran.push(p.n) },
+    });
+    const producer = createErrand({ jobs, store: postgresStore(directSql, { schema }), mode: "enqueue" });
+    try {
+      await worker.start();
+      const first = await producer.enqueue("note", { n: 1 });
+      await eventually(async () => (await producer.get(first.id))?.state === "completed", "the first job to complete");
+      assert.ok(proxy.freeze() > 0, "the worker had connections open to freeze");
+      const second = await producer.enqueue("note", { n: 2 });
+      await eventually(
+        async () => (await producer.get(second.id))?.state === "completed",
+        "the job enqueued after every connection of the worker hung to complete",
+        20_000,
+      );
+      assert.deepEqual(ran, [1, 2]);
+    } finally {
+      await worker.shutdown({ drain: 0 }).catch(() => {});
+      await producer.shutdown();
+      await directSql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await Promise.all([workerSql.end({ timeout: 0 }), directSql.end({ timeout: 1 })]);
+      await proxy.close();
+    }
+  });
+});
