@@ -10,8 +10,10 @@
  * every cut and of the restart; every worker's LISTEN connection is back
  * within 30 s; maintenance still rescues the killed worker's jobs after the
  * restart; no job is lost or fails; no two runs of one job overlap while a
- * lease is valid. Reported beside them: jobs held running at the peak
- * (claimed, outcome not yet written) and runs beyond one per job.
+ * lease is valid; no worker holds more jobs running than twice its slots
+ * (it stops claiming while outcomes wait to be written). Reported beside
+ * them: jobs held running at the peak (claimed, outcome not yet written)
+ * and runs beyond one per job.
  */
 import postgres from "postgres";
 import { check, type Scenario } from "../scenario.ts";
@@ -22,7 +24,14 @@ import { startThrowawayCluster } from "../support/throwaway_cluster.ts";
 import { until } from "../support/wait.ts";
 
 const LEASE_MS = 3_000;
-const WORKER_ENV = { CHAOS_LEASE: `${LEASE_MS}ms`, CHAOS_CONCURRENCY: "8" };
+const CONCURRENCY = 8;
+const WORKER_ENV = { CHAOS_LEASE: `${LEASE_MS}ms`, CHAOS_CONCURRENCY: String(CONCURRENCY) };
+/**
+ * Most jobs one worker may hold running in the store: its slots, and as many
+ * again whose handler returned while the outcome waits to be written. Two
+ * live workers per part, and the SIGKILLed one's jobs until they are rescued.
+ */
+const MOST_HELD = 3 * 2 * CONCURRENCY;
 /** Long enough that a drain of a few thousand jobs on 2 workers lasts seconds, so the cuts fall inside it. */
 const JOB_MS = 50;
 /** How long recovery may take, by the issue's rule. */
@@ -361,6 +370,10 @@ export const scenario: Scenario = {
           check("no job failed", figures.failed === 0),
           check("every job ran (the run logs have a run of each)", cut.runs.size + restart.runs.size === total),
           check("no two runs of one job overlap while a lease is valid", figures.ranTwiceWhileLeased === 0),
+          check(
+            `no more than ${MOST_HELD} jobs are held running at once (workers stop claiming while outcomes wait to be written)`,
+            figures.peakRunning <= MOST_HELD,
+          ),
           check("every worker exits within 15 s of SIGTERM", cut.late + restart.late === 0),
         ],
       };
