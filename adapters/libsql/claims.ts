@@ -16,11 +16,11 @@ import type { LibsqlConnection } from "./connection.ts";
  * one JSON array: @libsql/client builds each returned row as an object with
  * two properties per column, which cost more than the claim's SQL.
  */
-const PACKED_CLAIM_COLUMNS = CLAIMED_COLUMNS.filter((c) => c !== "id" && c !== "payload");
+export const PACKED_CLAIM_COLUMNS: readonly string[] = CLAIMED_COLUMNS.filter((c) => c !== "id" && c !== "payload");
 const PACKED_CLAIM_KEYS = PACKED_CLAIM_COLUMNS.map((c) => c.replaceAll('"', ""));
 
 /** A claimed row from `id`, `payload` and the `packed` JSON array of {@link PACKED_CLAIM_COLUMNS}. */
-function unpackClaim(row: Record<string, unknown>): Record<string, unknown> {
+export function unpackClaim(row: Record<string, unknown>): Record<string, unknown> {
   const values = JSON.parse(String(row.packed)) as unknown[];
   const out: Record<string, unknown> = { id: row.id, payload: row.payload };
   for (let i = 0; i < PACKED_CLAIM_KEYS.length; i++) out[PACKED_CLAIM_KEYS[i]] = values[i];
@@ -32,7 +32,7 @@ export async function claimJobs(db: LibsqlConnection, namespace: string, p: JobC
   const kinds = JSON.stringify(p.kinds);
   const plain = `SELECT id, priority, run_at FROM errand_jobs
                 WHERE namespace = ? AND queue = ? AND state IN ('available', 'scheduled') AND run_at <= ?
-                  AND topic IS NULL AND kind || '@' || version IN (SELECT value FROM json_each(?))
+                  AND topic IS NULL AND grp IS NULL AND kind || '@' || version IN (SELECT value FROM json_each(?))
                 ORDER BY priority, run_at, id LIMIT ?`;
   // The head of each partition: its oldest unfinished job.
   const heads = `SELECT h.id, h.priority, h.run_at FROM errand_partitions AS p

@@ -140,6 +140,7 @@ function insertSql(
     ["unique_scope", (r) => r.uniqueScope],
     ["topic", (r) => r.topic],
     ['"partition"', (r) => r.partition],
+    ["grp", (r) => r.group],
     ["trace", (r) => r.trace],
     ["attempt", (r) => taken(r) ? 1 : 0],
     ["fence", (r) => taken(r) ? 1 : 0],

@@ -174,6 +174,34 @@ export const LIBSQL_MIGRATIONS: readonly LibsqlMigration[] = [
       `CREATE INDEX errand_jobs_list ON errand_jobs (namespace, state, id) WHERE ${LISTED_STATES_SQL}`,
     ],
   },
+  {
+    version: 9,
+    name: "flow control",
+    statements: [
+      "ALTER TABLE errand_jobs ADD COLUMN grp TEXT",
+      "ALTER TABLE errand_schedules ADD COLUMN grp TEXT",
+      "DROP INDEX errand_jobs_claim",
+      `CREATE INDEX errand_jobs_claim ON errand_jobs (namespace, queue, priority, run_at, id)
+        WHERE state IN ('available', 'scheduled') AND topic IS NULL AND grp IS NULL`,
+      `CREATE INDEX errand_jobs_group_claim ON errand_jobs (namespace, queue, grp, priority, run_at, id)
+        WHERE state IN ('available', 'scheduled') AND grp IS NOT NULL`,
+      `CREATE INDEX errand_jobs_group_running ON errand_jobs (namespace, grp)
+        WHERE state = 'running' AND grp IS NOT NULL`,
+      `CREATE TABLE errand_rate_windows (
+        namespace TEXT NOT NULL,
+        bucket TEXT NOT NULL,
+        window_start INTEGER NOT NULL,
+        starts INTEGER NOT NULL,
+        PRIMARY KEY (namespace, bucket)
+      ) WITHOUT ROWID`,
+      `CREATE TABLE errand_group_pauses (
+        namespace TEXT NOT NULL,
+        grp TEXT NOT NULL,
+        paused_until INTEGER NOT NULL,
+        PRIMARY KEY (namespace, grp)
+      ) WITHOUT ROWID`,
+    ],
+  },
 ];
 
 /** The newest schema version this errand understands. */

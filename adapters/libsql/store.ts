@@ -29,6 +29,9 @@
 import type { Client, Transaction } from "@libsql/client";
 import { SchemaVersionError } from "../../src/errors.ts";
 import type {
+  FlowPruneParams,
+  GroupListParams,
+  GroupPauseParams,
   JobActivityParams,
   JobClaimParams,
   JobFinishParams,
@@ -50,6 +53,7 @@ import type {
   ClaimedJob,
   ExpiredJob,
   FinishedJob,
+  GroupRow,
   JobCount,
   JobInsertResult,
   JobRelatives,
@@ -78,6 +82,7 @@ import {
 } from "../sql/rows.ts";
 import { checkTransaction, LibsqlConnection } from "./connection.ts";
 import { claimJobs, finishJobs } from "./claims.ts";
+import { claimLimitedJobs, listGroups, pauseGroup, pruneFlow } from "./flow.ts";
 import { insertJobs } from "./insert.ts";
 import { LIBSQL_MIGRATIONS, LIBSQL_SCHEMA_VERSION, MIGRATIONS_TABLE_SQL } from "./migrations.ts";
 
@@ -137,7 +142,19 @@ export class LibsqlStore implements StoreFor<Transaction> {
   }
 
   jobClaim(p: JobClaimParams): Promise<ClaimedJob[]> {
-    return claimJobs(this.#db, this.namespace, p);
+    return p.limits ? claimLimitedJobs(this.#db, this.namespace, p) : claimJobs(this.#db, this.namespace, p);
+  }
+
+  groupPause(p: GroupPauseParams): Promise<void> {
+    return pauseGroup(this.#db, this.namespace, p);
+  }
+
+  groupList(p: GroupListParams): Promise<GroupRow[]> {
+    return listGroups(this.#db, this.namespace, p);
+  }
+
+  flowPrune(p: FlowPruneParams): Promise<void> {
+    return pruneFlow(this.#db, this.namespace, p);
   }
 
   /** The transactional operations inside the application's libSQL `Transaction`. */

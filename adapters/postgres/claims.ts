@@ -16,25 +16,17 @@ import type { PostgresConnection, StoreTarget } from "./connection.ts";
 export async function claimJobs(db: PostgresConnection, target: StoreTarget, p: JobClaimParams): Promise<ClaimedJob[]> {
   const plain = `SELECT id, priority, run_at FROM ${target.tables.jobs}
               WHERE namespace = $4 AND queue = $5 AND state IN ('available', 'scheduled') AND run_at <= $6
-                AND topic IS NULL AND kind || '@' || version = ANY($7::text[])
+                AND topic IS NULL AND grp IS NULL AND kind || '@' || version = ANY($7::text[])
               ORDER BY priority, run_at, id LIMIT $8 FOR UPDATE SKIP LOCKED`;
-  // The due heads of partitions (each its partition's oldest unfinished job), looked up by primary key
-  // in a locking read planned on its own.
-  const heads = `SELECT id, priority, run_at FROM ${target.tables.jobs}
-              WHERE id = ANY(ARRAY(
-                  SELECT h.id FROM ${target.tables.partitions} AS p
-                  CROSS JOIN LATERAL (
-                    SELECT e.id, e.queue, e.state, e.run_at, e.kind, e.version FROM ${target.tables.jobs} AS e
-                    WHERE e.namespace = p.namespace AND e.topic = p.topic AND e."partition" = p."partition"
-                      AND e.state IN ('scheduled', 'available', 'running', 'waiting')
-                    ORDER BY e.seq LIMIT 1) AS h
-                  WHERE p.namespace = $4
-                    AND (p.topic <> ALL($9::text[])
-                      OR (p.topic, p."partition") IN (SELECT * FROM unnest($10::text[], $11::int[])))
-                    AND h.queue = $5 AND h.state IN ('available', 'scheduled')
-                    AND h.run_at <= $6 AND h.kind || '@' || h.version = ANY($7::text[])))
-                AND state IN ('available', 'scheduled')
-              FOR UPDATE SKIP LOCKED`;
+  const heads = dueHeadsSql(target, "id, priority, run_at", {
+    namespace: "$4",
+    queue: "$5",
+    now: "$6",
+    kinds: "$7",
+    managed: "$9",
+    ownedTopics: "$10",
+    ownedPartitions: "$11",
+  });
   const rows = await db.query(
     `UPDATE ${target.tables.jobs} AS j SET state = 'running', attempt = j.attempt + 1, fence = j.fence + 1,
        started_at = $1, lease_until = $2, worker_id = $3
@@ -59,6 +51,43 @@ export async function claimJobs(db: PostgresConnection, target: StoreTarget, p: 
     ],
   );
   return rows.map(toClaimedJob);
+}
+
+/** Where a due-heads read finds its parameters: a placeholder for each (`$4`, ...). */
+export interface HeadsPlaceholders {
+  readonly namespace: string;
+  readonly queue: string;
+  readonly now: string;
+  /** `name@version` of the kinds to take, text[]. */
+  readonly kinds: string;
+  /** The managed topics, text[]. */
+  readonly managed: string;
+  /** The owned partitions' topics, text[], and partitions, int[]. */
+  readonly ownedTopics: string;
+  readonly ownedPartitions: string;
+}
+
+/**
+ * A locking read of `columns` of the due heads of partitions (each its
+ * partition's oldest unfinished job), looked up by primary key in a read
+ * planned on its own.
+ */
+export function dueHeadsSql(target: StoreTarget, columns: string, $: HeadsPlaceholders): string {
+  return `SELECT ${columns} FROM ${target.tables.jobs}
+              WHERE id = ANY(ARRAY(
+                  SELECT h.id FROM ${target.tables.partitions} AS p
+                  CROSS JOIN LATERAL (
+                    SELECT e.id, e.queue, e.state, e.run_at, e.kind, e.version FROM ${target.tables.jobs} AS e
+                    WHERE e.namespace = p.namespace AND e.topic = p.topic AND e."partition" = p."partition"
+                      AND e.state IN ('scheduled', 'available', 'running', 'waiting')
+                    ORDER BY e.seq LIMIT 1) AS h
+                  WHERE p.namespace = ${$.namespace}
+                    AND (p.topic <> ALL(${$.managed}::text[])
+                      OR (p.topic, p."partition") IN (SELECT * FROM unnest(${$.ownedTopics}::text[], ${$.ownedPartitions}::int[])))
+                    AND h.queue = ${$.queue} AND h.state IN ('available', 'scheduled')
+                    AND h.run_at <= ${$.now} AND h.kind || '@' || h.version = ANY(${$.kinds}::text[])))
+                AND state IN ('available', 'scheduled')
+              FOR UPDATE SKIP LOCKED`;
 }
 
 /**

@@ -26,6 +26,9 @@ export interface StoreTarget {
     readonly queues: string;
     readonly parents: string;
     readonly partitions: string;
+    /** Rate-limit windows and group pauses (flow control). */
+    readonly rates: string;
+    readonly pauses: string;
   };
 }
 

@@ -87,6 +87,7 @@ async function insertRows(
     ["unique_scope", "text", (x) => x.uniqueScope],
     ["topic", "text", (x) => x.topic],
     ["part", "int", (x) => x.partition],
+    ["grp", "text", (x) => x.group],
     ["trace", "text", (x) => x.trace],
   ];
   // Ids and payloads (in bytea's hex input form) go as one comma-separated text each: neither
@@ -123,12 +124,12 @@ async function insertRows(
      inserted AS (
        INSERT INTO ${target.tables.jobs}
          (id, namespace, kind, version, queue, state, priority, payload, max_attempts, run_at, created_at, timeout_ms,
-          retry, unique_key, unique_scope, topic, "partition", trace, seq
+          retry, unique_key, unique_scope, topic, "partition", grp, trace, seq
           ${start ? ", attempt, fence, started_at, lease_until, worker_id" : ""})
        SELECT r.id, $1, r.kind, r.version, r.queue, ${
       start ? claimed("'running'", "r.state") : "r.state"
     }, r.priority, r.payload, r.max_attempts, r.run_at,
-              r.created_at, r.timeout_ms, r.retry, r.unique_key, r.unique_scope, r.topic, r.part, r.trace,
+              r.created_at, r.timeout_ms, r.retry, r.unique_key, r.unique_scope, r.topic, r.part, r.grp, r.trace,
               ${
       partitioned ? "a.next_seq - c.n + row_number() OVER (PARTITION BY r.topic, r.part ORDER BY r.ord)" : "NULL"
     }

@@ -160,6 +160,31 @@ CREATE TABLE {schema}.partitions (
     sql: `DROP INDEX {schema}.jobs_list;
 CREATE INDEX jobs_list ON {schema}.jobs (namespace, state, id) WHERE ${LISTED_STATES_SQL};`,
   },
+  {
+    version: 9,
+    name: "flow control",
+    sql: `ALTER TABLE {schema}.jobs ADD COLUMN grp text;
+ALTER TABLE {schema}.schedules ADD COLUMN grp text;
+DROP INDEX {schema}.jobs_claim;
+CREATE INDEX jobs_claim ON {schema}.jobs (namespace, queue, priority, run_at, id)
+  WHERE state IN ('available', 'scheduled') AND topic IS NULL AND grp IS NULL;
+CREATE INDEX jobs_group_claim ON {schema}.jobs (namespace, queue, grp, priority, run_at, id)
+  WHERE state IN ('available', 'scheduled') AND grp IS NOT NULL;
+CREATE INDEX jobs_group_running ON {schema}.jobs (namespace, grp) WHERE state = 'running' AND grp IS NOT NULL;
+CREATE TABLE {schema}.rate_windows (
+  namespace text NOT NULL,
+  bucket text NOT NULL,
+  window_start bigint NOT NULL,
+  starts integer NOT NULL,
+  PRIMARY KEY (namespace, bucket)
+);
+CREATE TABLE {schema}.group_pauses (
+  namespace text NOT NULL,
+  grp text NOT NULL,
+  paused_until bigint NOT NULL,
+  PRIMARY KEY (namespace, grp)
+);`,
+  },
 ];
 
 /** The newest schema version this errand understands. */

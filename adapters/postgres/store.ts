@@ -20,6 +20,9 @@
 import type { Sql, TransactionSql } from "postgres";
 import { SchemaVersionError } from "../../src/errors.ts";
 import type {
+  FlowPruneParams,
+  GroupListParams,
+  GroupPauseParams,
   JobActivityParams,
   JobClaimParams,
   JobFinishParams,
@@ -41,6 +44,7 @@ import type {
   ClaimedJob,
   ExpiredJob,
   FinishedJob,
+  GroupRow,
   JobCount,
   JobInsertResult,
   JobRelatives,
@@ -69,6 +73,7 @@ import {
 } from "../sql/rows.ts";
 import { checkTransaction, PostgresConnection, type Querier, type StoreTarget } from "./connection.ts";
 import { claimJobs, finishJobs } from "./claims.ts";
+import { claimLimitedJobs, listGroups, pauseGroup, pruneFlow } from "./flow.ts";
 import { insertJobs } from "./insert.ts";
 import { BOOTSTRAP_SQL, POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION, quoteIdentifier } from "./migrations.ts";
 
@@ -115,7 +120,14 @@ export class PostgresStore implements StoreFor<TransactionSql> {
       namespace: settings.namespace,
       notify: settings.notify,
       channel: this.#channel,
-      tables: { jobs: this.#jobs, queues: this.#queues, parents: this.#parents, partitions: this.#partitions },
+      tables: {
+        jobs: this.#jobs,
+        queues: this.#queues,
+        parents: this.#parents,
+        partitions: this.#partitions,
+        rates: `${this.#schema}.rate_windows`,
+        pauses: `${this.#schema}.group_pauses`,
+      },
     };
   }
 
@@ -148,7 +160,19 @@ export class PostgresStore implements StoreFor<TransactionSql> {
   }
 
   jobClaim(p: JobClaimParams): Promise<ClaimedJob[]> {
-    return claimJobs(this.#db, this.#target, p);
+    return p.limits ? claimLimitedJobs(this.#db, this.#target, p) : claimJobs(this.#db, this.#target, p);
+  }
+
+  groupPause(p: GroupPauseParams): Promise<void> {
+    return pauseGroup(this.#db, this.#target, p);
+  }
+
+  groupList(p: GroupListParams): Promise<GroupRow[]> {
+    return listGroups(this.#db, this.#target, p);
+  }
+
+  flowPrune(p: FlowPruneParams): Promise<void> {
+    return pruneFlow(this.#db, this.#target, p);
   }
 
   /** The transactional operations inside the application's postgres.js transaction. */

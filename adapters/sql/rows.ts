@@ -53,6 +53,7 @@ const COLUMN_OF = {
   topic: "topic",
   partition: '"partition"',
   seq: "seq",
+  group: "grp",
   trace: "trace",
 } as const satisfies Record<Exclude<keyof (JobRow & ClaimedJob), "unreadable">, string>;
 
@@ -74,6 +75,7 @@ export const CLAIMED_COLUMNS: readonly string[] = columnsOf([
   "retry",
   "topic",
   "partition",
+  "group",
   "trace",
 ]);
 
@@ -91,6 +93,7 @@ export const JOB_COLUMNS: readonly string[] = columnsOf([
   "topic",
   "partition",
   "seq",
+  "group",
 ]);
 
 /** The columns {@link toExpiredJob} reads. */
@@ -110,6 +113,7 @@ export function toClaimedJob(r: StoredRow): ClaimedJob {
     retry: textOrNull(r.retry),
     topic: textOrNull(r.topic),
     partition: numberOrNull(r.partition),
+    group: textOrNull(r.grp),
     trace: textOrNull(r.trace),
   });
   if (toBytes(r.payload)) return job;
@@ -130,6 +134,7 @@ export function toJobRow(r: StoredRow): JobRow {
     topic: textOrNull(r.topic),
     partition: numberOrNull(r.partition),
     seq: numberOrNull(r.seq),
+    group: textOrNull(r.grp),
   });
 }
 
@@ -273,6 +278,7 @@ export const SCHEDULE_COLUMNS: readonly string[] = [
   "catch_up",
   "topic",
   '"partition"',
+  "grp",
   "fingerprint",
   "next_run_at",
   "next_job_id",
@@ -299,6 +305,7 @@ export function scheduleValues(s: ScheduleRecord): (string | number | Uint8Array
     s.catchUp,
     s.topic,
     s.partition,
+    s.group,
     s.fingerprint,
     s.nextRunAt,
     s.nextJobId,
@@ -321,6 +328,7 @@ export function toScheduleRecord(r: StoredRow): ScheduleRecord {
     catchUp: Number(r.catch_up),
     topic: textOrNull(r.topic),
     partition: numberOrNull(r.partition),
+    group: textOrNull(r.grp),
     fingerprint: String(r.fingerprint),
     nextRunAt: Number(r.next_run_at),
     nextJobId: textOrNull(r.next_job_id),

@@ -27,6 +27,8 @@ import { KindRegistry } from "./kinds.ts";
 import { type JobCounts, type JobDetails, type JobPage, type ListOptions, OperatorCalls } from "./operators.ts";
 import { type ErrandMode, type ErrandOptions, resolveOptions } from "./options.ts";
 import { PartitionCalls } from "./partitions.ts";
+import { GroupCalls, type GroupInfo } from "./group_calls.ts";
+import type { GroupValue } from "../flow/limits.ts";
 import { type StepReport, WorkerPool } from "./pool.ts";
 import { ScheduleCalls } from "./schedule_calls.ts";
 
@@ -223,6 +225,31 @@ export interface Errand<J extends JobDefinitions, TTx> extends Enqueuer<J, TTx> 
   resumeQueue(queue: string): Promise<void>;
   /** The queues paused now. */
   pausedQueues(): Promise<string[]>;
+  /**
+   * Pauses group `group` of kind `kind` for `duration` in every process: no
+   * job of it starts until then (running ones finish). The pause is stored,
+   * so every process honours it, and it ends by itself.
+   *
+   * @example Hold one tenant's jobs for ten minutes
+   * ```ts
+   * import { createClient } from "@libsql/client";
+   * import { createErrand, defineJobs, job } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   *
+   * const jobs = defineJobs({
+   *   callCrm: job<{ tenant: string }>({ queue: "crm", group: (p) => p.tenant, groupConcurrency: 2 }),
+   * });
+   * const errand = createErrand({ jobs, store: libsqlStore(createClient({ url: ":memory:" })), mode: "enqueue" });
+   * await errand.pauseGroup("callCrm", "tenant-7", "10m");
+   * console.log((await errand.groups("crm")).length); // 0: no job of the group is queued yet
+   * await errand.resumeGroup("callCrm", "tenant-7");
+   * ```
+   */
+  pauseGroup(kind: KindKey<J>, group: GroupValue, duration: Duration): Promise<void>;
+  /** Ends a group's pause now. */
+  resumeGroup(kind: KindKey<J>, group: GroupValue): Promise<void>;
+  /** The groups of `queue` that have jobs running or waiting, with their counts and pauses, by group. */
+  groups(queue: string): Promise<GroupInfo[]>;
   /**
    * Registers or updates the recurring job `id`: an occurrence of `kind`
    * with `payload` at every time `cron` matches (5 fields, or 6 with seconds
@@ -524,6 +551,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
   readonly #operators: OperatorCalls<TTx>;
   readonly #partitions: PartitionCalls<TTx>;
   readonly #schedules: ScheduleCalls<TTx>;
+  readonly #groups: GroupCalls<TTx>;
 
   constructor(options: ErrandOptions<J, Ctx, TTx>) {
     const resolved = resolveOptions(options);
@@ -546,6 +574,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     this.#inserter = new Inserter(deps);
     this.#pool = new WorkerPool({ ...deps, inserter: this.#inserter, context: options.context });
     this.#partitions = new PartitionCalls(deps);
+    this.#groups = new GroupCalls(deps);
     this.#operators = new OperatorCalls(deps, this.#partitions);
     this.#schedules = new ScheduleCalls(deps, this.#inserter, this.#pool.schedules);
   }
@@ -609,6 +638,10 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
   pauseQueue = (queue: string) => this.#operators.pauseQueue(queue, true);
   resumeQueue = (queue: string) => this.#operators.pauseQueue(queue, false);
   pausedQueues = () => this.#operators.pausedQueues();
+  pauseGroup = (kind: KindKey<J>, group: GroupValue, duration: Duration) =>
+    this.#groups.pauseGroup(kind, group, duration);
+  resumeGroup = (kind: KindKey<J>, group: GroupValue) => this.#groups.resumeGroup(kind, group);
+  groups = (queue: string) => this.#groups.groups(queue);
   stats = () => this.#operators.stats();
   metrics = () => this.#operators.metrics();
   schedule = <K extends KindKey<J>>(

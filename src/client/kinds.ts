@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { type KindFlow, limitsAnything } from "../flow/limits.ts";
 import { ValidationError } from "../errors.ts";
 import type { JobDefinition, JobDefinitions } from "../jobs/job.ts";
 import type { RetryPolicy } from "../running/retry.ts";
@@ -96,6 +97,16 @@ export class KindRegistry {
       const topic = k.handler ? k.definition.topic : undefined;
       return topic ? [{ kind, topic: topic.name }] : [];
     });
+  }
+
+  /** The kinds this instance has handlers for that have groups or limits, by stored name (one entry per name). */
+  handledFlows(): { kind: string; flow: KindFlow<unknown> }[] {
+    const byName = new Map<string, KindFlow<unknown>>();
+    for (const [id, k] of this.#kinds) {
+      const flow = k.definition.flow;
+      if (k.handler && (flow.group || limitsAnything(flow))) byName.set(id.slice(0, id.lastIndexOf("@")), flow);
+    }
+    return [...byName].map(([kind, flow]) => ({ kind, flow }));
   }
 
   /** Every kind (handled here or not) that sends jobs to `topic`, with its queue. */

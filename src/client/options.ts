@@ -3,6 +3,8 @@
  *
  * @module
  */
+import type { QueueFlow } from "../flow/claims.ts";
+import { checkRate, type RateLimit } from "../flow/limits.ts";
 import { type Clock, systemClock } from "../time/clock.ts";
 import { type Duration, parseDuration } from "../time/duration.ts";
 import { ValidationError } from "../errors.ts";
@@ -32,6 +34,10 @@ export interface QueueOptions {
    * @default {6}
    */
   concurrency?: number;
+  /** Most of this queue's jobs running at once across all processes (each process should set the same). */
+  globalConcurrency?: number;
+  /** Most starts of this queue's jobs per window across all processes (fixed windows aligned to the Unix epoch). */
+  rateLimit?: RateLimit;
 }
 
 /** The handlers of a set of job kinds, by key; payload types come from the definitions. */
@@ -153,6 +159,8 @@ export interface ResolvedOptions {
   readonly intervals: MaintenanceIntervals;
   /** Concurrency of every queue this instance works, by name. */
   readonly queues: ReadonlyMap<string, number>;
+  /** The cluster-wide limits of the queues that have some, by name. */
+  readonly queueFlows: ReadonlyMap<string, QueueFlow>;
   /** The partition count of each topic. */
   readonly topics: ReadonlyMap<string, number>;
   /** The application's observer callbacks. */
@@ -201,9 +209,21 @@ export function resolveOptions<J extends JobDefinitions, Ctx, TTx>(
     if (typeof handler !== "function") throw new ValidationError(`The handler for "${key}" must be a function`);
     queues.set(options.jobs[key].queue, DEFAULT_CONCURRENCY);
   }
+  const queueFlows = new Map<string, QueueFlow>();
   for (const [queue, q] of Object.entries(options.queues ?? {})) {
     checkName("queue", queue);
-    queues.set(queue, checkCount(`queues.${queue}.concurrency`, q?.concurrency ?? DEFAULT_CONCURRENCY, 0));
+    if (typeof q !== "object" || q === null) {
+      throw new ValidationError(`Option "queues.${queue}" must be an object such as { concurrency: 6 }`);
+    }
+    queues.set(queue, checkCount(`queues.${queue}.concurrency`, q.concurrency ?? DEFAULT_CONCURRENCY, 0));
+    if (q.globalConcurrency !== undefined || q.rateLimit !== undefined) {
+      queueFlows.set(queue, {
+        globalConcurrency: q.globalConcurrency === undefined
+          ? undefined
+          : checkCount(`queues.${queue}.globalConcurrency`, q.globalConcurrency, 1),
+        rate: q.rateLimit === undefined ? undefined : checkRate(`queues.${queue}.rateLimit`, q.rateLimit),
+      });
+    }
   }
   const retention = options.retention ?? {};
   const intervals = options.maintenance ?? {};
@@ -233,6 +253,7 @@ export function resolveOptions<J extends JobDefinitions, Ctx, TTx>(
       prune: atLeast("maintenance.prune", parseDuration(intervals.prune ?? "1m", "maintenance.prune"), 1),
     },
     queues,
+    queueFlows,
     topics,
   };
 }

@@ -27,6 +27,7 @@ import { checkName } from "../checks/names.ts";
 import type { Inserter } from "../enqueue/inserter.ts";
 import type { RunError } from "../jobs/types.ts";
 import { type FinishOutcome, outcomeOf } from "../observability/telemetry.ts";
+import { FlowControl } from "../flow/claims.ts";
 import { Completer, type Saved } from "../running/completer.ts";
 import type { RunEnds } from "../running/executor.ts";
 import { LeaseKeeper } from "../running/leases.ts";
@@ -85,6 +86,8 @@ export class WorkerPool<TTx> implements RunEnds {
   readonly #deps: PoolDeps<TTx>;
   /** The store of the services and workers, its calls time-limited. */
   readonly #store: StoreFor<TTx>;
+  /** The limits every queue worker's claims enforce. */
+  readonly #flow: FlowControl;
   readonly #completer: Completer;
   readonly #leases: LeaseKeeper;
   readonly #maintenance: Maintenance;
@@ -110,6 +113,7 @@ export class WorkerPool<TTx> implements RunEnds {
     // Each service gets the bag alone, not the client's whole one, and no store call of theirs waits forever.
     this.#store = withDeadline(deps.store, options.storeTimeoutMs);
     const base = { store: this.#store, clock: deps.clock, logger: deps.logger };
+    this.#flow = new FlowControl(options.queueFlows, kinds.handledFlows());
     this.#completer = new Completer(base);
     this.#leases = new LeaseKeeper(base, options.leaseMs);
     this.#maintenance = new Maintenance({
@@ -330,6 +334,7 @@ export class WorkerPool<TTx> implements RunEnds {
       tracing,
       claims: telemetry,
       partitions: this,
+      flow: this.#flow,
     });
     workers.add(worker);
     if (run) worker.start();

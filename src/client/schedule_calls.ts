@@ -70,6 +70,7 @@ export class ScheduleCalls<TTx> {
       catchUp: catchUp ?? 1,
       topic: row.topic,
       partition: row.partition,
+      group: row.group,
     });
   }
 

@@ -115,9 +115,15 @@ export class Maintenance {
     }
   }
 
-  /** Deletes finished jobs older than their retention, and beyond each partition's history cap, in batches. */
+  /**
+   * Deletes finished jobs older than their retention, and beyond each
+   * partition's history cap, in batches; and flow control's rate windows
+   * older than the longest period (a day) and group pauses that ended.
+   */
   async prune(): Promise<void> {
     const { store, clock, retention, partitionHistory } = this.#env;
+    const now = clock.now();
+    await store.flowPrune({ now, windowsBefore: now - 2 * DAY_MS });
     for (const state of ["completed", "failed", "cancelled"] as const) {
       const before = clock.now() - retention[state];
       await deleteInBatches((limit) => store.jobPrune({ state, before, limit }), PRUNE_BATCHES_PER_RUN);
@@ -128,6 +134,8 @@ export class Maintenance {
     }
   }
 }
+
+const DAY_MS = 86_400_000;
 
 /**
  * Runs a batched delete until a batch comes back short (or after `maxBatches`),

@@ -11,6 +11,7 @@ import { ValidationError } from "../errors.ts";
 import { checkPriority, type JobDefinition, type JobDefinitions, type PayloadOf } from "../jobs/job.ts";
 import { checkCount, MAX_TIMEOUT_MS } from "../checks/limits.ts";
 import { checkName } from "../checks/names.ts";
+import { groupOf } from "../flow/limits.ts";
 import { type PartitionKey, partitionOf, type Placement } from "../topics/partition.ts";
 import { checkRetryPolicy, type RetryPolicy } from "../running/retry.ts";
 import type { JobInsertRow } from "../store/records.ts";
@@ -228,9 +229,16 @@ export async function buildInsertRow(
   // Encoded first: it refuses what is not plain data, so later steps read only plain data.
   const encoded = encodePayload(key, payload, ctx.maxPayloadBytes);
   const topic = definition.topic?.name ?? placement?.topic ?? null;
+  const kind = definition.name ?? key;
+  const group = definition.flow.group ? groupOf(kind, definition.flow.group, payload) : null;
+  if (group !== null && topic !== null) {
+    throw new ValidationError(
+      `Kind "${key}" has groups, so its jobs cannot go to a partition of topic "${topic}" (a sequential recurring job)`,
+    );
+  }
   return {
     id: ctx.newId(ctx.now),
-    kind: definition.name ?? key,
+    kind,
     version: definition.version,
     queue: options.queue === undefined ? definition.queue : checkName("queue", options.queue),
     state: parents.length ? "waiting" : runAt > ctx.now ? "scheduled" : "available",
@@ -248,6 +256,7 @@ export async function buildInsertRow(
     partition: definition.topic
       ? partitionOf(partitionKeyOf(key, definition.topic.key, payload), ctx.topics.get(definition.topic.name)!)
       : placement?.partition ?? null,
+    group,
     trace: ctx.trace,
   };
 }

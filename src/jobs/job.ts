@@ -9,6 +9,7 @@ import { type Duration, parseDuration } from "../time/duration.ts";
 import { ValidationError } from "../errors.ts";
 import { checkCount, MAX_COUNT, MAX_TIMEOUT_MS } from "../checks/limits.ts";
 import { checkName } from "../checks/names.ts";
+import { checkKindFlow, type GroupValue, type KindFlow, type KindRateLimit } from "../flow/limits.ts";
 import type { PartitionKey } from "../topics/partition.ts";
 import { checkRetryPolicy, type RetryPolicy } from "../running/retry.ts";
 import { type AnyPayloadValidator, isPayloadValidator, type PayloadValidator } from "./validate.ts";
@@ -64,6 +65,20 @@ export interface JobOptions<T = unknown> {
   topic?: string;
   /** The partition key of a payload (a customer id, an order id); needs `topic`. */
   partitionKey?: (payload: T) => PartitionKey;
+  /**
+   * The group of a payload (a tenant, an account): a string or a number.
+   * Groups are this kind's own; `groupConcurrency`, a per-group
+   * `rateLimit` and `pauseGroup` act on them. Unset: the kind's jobs have
+   * no group. Does not combine with `topic`.
+   */
+  group?: (payload: T) => GroupValue;
+  /** Most jobs of one group running at once, across all processes; needs `group`. */
+  groupConcurrency?: number;
+  /**
+   * Most starts per window (fixed windows aligned to the Unix epoch), for
+   * the whole kind, or with `perGroup: true` for each group.
+   */
+  rateLimit?: KindRateLimit;
 }
 
 /** A declared job kind, carrying its payload type `T`. */
@@ -86,6 +101,8 @@ export interface JobDefinition<T> {
   readonly validate: AnyPayloadValidator | undefined;
   /** Its topic and partition key, if it has one. */
   readonly topic: KindTopic<T> | undefined;
+  /** Its group function and limits. */
+  readonly flow: KindFlow<T>;
   /** Type-only marker of the payload type; never set at run time. */
   readonly payloadType?: T;
 }
@@ -131,6 +148,7 @@ export function job<T>(options: JobOptions<T> = {}): JobDefinition<T> {
   if (options.partitionKey !== undefined && typeof options.partitionKey !== "function") {
     throw new ValidationError(`Option "partitionKey" must be a function of the payload`);
   }
+  const flow = checkKindFlow(options);
   return {
     name,
     queue: checkName("queue", options.queue ?? "default"),
@@ -145,6 +163,7 @@ export function job<T>(options: JobOptions<T> = {}): JobDefinition<T> {
     topic: options.topic === undefined
       ? undefined
       : { name: checkName("topic", options.topic), key: options.partitionKey! },
+    flow,
   };
 }
 

@@ -100,6 +100,26 @@ export interface JobContext<Ctx = unknown, TTx = unknown, J extends JobDefinitio
    */
   snooze(delay: Duration): void;
   /**
+   * Pause this job's group for `delay`: no job of the group (this kind,
+   * this group value) starts in any process until then, and this job runs
+   * again when it ends, the attempt not counted. For an API that answers
+   * 429 with `Retry-After`. Call it and return; it decides the run like
+   * `snooze`.
+   * @throws {StateError} When the job's kind has no `group`.
+   *
+   * @example Back off a whole tenant when its API says so
+   * ```ts
+   * import type { Handler } from "@errand/errand";
+   *
+   * const crm = { push: async (_tenant: string): Promise<Response> => new Response(null, { status: 200 }) };
+   * const callCrm: Handler<{ tenant: string }> = async (payload, job) => {
+   *   const response = await crm.push(payload.tenant);
+   *   if (response.status === 429) return job.pauseGroup(Number(response.headers.get("retry-after") ?? "30") * 1000);
+   * };
+   * ```
+   */
+  pauseGroup(delay: Duration): void;
+  /**
    * Fail the job now, without retries, with `reason`. Call it and return.
    *
    * @example Give up on a job that can never succeed
@@ -220,6 +240,7 @@ export interface RunnableKind<TTx> {
 /** What the handler decided through `job.snooze()`, `job.discard()` or `job.retryIn()`. */
 type Decision =
   | { readonly type: "snooze"; readonly delayMs: number }
+  | { readonly type: "pauseGroup"; readonly delayMs: number }
   | { readonly type: "discard"; readonly reason: string }
   | { readonly type: "retryIn"; readonly delayMs: number };
 
@@ -271,6 +292,7 @@ class RunContext<TTx> implements JobContext<unknown, TTx, JobDefinitions> {
   declare readonly context: unknown;
   declare readonly complete: (tx: TTx) => Promise<void>;
   declare readonly snooze: (delay: Duration) => void;
+  declare readonly pauseGroup: (delay: Duration) => void;
   declare readonly discard: (reason: string) => void;
   declare readonly retryIn: (delay: Duration) => void;
   declare readonly explain: (message: string) => void;
@@ -312,6 +334,14 @@ class RunContext<TTx> implements JobContext<unknown, TTx, JobDefinitions> {
         decided.completedInTx = { finish, applied };
       },
       snooze: (delay: Duration) => decide({ type: "snooze", delayMs: parseDuration(delay, "snooze") }),
+      pauseGroup: (delay: Duration) => {
+        if (claim.group === null) {
+          throw new StateError(
+            `job.pauseGroup() needs a job with a group; kind "${claim.kind}" has no "group" option (use job.snooze() to delay this job alone)`,
+          );
+        }
+        decide({ type: "pauseGroup", delayMs: parseDuration(delay, "pauseGroup") });
+      },
       discard: (reason: string) => decide({ type: "discard", reason: checkText("discard", reason) }),
       retryIn: (delay: Duration) => decide({ type: "retryIn", delayMs: parseDuration(delay, "retryIn") }),
       explain: (message: string) => void (decided.note = checkText("explain", message)),
@@ -431,6 +461,9 @@ async function run<TTx>(
     span.end(end.type, null);
     return { saved: Promise.resolve() };
   }
+  if (decided.decision?.type === "pauseGroup" && end.type !== "interrupted") {
+    await pauseGroupOf(env, claim, now + decided.decision.delayMs);
+  }
   const finish = finishOf(claim, end, decided.decision, decided.note, kind.retry, now);
   span.end(outcomeOf(finish), finish.run?.error ?? null);
   return { saved: env.runEnds.finished(finish, claim) };
@@ -449,6 +482,13 @@ function finishOf(
   switch (decision?.type) {
     case "snooze":
       return snoozedFinish(claim, now, decision.delayMs, note);
+    case "pauseGroup":
+      return snoozedFinish(
+        claim,
+        now,
+        decision.delayMs,
+        note ?? `The handler paused its group for ${decision.delayMs} ms`,
+      );
     case "discard":
       return discardedFinish(claim, decision.reason, now, note);
     case "retryIn": {
@@ -457,6 +497,23 @@ function finishOf(
     }
   }
   return end.type === "ok" ? completedFinish(claim, now, note) : failedFinish(claim, end.error, now, retry, { note });
+}
+
+/**
+ * Writes the pause of the claim's group before its outcome, so the group is
+ * paused by the time this job is available again. A pause that cannot be
+ * written is logged: the job is still snoozed, and the rest of its group may
+ * start meanwhile.
+ */
+async function pauseGroupOf<TTx>(env: ExecutorEnv<TTx>, claim: ClaimedJob, until: number): Promise<void> {
+  try {
+    await env.store.groupPause({ group: claim.group!, until });
+  } catch (err) {
+    env.logger.error("A group's pause could not be saved; the job is snoozed alone", {
+      id: claim.id,
+      error: String(err),
+    });
+  }
 }
 
 /** Whether the job is completed under this run's fence: its `job.complete(tx)` committed. */

@@ -25,6 +25,7 @@ import type { LeaseKeeper } from "./leases.ts";
 import type { ClaimedJob, HeadFilter } from "../store/records.ts";
 import { Wakeup } from "../time/wakeup.ts";
 import { withinDeadline } from "../store/deadline.ts";
+import type { FlowControl } from "../flow/claims.ts";
 
 /** What a queue worker needs from the rest of errand. */
 export interface WorkerEnv<TTx> extends ExecutorEnv<TTx> {
@@ -41,6 +42,8 @@ export interface WorkerEnv<TTx> extends ExecutorEnv<TTx> {
   readonly claims: { claimed(claims: readonly ClaimedJob[], now: number): void };
   /** Which partition heads a claim may take. */
   readonly partitions: { heads(queue: string): HeadFilter | null };
+  /** The limits claims enforce, and the cursor of their round-robin over groups. */
+  readonly flow: FlowControl;
 }
 
 /** Runs the jobs of one queue with a number of slots. */
@@ -100,6 +103,7 @@ export class QueueWorker<TTx> {
    */
   reserve(n: number): number {
     if (this.#loop === undefined || this.#stopping || this.#hot || this.#claiming) return 0;
+    if (this.#env.flow.limited(this.queue)) return 0; // a job started by its insert would skip the limits
     const held = Math.max(0, Math.min(n, this.#free()));
     this.#reserved += held;
     return held;
@@ -164,6 +168,7 @@ export class QueueWorker<TTx> {
 
   async #claim(limit: number, now: number): Promise<ClaimedJob[]> {
     const env = this.#env;
+    const limits = env.flow.limits(this.queue, now);
     const call = env.store.jobClaim({
       queue: this.queue,
       kinds: env.handledKinds,
@@ -172,11 +177,13 @@ export class QueueWorker<TTx> {
       leaseUntil: now + env.leaseMs,
       workerId: env.workerId,
       heads: env.partitions.heads(this.queue),
+      limits,
     });
     // A claim given up on that lands after all has leased its jobs to this worker: run them rather than
     // leave them to a rescue that would charge an attempt that never ran.
     const claimed = await withinDeadline(call, env.storeTimeoutMs, "jobClaim", (late) => this.adopt(late, 0, now));
     env.claims.claimed(claimed, now);
+    if (limits) env.flow.claimed(this.queue, limits, claimed);
     // Start in claim order; a store may return a batch in any order.
     return claimed.sort((a, b) => a.priority - b.priority || a.runAt - b.runAt || (a.id < b.id ? -1 : 1));
   }
@@ -211,8 +218,11 @@ export class QueueWorker<TTx> {
       }
       for (const claim of claimed) this.#start(claim);
       this.#hot = claimed.length === limit;
-      if (!this.#hot) await this.#wakeup.wait(env.pollMs - (env.clock.now() - now));
-      else if (this.#free() <= 0) await this.#slotFreed.wait(Infinity);
+      if (!this.#hot) {
+        // Held back by a rate limit, the next chance is when its window opens: no polling before.
+        const window = env.flow.untilNextWindow(this.queue, now) ?? Infinity;
+        await this.#wakeup.wait(Math.min(env.pollMs, window) - (env.clock.now() - now));
+      } else if (this.#free() <= 0) await this.#slotFreed.wait(Infinity);
     }
   }
 
@@ -246,7 +256,8 @@ export class QueueWorker<TTx> {
       if (!saved) this.#unsaved++;
       this.#running.delete(claim.id);
       this.#slotFreed.notify();
-      if (this.#hot) this.#wakeup.notify();
+      // Under limits a finished run may free a group's or the queue's slot even when the last claim came back short.
+      if (this.#hot || this.#env.flow.limited(this.queue)) this.#wakeup.notify();
       if (this.#running.size <= this.#slots) {
         for (const resolve of this.#shrunk.splice(0)) resolve();
       }

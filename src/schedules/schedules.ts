@@ -298,6 +298,7 @@ export class Schedules {
       uniqueScope: uniqueKey === null ? null : "any",
       topic: schedule.topic,
       partition: schedule.partition,
+      group: schedule.group,
       trace: null,
     };
   }

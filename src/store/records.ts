@@ -59,6 +59,8 @@ export interface JobInsertRow extends JobFields, JobRunSettings {
   readonly topic: string | null;
   /** The partition in `topic`, or null. */
   readonly partition: number | null;
+  /** The job's group (its kind, a tab, the group value; see `ClaimLimits`), or null. */
+  readonly group: string | null;
   /** The W3C trace context of the enqueuer (JSON of `traceparent` and `tracestate`), or null. */
   readonly trace: string | null;
 }
@@ -91,6 +93,18 @@ export interface JobInsertResult {
   readonly started: readonly string[];
 }
 
+/** One group of a queue, as {@link OperatorStore.groupList} reads it. */
+export interface GroupRow {
+  /** The group's key: its kind, a tab, the group value. */
+  readonly group: string;
+  /** Its jobs running now. */
+  readonly running: number;
+  /** Its jobs available or scheduled. */
+  readonly queued: number;
+  /** When its pause ends, or null when it is not paused. */
+  readonly pausedUntil: number | null;
+}
+
 /** The partition heads a claim may take. */
 export interface HeadFilter {
   /** Topics whose heads are taken only from the `owned` partitions; heads of any other topic are all taken. */
@@ -111,6 +125,8 @@ export interface ClaimedJob extends JobFields, JobRunSettings {
   readonly topic: string | null;
   /** Its partition in the topic, or null. */
   readonly partition: number | null;
+  /** Its group (see {@link JobInsertRow.group}), or null. */
+  readonly group: string | null;
   /** The trace context it was enqueued with, or null. */
   readonly trace: string | null;
   /**
@@ -189,6 +205,8 @@ export interface JobRow extends JobFields {
   readonly partition: number | null;
   /** Its sequence number in the partition, or null. */
   readonly seq: number | null;
+  /** Its group (see {@link JobInsertRow.group}), or null. */
+  readonly group: string | null;
 }
 
 /** What happened in a namespace since a time, as read by {@link Store.jobActivity}. */
@@ -279,6 +297,8 @@ export interface ScheduleRecord extends Omit<JobFields, "id" | "runAt" | "create
   readonly topic: string | null;
   /** The partition in `topic`, or null. */
   readonly partition: number | null;
+  /** The group of its occurrences (see {@link JobInsertRow.group}), or null. */
+  readonly group: string | null;
   /** The next occurrence not yet fired. */
   readonly nextRunAt: number;
   /** The job enqueued in advance for `nextRunAt` when the definition was saved, or null. */

@@ -21,6 +21,7 @@ import type {
   ClaimedJob,
   ExpiredJob,
   FinishedJob,
+  GroupRow,
   HeadFilter,
   InsertClaim,
   JobCount,
@@ -63,6 +64,60 @@ export interface JobClaimParams {
    * partitions, so that a store can leave the search for heads out of the claim.
    */
   readonly heads: HeadFilter | null;
+  /** The flow control this claim enforces, or null for none (then grouped jobs are still taken, unlimited). */
+  readonly limits: ClaimLimits | null;
+}
+
+/**
+ * A rate limit's state for one claim: at most `limit` starts in the window
+ * that began at `windowStart` (the core computes windows; the store counts
+ * starts per bucket and window).
+ */
+export interface RateWindow {
+  readonly limit: number;
+  /** The start of the current window, in ms since the epoch. */
+  readonly windowStart: number;
+}
+
+/** The limits of one kind, by its stored name. */
+export interface KindLimits {
+  readonly kind: string;
+  /** Most running jobs per group of the kind, or null. */
+  readonly groupConcurrency: number | null;
+  /** Most starts per window, or null. */
+  readonly rate: RateWindow | null;
+  /** Whether `rate` counts per group (bucket `g:` + group) rather than for the kind (bucket `k:` + kind). */
+  readonly ratePerGroup: boolean;
+}
+
+/**
+ * Flow control of a claim, enforced atomically against every other claim of
+ * any process (a claim sees every claim committed before it, and none can
+ * commit in between):
+ * - at most `queueConcurrency` jobs of the queue running;
+ * - at most `queueRate.limit` starts in the queue's window (bucket `q:` + queue);
+ * - per kind in `kinds`: at most `groupConcurrency` running per group, and
+ *   its rate per group or per kind;
+ * - no job of a group paused until after `now` ({@link OperatorStore.groupPause});
+ * - fairness: a claim takes the groups' jobs round-robin, up to `groups`
+ *   groups in group order starting after `after` (wrapping around), first the
+ *   best due job (by priority, run time, id) of each group, then the second
+ *   of each, and so on; jobs without a group each count as a group of their own.
+ *
+ * Every start it makes is counted in its buckets' windows in the same commit.
+ * A bucket's count from an older window counts as 0; one from a newer window
+ * (another process's clock ahead) counts in full, so skewed clocks never let
+ * a window take more than its limit.
+ */
+export interface ClaimLimits {
+  readonly queueConcurrency: number | null;
+  readonly queueRate: RateWindow | null;
+  /** Every kind with a group or a limit; others have neither. */
+  readonly kinds: readonly KindLimits[];
+  /** The group to start after, or null to start from the first. */
+  readonly after: string | null;
+  /** Most groups one claim looks at. */
+  readonly groups: number;
 }
 
 /** Parameters of {@link OperatorStore.jobDelete}. */
@@ -281,6 +336,32 @@ export interface WorkerListParams {
   readonly since: number;
 }
 
+/** Parameters of {@link JobStore.groupPause}. */
+export interface GroupPauseParams {
+  /** The group's key (its kind, a tab, the group value). */
+  readonly group: string;
+  /** When the pause ends (ms since the epoch), or null to resume now. */
+  readonly until: number | null;
+}
+
+/** Parameters of {@link OperatorStore.groupList}. */
+export interface GroupListParams {
+  readonly queue: string;
+  /** Pauses that ended before this are not reported. */
+  readonly now: number;
+  /** Only groups after this key, or from the first when null. */
+  readonly after: string | null;
+  /** Most groups to return. */
+  readonly limit: number;
+}
+
+/** Parameters of {@link ClusterStore.flowPrune}. */
+export interface FlowPruneParams {
+  readonly now: number;
+  /** Windows that began before this are done with (older than the longest period). */
+  readonly windowsBefore: number;
+}
+
 /** Parameters of {@link ClusterStore.workerRemove}. */
 export interface WorkerRemoveParams {
   /** The instance. */
@@ -334,6 +415,8 @@ export interface JobStore {
   jobInsertMany(params: JobInsertParams): Promise<JobInsertResult>;
   /** Extends the leases of the given claims to `leaseUntil`; returns the ids still held (need not commit durably). */
   jobRenewLeases(params: JobRenewLeasesParams): Promise<string[]>;
+  /** Pauses a group until `until` (no claim takes its jobs before then), or with null resumes it. */
+  groupPause(params: GroupPauseParams): Promise<void>;
 }
 
 /** What operator calls read and change. */
@@ -361,6 +444,13 @@ export interface OperatorStore {
    * Returns how many it deleted.
    */
   partitionTrimHistory(params: PartitionTrimHistoryParams): Promise<number>;
+  /** {@link JobStore.groupPause}. */
+  groupPause(params: GroupPauseParams): Promise<void>;
+  /**
+   * The groups of a queue that have jobs running, available or scheduled,
+   * by group, with their counts and pause (first `limit` groups after `after`).
+   */
+  groupList(params: GroupListParams): Promise<GroupRow[]>;
   /** Pauses or resumes a queue: claims skip a paused queue, which still accepts jobs. */
   queuePause(params: QueuePauseParams): Promise<void>;
   /** The paused queues. */
@@ -377,6 +467,8 @@ export interface ClusterStore {
   jobListExpired(params: JobListExpiredParams): Promise<ExpiredJob[]>;
   /** Moves due scheduled jobs to available, waking listening processes; returns the queues that got jobs. */
   jobPromoteDue(params: JobPromoteDueParams): Promise<string[]>;
+  /** Deletes rate-limit windows that began before `windowsBefore` and group pauses that ended before `now`. */
+  flowPrune(params: FlowPruneParams): Promise<void>;
   /** Deletes up to `limit` jobs in a final `state` that finished before `before`; returns how many. */
   jobPrune(params: JobPruneParams): Promise<number>;
   /**

@@ -220,6 +220,7 @@ export function executionCases(kind: StoreKind<unknown>): void {
             uniqueScope: null,
             topic: null,
             partition: null,
+            group: null,
             trace: null,
             parents: [],
           }],

@@ -72,6 +72,7 @@ export function leaseCases(kind: StoreKind<unknown>): void {
           leaseUntil: now + 10,
           workerId: "w",
           heads: null,
+          limits: null,
         });
         const [expired] = await store.jobListExpired({ now: now + 20, limit: 10 });
         assert.equal(expired.id, id);
@@ -112,6 +113,7 @@ export function leaseCases(kind: StoreKind<unknown>): void {
           leaseUntil: now + 10,
           workerId: "w",
           heads: null,
+          limits: null,
         });
         const claim = (id: string) => claims.find((c) => c.id === id)!;
         const [completed, retried, interrupted, stale, notExpired] = ids;

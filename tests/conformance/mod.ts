@@ -9,6 +9,7 @@ import { continuationCases } from "./continuations.ts";
 import { controlCases } from "./controls.ts";
 import { enqueueCases } from "./enqueue.ts";
 import { executionCases } from "./execution.ts";
+import { flowControlCases } from "./flow_control.ts";
 import { leaseCases } from "./leases.ts";
 import { lifecycleCases } from "./lifecycle.ts";
 import { operatorCases } from "./operators.ts";
@@ -43,5 +44,6 @@ export function runConformance(kind: StoreKind<unknown>): void {
     scheduleCases(kind);
     topicCases(kind);
     statsCases(kind);
+    flowControlCases(kind);
   });
 }

@@ -201,6 +201,7 @@ export function poisonCases(kind: StoreKind<unknown>): void {
           uniqueScope: null,
           topic: null,
           partition: null,
+          group: null,
           trace: null,
         };
         await db.store().jobInsertMany({ rows: [stored], notify: false });

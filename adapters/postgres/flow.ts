@@ -1,0 +1,232 @@
+/**
+ * The PostgreSQL store's flow control: a claim under limits, group pauses,
+ * the groups of a queue, and the pruning of both.
+ *
+ * A limited claim runs in a transaction that first takes a transaction-level
+ * advisory lock per limited queue and kind (in one order, so two claims
+ * never deadlock), then claims in one statement. That statement's snapshot
+ * is taken after the lock, so it sees every claim committed before, and no
+ * other limited claim of the same queue or kind can commit until this one
+ * has: the counts it reads (running jobs, starts in a window) are exact.
+ * Finishes take no lock; one committing meanwhile only makes a count high.
+ *
+ * @module
+ */
+import type { FlowPruneParams, GroupListParams, GroupPauseParams, JobClaimParams } from "../../src/store/store.ts";
+import type { ClaimedJob, GroupRow } from "../../src/store/records.ts";
+import { CLAIMED_COLUMNS, toClaimedJob } from "../sql/rows.ts";
+import { dueHeadsSql } from "./claims.ts";
+import type { PostgresConnection, StoreTarget } from "./connection.ts";
+
+/** The advisory locks a limited claim takes: its queue's when the queue has limits, and each limited kind's. */
+function lockNames(target: StoreTarget, p: JobClaimParams): string[] {
+  const limits = p.limits!;
+  const base = `errand:${target.tables.jobs}:${target.namespace}`;
+  const limited = limits.kinds.filter((k) => k.groupConcurrency !== null || k.rate !== null);
+  const names = limited.map((k) => `${base}:k:${k.kind}`);
+  if (limits.queueConcurrency !== null || limits.queueRate !== null) names.push(`${base}:q:${p.queue}`);
+  return names;
+}
+
+/** Claims due jobs under `p.limits` (see `ClaimLimits`). */
+export async function claimLimitedJobs(
+  db: PostgresConnection,
+  target: StoreTarget,
+  p: JobClaimParams,
+): Promise<ClaimedJob[]> {
+  const limits = p.limits!;
+  const { jobs, rates, pauses, queues } = target.tables;
+  const args: unknown[] = [];
+  const $ = (value: unknown, type: string) => `$${args.push(value)}::${type}`;
+  const [now, ns, queue, kinds, limit] = [
+    $(p.now, "bigint"),
+    $(target.namespace, "text"),
+    $(p.queue, "text"),
+    $(p.kinds, "text[]"),
+    $(p.limit, "int"),
+  ];
+  const after = $(limits.after ?? "", "text");
+  // A group gives at most this many candidates: no group may start more than its concurrency.
+  const perGroup = Math.min(p.limit, Math.max(1, ...limits.kinds.map((k) => k.groupConcurrency ?? p.limit)));
+  const queued = `namespace = ${ns} AND queue = ${queue} AND state IN ('available', 'scheduled') AND grp IS NOT NULL`;
+  const windowCount = (bucket: string, windowStart: string) =>
+    `COALESCE((SELECT CASE WHEN w.window_start >= ${windowStart} THEN w.starts ELSE 0 END
+               FROM ${rates} AS w WHERE w.namespace = ${ns} AND w.bucket = ${bucket}), 0)`;
+  const heads = p.heads
+    ? `UNION ALL
+       SELECT h.id, h.priority, h.run_at, h.kind, NULL::text, 1, 0
+       FROM (${
+      dueHeadsSql(target, "id, priority, run_at, kind", {
+        namespace: ns,
+        queue,
+        now,
+        kinds,
+        managed: $(p.heads.managed, "text[]"),
+        ownedTopics: $(p.heads.owned.map((o) => o.topic), "text[]"),
+        ownedPartitions: $(p.heads.owned.map((o) => o.partition), "int[]"),
+      })
+    }) AS h`
+    : "";
+  const queueRate = limits.queueRate;
+  const claimSql = `WITH RECURSIVE
+    kl AS (
+      SELECT kind, group_concurrency, rate_limit, rate_window, per_group_flag = 1 AS per_group FROM unnest(${
+    $(limits.kinds.map((k) => k.kind), "text[]")
+  }, ${$(limits.kinds.map((k) => k.groupConcurrency), "int[]")}, ${
+    $(limits.kinds.map((k) => k.rate?.limit ?? null), "int[]")
+  }, ${$(limits.kinds.map((k) => k.rate?.windowStart ?? null), "bigint[]")}, ${
+    $(limits.kinds.map((k) => (k.ratePerGroup ? 1 : 0)), "int[]")
+  })
+        AS u(kind, group_concurrency, rate_limit, rate_window, per_group_flag)),
+    -- The groups with queued jobs, in key order from after the cursor, wrapping around once: one
+    -- index probe per group, however many jobs each holds.
+    scan(grp, n, wrapped) AS (
+      (SELECT f.grp, 1, f.wrapped FROM (
+         (SELECT grp, false AS wrapped, 0 AS o FROM ${jobs} WHERE ${queued} AND grp > ${after} ORDER BY grp LIMIT 1)
+         UNION ALL
+         (SELECT grp, true, 1 FROM ${jobs} WHERE ${queued} ORDER BY grp LIMIT 1)) AS f
+       ORDER BY f.o LIMIT 1)
+      UNION ALL
+      SELECT nx.grp, s.n + 1, nx.wrapped FROM scan AS s CROSS JOIN LATERAL (
+        SELECT c.grp, c.wrapped FROM (
+          (SELECT grp, s.wrapped AS wrapped, 0 AS o FROM ${jobs} WHERE ${queued} AND grp > s.grp ORDER BY grp LIMIT 1)
+          UNION ALL
+          (SELECT grp, true, 1 FROM ${jobs} WHERE ${queued} AND NOT s.wrapped ORDER BY grp LIMIT 1)) AS c
+        ORDER BY c.o LIMIT 1) AS nx
+      WHERE s.n < ${$(limits.groups, "int")} AND NOT (nx.wrapped AND nx.grp > ${after})
+    ),
+    -- How many more jobs each unpaused group may start now.
+    gs AS (
+      SELECT s.grp, s.n, GREATEST(0, LEAST(${perGroup},
+        COALESCE(kl.group_concurrency - (SELECT count(*) FROM ${jobs} AS r
+                                         WHERE r.namespace = ${ns} AND r.grp = s.grp AND r.state = 'running'), ${perGroup}),
+        CASE WHEN kl.per_group THEN kl.rate_limit - ${
+    windowCount("'g:' || s.grp", "kl.rate_window")
+  } ELSE ${perGroup} END
+      )) AS allowed
+      FROM scan AS s LEFT JOIN kl ON kl.kind = split_part(s.grp, E'\\t', 1)
+      WHERE NOT EXISTS (SELECT 1 FROM ${pauses} AS pz WHERE pz.namespace = ${ns} AND pz.grp = s.grp AND pz.paused_until > ${now})
+    ),
+    -- Candidates ranked within their group (r); jobs without a group each rank as a group of their own.
+    cand AS (
+      SELECT x.id, x.priority, x.run_at, x.kind, x.grp, x.r, gs.n FROM gs CROSS JOIN LATERAL (
+        SELECT y.*, row_number() OVER (ORDER BY y.priority, y.run_at, y.id) AS r FROM (
+          SELECT id, priority, run_at, kind, grp FROM ${jobs}
+          WHERE namespace = ${ns} AND queue = ${queue} AND grp = gs.grp AND state IN ('available', 'scheduled')
+            AND run_at <= ${now} AND kind || '@' || version = ANY(${kinds})
+          ORDER BY priority, run_at, id LIMIT gs.allowed FOR UPDATE SKIP LOCKED) AS y) AS x
+      UNION ALL
+      SELECT u.id, u.priority, u.run_at, u.kind, NULL::text, row_number() OVER (ORDER BY u.priority, u.run_at, u.id), 0
+      FROM (SELECT id, priority, run_at, kind FROM ${jobs}
+            WHERE namespace = ${ns} AND queue = ${queue} AND state IN ('available', 'scheduled') AND run_at <= ${now}
+              AND topic IS NULL AND grp IS NULL AND kind || '@' || version = ANY(${kinds})
+            ORDER BY priority, run_at, id LIMIT ${limit} FOR UPDATE SKIP LOCKED) AS u
+      ${heads}
+    ),
+    ranked AS (
+      SELECT c.*, row_number() OVER (PARTITION BY c.kind ORDER BY c.r, c.n, c.priority, c.run_at, c.id) AS kr FROM cand AS c
+    ),
+    -- Round-robin across groups, within the kinds' and the queue's limits.
+    picked AS (
+      SELECT rk.id FROM ranked AS rk LEFT JOIN kl ON kl.kind = rk.kind
+      WHERE (kl.rate_limit IS NULL OR kl.per_group OR rk.kr <= kl.rate_limit - ${
+    windowCount("'k:' || rk.kind", "kl.rate_window")
+  })
+        AND NOT EXISTS (SELECT 1 FROM ${queues} WHERE namespace = ${ns} AND queue = ${queue} AND paused)
+      ORDER BY rk.r, rk.n, rk.priority, rk.run_at, rk.id
+      LIMIT GREATEST(0, LEAST(${limit},
+        COALESCE(${$(limits.queueConcurrency, "int")} - (SELECT count(*) FROM ${jobs}
+                  WHERE namespace = ${ns} AND queue = ${queue} AND state = 'running'), ${limit}),
+        COALESCE(${$(queueRate?.limit ?? null, "int")} - ${
+    windowCount(`'q:' || ${queue}`, $(queueRate?.windowStart ?? null, "bigint"))
+  }, ${limit})))
+    ),
+    claimed AS (
+      UPDATE ${jobs} AS j SET state = 'running', attempt = j.attempt + 1, fence = j.fence + 1,
+        started_at = ${now}, lease_until = ${$(p.leaseUntil, "bigint")}, worker_id = ${$(p.workerId, "text")}
+      FROM picked WHERE j.id = picked.id
+      RETURNING ${CLAIMED_COLUMNS.map((c) => `j.${c}`).join(", ")}
+    ),
+    -- Every start counts in its buckets' windows, in this commit.
+    counted AS (
+      INSERT INTO ${rates} AS w (namespace, bucket, window_start, starts)
+      SELECT ${ns}, b.bucket, b.window_start, count(*) FROM (
+        SELECT 'q:' || ${queue} AS bucket, ${$(queueRate?.windowStart ?? null, "bigint")} AS window_start
+        FROM claimed WHERE ${queueRate ? "true" : "false"}
+        UNION ALL
+        SELECT CASE WHEN kl.per_group THEN 'g:' || c.grp ELSE 'k:' || c.kind END, kl.rate_window
+        FROM claimed AS c JOIN kl ON kl.kind = c.kind WHERE kl.rate_limit IS NOT NULL) AS b
+      GROUP BY b.bucket, b.window_start
+      ON CONFLICT (namespace, bucket) DO UPDATE SET
+        starts = CASE WHEN w.window_start >= excluded.window_start THEN w.starts + excluded.starts ELSE excluded.starts END,
+        window_start = GREATEST(w.window_start, excluded.window_start)
+    )
+    SELECT * FROM claimed`;
+  const locks = lockNames(target, p);
+  const rows = await db.run(() =>
+    // The three statements go in one pipeline: one round trip besides BEGIN and COMMIT.
+    db.sql.begin(async (tx) => {
+      const [, , claimed] = await Promise.all([
+        tx.unsafe("SELECT set_config('synchronous_commit', 'off', true)"),
+        tx.unsafe(
+          `SELECT pg_advisory_xact_lock(k)
+           FROM (SELECT DISTINCT hashtextextended(x, 0) AS k FROM unnest($1::text[]) AS x ORDER BY 1) AS s`,
+          [locks],
+        ),
+        tx.unsafe(claimSql, args as never[], { prepare: db.sql.options.prepare }),
+      ]);
+      return [...claimed];
+    })
+  );
+  return rows.map(toClaimedJob);
+}
+
+/** Pauses a group until `p.until`, or resumes it. */
+export async function pauseGroup(db: PostgresConnection, target: StoreTarget, p: GroupPauseParams): Promise<void> {
+  if (p.until === null) {
+    await db.query(`DELETE FROM ${target.tables.pauses} WHERE namespace = $1 AND grp = $2`, [
+      target.namespace,
+      p.group,
+    ]);
+    return;
+  }
+  await db.query(
+    `INSERT INTO ${target.tables.pauses} (namespace, grp, paused_until) VALUES ($1, $2, $3)
+     ON CONFLICT (namespace, grp) DO UPDATE SET paused_until = excluded.paused_until`,
+    [target.namespace, p.group, p.until],
+  );
+}
+
+/** The groups of a queue with their counts and pauses. */
+export async function listGroups(db: PostgresConnection, target: StoreTarget, p: GroupListParams): Promise<GroupRow[]> {
+  const rows = await db.query(
+    `SELECT g.grp, g.running, g.queued, pz.paused_until FROM (
+       SELECT grp, count(*) FILTER (WHERE state = 'running') AS running,
+              count(*) FILTER (WHERE state IN ('available', 'scheduled')) AS queued
+       FROM ${target.tables.jobs}
+       WHERE namespace = $1 AND queue = $2 AND grp IS NOT NULL AND state IN ('running', 'available', 'scheduled')
+         AND grp > $3
+       GROUP BY grp ORDER BY grp LIMIT $4) AS g
+     LEFT JOIN ${target.tables.pauses} AS pz ON pz.namespace = $1 AND pz.grp = g.grp AND pz.paused_until > $5
+     ORDER BY g.grp`,
+    [target.namespace, p.queue, p.after ?? "", p.limit, p.now],
+  );
+  return rows.map((r) => ({
+    group: String(r.grp),
+    running: Number(r.running),
+    queued: Number(r.queued),
+    pausedUntil: r.paused_until === null ? null : Number(r.paused_until),
+  }));
+}
+
+/** Deletes finished rate windows and ended pauses. */
+export async function pruneFlow(db: PostgresConnection, target: StoreTarget, p: FlowPruneParams): Promise<void> {
+  await db.query(`DELETE FROM ${target.tables.rates} WHERE namespace = $1 AND window_start < $2`, [
+    target.namespace,
+    p.windowsBefore,
+  ]);
+  await db.query(`DELETE FROM ${target.tables.pauses} WHERE namespace = $1 AND paused_until < $2`, [
+    target.namespace,
+    p.now,
+  ]);
+}

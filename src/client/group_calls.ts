@@ -1,0 +1,87 @@
+/**
+ * The operator calls on flow control's groups: pause a group for every
+ * process, resume it, list a queue's groups.
+ *
+ * @module
+ */
+import { checkName } from "../checks/names.ts";
+import { ValidationError } from "../errors.ts";
+import { groupKey, type GroupValue, splitGroupKey } from "../flow/limits.ts";
+import type { Store } from "../store/store.ts";
+import { type Duration, parseDuration } from "../time/duration.ts";
+import type { ClientDeps } from "./deps.ts";
+
+/** One group of a queue, as `errand.groups(queue)` lists it. */
+export interface GroupInfo {
+  /** The kind's stored name. */
+  readonly kind: string;
+  /** The group value, as text (a number group `7` is `"7"`). */
+  readonly group: string;
+  /** Its jobs running now, in every process. */
+  readonly running: number;
+  /** Its jobs waiting to run: available, or scheduled for later. */
+  readonly queued: number;
+  /** When its pause ends, or null when it is not paused. */
+  readonly pausedUntil: Date | null;
+}
+
+/** Groups read per store call while listing. */
+const PAGE = 1_000;
+
+/** The operator calls on groups. */
+export class GroupCalls<TTx> {
+  readonly #deps: ClientDeps<TTx>;
+  readonly #store: Store;
+
+  /** The calls over `deps`. */
+  constructor(deps: ClientDeps<TTx>) {
+    this.#deps = deps;
+    this.#store = deps.store;
+  }
+
+  /** See `Errand.pauseGroup()`. */
+  async pauseGroup(kind: string, group: GroupValue, duration: Duration): Promise<void> {
+    const key = this.#key(kind, group);
+    const until = this.#deps.clock.now() + parseDuration(duration, "pauseGroup");
+    await this.#deps.ready();
+    await this.#store.groupPause({ group: key, until });
+  }
+
+  /** See `Errand.resumeGroup()`. */
+  async resumeGroup(kind: string, group: GroupValue): Promise<void> {
+    const key = this.#key(kind, group);
+    await this.#deps.ready();
+    await this.#store.groupPause({ group: key, until: null });
+    this.#deps.workers.wakeAll();
+  }
+
+  /** See `Errand.groups()`. */
+  async groups(queue: string): Promise<GroupInfo[]> {
+    checkName("queue", queue);
+    await this.#deps.ready();
+    const now = this.#deps.clock.now();
+    const all: GroupInfo[] = [];
+    for (let after: string | null = null;;) {
+      const page = await this.#store.groupList({ queue, now, after, limit: PAGE });
+      for (const row of page) {
+        all.push({
+          ...splitGroupKey(row.group),
+          running: row.running,
+          queued: row.queued,
+          pausedUntil: row.pausedUntil === null ? null : new Date(row.pausedUntil),
+        });
+      }
+      if (page.length < PAGE) return all;
+      after = page[page.length - 1].group;
+    }
+  }
+
+  /** The stored key of `group` of the kind with key `kind`; a kind without groups is a {@link ValidationError}. */
+  #key(kind: string, group: GroupValue): string {
+    const definition = this.#deps.kinds.definition(kind);
+    if (!definition.flow.group) {
+      throw new ValidationError(`Kind "${kind}" has no groups: give it a "group" option to pause its groups`);
+    }
+    return groupKey(definition.name ?? kind, group, `The group of "${kind}"`);
+  }
+}
