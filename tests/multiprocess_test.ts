@@ -247,13 +247,12 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
 
     it("a topic of 16 partitions on three processes, one killed and restarted twice: order per key holds", async () => {
       const db = await kind.open();
-      const stamp = Date.now();
-      const logFile = (name: string) => `${tmpdir()}/errand-topic-${stamp}-${name}.log`;
+      // One log for every process: each line is one append, so the file's line order is the order the lines were
+      // written in, across processes, whatever their clocks say.
+      const log = `${tmpdir()}/errand-topic-${Date.now()}.log`;
       const children: ChildProcess[] = [];
-      const logs: string[] = [];
-      const start = async (name: string) => {
-        logs.push(logFile(name));
-        const child = await startWorker(kind, db, logFile(name));
+      const start = async () => {
+        const child = await startWorker(kind, db, log);
         children.push(child);
         return child;
       };
@@ -267,66 +266,104 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
             payload: { key: `k${(b + i) % 200}`, n: b + i },
           })));
         }
-        await Promise.all(["a", "b", "c1"].map(start));
+        await Promise.all([start(), start(), start()]);
         const completed = async () => (await errand.counts()).byState.completed;
         await eventually(async () => (await completed()) >= 1_500, "a third of the jobs", 60_000);
         await stop(children[2], "SIGKILL");
-        await start("c2");
+        await start();
         await eventually(async () => (await completed()) >= 3_000, "two thirds of the jobs", 60_000);
         await stop(children[3], "SIGKILL");
-        await start("c3");
+        await start();
         await eventually(async () => (await completed()) === 5_000, "every job", 90_000);
         const elapsed = Date.now() - t0;
 
-        // Runs as the handlers logged them; a run cut by SIGKILL has a start and no end.
-        type Run = { id: string; key: string; n: number; start: number; end: number };
+        // Runs as the handlers logged them, with the lines' places in the log; a run cut by SIGKILL has a start and
+        // no end. A run is its process, job and attempt.
+        type Run = {
+          id: string;
+          key: string;
+          n: number;
+          start: number;
+          end: number;
+          startLine: number;
+          endLine: number;
+          head: string;
+        };
         const runs: Run[] = [];
-        let cut = 0;
-        for (const file of logs) {
-          const open = new Map<string, Run>();
-          // A process killed before it ran anything never created its log.
-          for (const line of existsSync(file) ? readFileSync(file, "utf8").split("\n") : []) {
-            const [what, id, key, n, time] = line.split(" ");
-            if (what === "start" && key) open.set(id, { id, key, n: Number(n), start: Number(time), end: NaN });
-            if (what === "end") {
-              runs.push({ ...open.get(id)!, end: Number(time) });
-              open.delete(id);
-            }
+        const open = new Map<string, Run>();
+        // A process killed before it ran anything never wrote to the log.
+        const logged = existsSync(log) ? readFileSync(log, "utf8").split("\n") : [];
+        logged.forEach((line, i) => {
+          const [what, id, key, n, time, pid, attempt, head] = line.split(" ");
+          if ((what !== "start" && what !== "end") || pid === undefined) return;
+          const run = `${pid} ${id} ${attempt}`;
+          if (what === "start") {
+            open.set(run, {
+              id,
+              key,
+              n: Number(n),
+              start: Number(time),
+              end: NaN,
+              startLine: i,
+              endLine: NaN,
+              head: "",
+            });
+          } else {
+            runs.push({ ...open.get(run)!, end: Number(time), endLine: i, head });
+            open.delete(run);
           }
-          cut += open.size;
-        }
+        });
+        const cut = open.size;
         // Every job ran; per key, the last successful runs follow enqueue order.
         const last = new Map<string, Run>();
-        for (const run of runs) if (!last.has(run.id) || last.get(run.id)!.end < run.end) last.set(run.id, run);
+        for (const run of runs) if (!last.has(run.id) || last.get(run.id)!.endLine < run.endLine) last.set(run.id, run);
         assert.equal(last.size, 5_000, "every job ran to the end");
         const byKey = new Map<string, Run[]>();
         for (const run of last.values()) byKey.set(run.key, [...byKey.get(run.key) ?? [], run]);
         let outOfOrder = 0;
         for (const keyRuns of byKey.values()) {
-          keyRuns.sort((x, y) => x.end - y.end);
+          keyRuns.sort((x, y) => x.endLine - y.endLine);
           for (let i = 1; i < keyRuns.length; i++) if (keyRuns[i].n < keyRuns[i - 1].n) outOfOrder++;
         }
-        // No two runs of one partition overlapped in time.
+        // No two runs of one partition overlapped: by the log's order (a run started before the one before it
+        // ended), and for comparison by the processes' clocks, which can disagree by more than a handover takes.
         const byPartition = new Map<number, Run[]>();
         for (const run of runs) {
           const p = partitionOf(run.key, 16);
           byPartition.set(p, [...byPartition.get(p) ?? [], run]);
         }
         let overlaps = 0;
+        let clockOverlaps = 0;
+        let deepest = 0;
         for (const partitionRuns of byPartition.values()) {
+          partitionRuns.sort((x, y) => x.startLine - y.startLine);
+          for (let i = 1; i < partitionRuns.length; i++) {
+            if (partitionRuns[i].startLine < partitionRuns[i - 1].endLine) overlaps++;
+          }
           partitionRuns.sort((x, y) => x.start - y.start);
           for (let i = 1; i < partitionRuns.length; i++) {
-            if (partitionRuns[i].start < partitionRuns[i - 1].end) overlaps++;
+            const depth = partitionRuns[i - 1].end - partitionRuns[i].start;
+            if (depth > 0) clockOverlaps++;
+            deepest = Math.max(deepest, depth);
           }
         }
+        // What the store had committed once a run started: its own job is the partition's head, every earlier
+        // one finished. A run that saw an earlier head was claimed too soon; one that saw a later head (or none)
+        // saw its own job finish while it ran (its lease lost and the job run again), which the overlaps count.
+        const nOf = new Map(runs.map((r) => [r.id, r.n]));
+        const early = runs.filter((r) => r.head !== r.id && (nOf.get(r.head) ?? Infinity) < r.n);
+        const superseded = runs.filter((r) => r.head !== r.id).length - early.length;
         console.log(
           `topic test (${kind.name}): 5,000 jobs, 200 keys, 16 partitions, 3 processes, 2 kills: ` +
             `${Math.round(5_000 / (elapsed / 1000))} jobs/s over ${elapsed} ms; ${runs.length} complete runs, ` +
             `${cut} cut by a kill, ${runs.length - 5_000} finished runs repeated after a kill (at least once), ` +
-            `${outOfOrder} out of order, ${overlaps} overlaps`,
+            `${outOfOrder} out of order, ${overlaps} overlaps (by the processes' clocks ${clockOverlaps}, of up to ` +
+            `${deepest.toFixed(3)} ms), ${early.length} runs started before an earlier job of their partition had ` +
+            `finished, ${superseded} runs superseded`,
         );
         assert.equal(outOfOrder, 0, "per-key order equals enqueue order");
         assert.equal(overlaps, 0, "a partition never ran two jobs at once");
+        assert.deepEqual(early.map((r) => `${r.id} (${r.n}) ran with ${r.head} (${nOf.get(r.head)}) unfinished`), []);
       } finally {
         await stopAll(children);
         await db.close();

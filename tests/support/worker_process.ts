@@ -2,7 +2,10 @@
  * A worker process for the multi-process tests. Configured by environment:
  * ERRAND_CHILD_STORE (libsql | postgres), ERRAND_CHILD_URL, ERRAND_CHILD_SCHEMA,
  * ERRAND_CHILD_LOG (a file it appends "start <id>" and "done <id>" lines to, and
- * "start|end <id> <key> <n> <time>" for the partitioned kind "ordered"),
+ * for the partitioned kind "ordered" "start <id> <key> <n> <time> <pid> <attempt>"
+ * and "end <id> <key> <n> <time> <pid> <attempt> <head>", where <head> is the id
+ * of its partition's oldest unfinished job as the store saw it after the start
+ * line, or "none"; several processes may share the file),
  * ERRAND_CHILD_SCHEDULE (when set, registers the every-second schedule "tick" at
  * start, as an application would on every start, and logs "scheduled <result>").
  * Prints "ready" once started; shuts down gracefully on SIGTERM.
@@ -13,7 +16,7 @@ import { createClient } from "@libsql/client";
 import postgres from "postgres";
 import { libsqlStore } from "../../adapters/libsql/mod.ts";
 import { postgresStore } from "../../adapters/postgres/mod.ts";
-import { createErrand } from "../../mod.ts";
+import { createErrand, partitionOf } from "../../mod.ts";
 import type { StoreFor } from "../../src/store/mod.ts";
 import { processJobs, processTopics } from "./process_jobs.ts";
 
@@ -48,11 +51,20 @@ const errand = createErrand({
   queues: { default: { concurrency: 8 } },
   handlers: {
     record: (_p, job) => log(`done ${job.id}`),
-    // Times are in ms since the epoch with a fraction, comparable across processes.
+    // Times are in ms since the epoch with a fraction, exact within a process; across processes they can disagree
+    // by about a millisecond (each process reads its time origin once, at its start), so the test orders runs of
+    // different processes by their lines' order in the shared log instead.
     ordered: async (p, job) => {
-      log(`start ${job.id} ${p.key} ${p.n} ${performance.timeOrigin + performance.now()}`);
+      const run = `${job.id} ${p.key} ${p.n}`;
+      const who = `${process.pid} ${job.attempt}`;
+      log(`start ${run} ${performance.timeOrigin + performance.now()} ${who}`);
+      // What the store has committed: a run of the head job has every earlier job of its partition finished.
+      const [row] = await store.partitionList({
+        topic: "t16",
+        partition: partitionOf(p.key, processTopics.t16.partitions),
+      });
       await new Promise((r) => setTimeout(r, 1));
-      log(`end ${job.id} ${p.key} ${p.n} ${performance.timeOrigin + performance.now()}`);
+      log(`end ${run} ${performance.timeOrigin + performance.now()} ${who} ${row?.head?.id ?? "none"}`);
     },
     slow: async (_p, job) => {
       log(`start ${job.id}`);
