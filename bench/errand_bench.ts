@@ -5,6 +5,9 @@
  * and runs every workload on libSQL (file) and PostgreSQL;
  * `npm run bench -- libsql drain` runs one store and one workload;
  * `ERRAND_SQLITE_SYNCHRONOUS=normal` runs libSQL with `synchronous: "normal"`.
+ * Besides the workloads of WORKLOAD.md, `drain_flow` is the drain with flow
+ * control on (see {@link FLOW}); its line says how it compares with the plain
+ * drain of the same run in `vs_drain`.
  * Each line says exactly which options were set, in `settings`.
  */
 import process from "node:process";
@@ -30,6 +33,16 @@ import {
 } from "./harness.ts";
 
 const jobs = defineJobs({ bench: job<{ i: number; s: string }>() });
+/**
+ * The flow-controlled drain's setup (issue 23's figure): the queue runs at
+ * most 32 jobs across all processes, and job `i` is in group `i % 100`, each
+ * group running at most 2 at once.
+ */
+const FLOW = { globalConcurrency: 32, groups: 100, groupConcurrency: 2 } as const;
+/** The bench kind under flow control: the same payloads, spread round-robin over the groups. */
+const flowJobs = defineJobs({
+  bench: job<{ i: number; s: string }>({ group: (p) => p.i % FLOW.groups, groupConcurrency: FLOW.groupConcurrency }),
+});
 /** A bench job for `enqueueMany`. */
 const asJob = (p: { i: number; s: string }) => ({ kind: "bench" as const, payload: p });
 const version = process.env.npm_package_version ?? "dev";
@@ -108,14 +121,19 @@ async function openBench(name: StoreName): Promise<Bench> {
 function subject(name: StoreName): Subject {
   let bench: Bench | undefined;
   let errand: Errand<typeof jobs, unknown> | undefined;
-  const make = async (mode: "work" | "enqueue", handler?: (id: string) => void) => {
+  /** A fresh database and an instance on it; with `flow`, the kind and queue of the flow-controlled drain. */
+  const make = async (mode: "work" | "enqueue", handler?: (id: string) => void, flow = false) => {
     bench = await openBench(name);
     errand = createErrand({
-      jobs,
+      jobs: flow ? flowJobs : jobs,
       store: bench.store,
       mode,
       logger: silent,
-      queues: { default: { concurrency: CFG.concurrency } },
+      queues: {
+        default: flow
+          ? { concurrency: CFG.concurrency, globalConcurrency: FLOW.globalConcurrency }
+          : { concurrency: CFG.concurrency },
+      },
       claimBatch: CFG.concurrency,
       handlers: handler ? { bench: (_p, j) => Promise.resolve(handler(j.id)) } : undefined,
     });
@@ -126,6 +144,41 @@ function subject(name: StoreName): Subject {
     claimBatch: CFG.concurrency,
     pollInterval: "1s (default)",
   });
+  /** The drain workload, plain or (`flow`) with flow control on; the same jobs and handler either way. */
+  const drain = async (signal: AbortSignal, flow: boolean) => {
+    const tracker = drainTracker(CFG.nDrain);
+    const { bench, errand } = await make("work", (id) => tracker.hit(id), flow);
+    const loader = createErrand({ jobs: flow ? flowJobs : jobs, store: bench.store, mode: "enqueue", logger: silent });
+    for (const batch of payloadBatches(CFG.nDrain, 1000)) await loader.enqueueMany(batch.map(asJob));
+    if ((await bench.count("available")) !== CFG.nDrain) throw new Error("pre-enqueue failed");
+    const t0 = now();
+    await errand.start();
+    await tracker.done;
+    const t1 = await waitUntil(async () => (await bench.count("completed")) === CFG.nDrain, signal, 10);
+    const ms = t1 - t0;
+    return {
+      n: CFG.nDrain,
+      c: CFG.concurrency,
+      jobs_per_s: rate(CFG.nDrain, ms),
+      elapsed_ms: Math.round(ms),
+      verified: {
+        completed_in_db: await bench.count("completed"),
+        handler_calls: tracker.calls,
+        distinct_jobs: tracker.distinct,
+      },
+      settings: {
+        ...workSettings(),
+        ...(flow
+          ? {
+            globalConcurrency: FLOW.globalConcurrency,
+            group: `payload.i % ${FLOW.groups} (${FLOW.groups} groups, ${CFG.nDrain / FLOW.groups} jobs each)`,
+            groupConcurrency: FLOW.groupConcurrency,
+          }
+          : {}),
+        ...bench.settings,
+      },
+    };
+  };
   const workloads: Subject["workloads"] = {
     async enqueue_single({ signal }) {
       const { bench, errand } = await make("enqueue");
@@ -147,30 +200,8 @@ function subject(name: StoreName): Subject {
         settings: { api: "errand.enqueueMany([...]) (one statement per call)", mode: "enqueue", ...bench.settings },
       };
     },
-    async drain({ signal }) {
-      const tracker = drainTracker(CFG.nDrain);
-      const { bench, errand } = await make("work", (id) => tracker.hit(id));
-      const loader = createErrand({ jobs, store: bench.store, mode: "enqueue", logger: silent });
-      for (const batch of payloadBatches(CFG.nDrain, 1000)) await loader.enqueueMany(batch.map(asJob));
-      if ((await bench.count("available")) !== CFG.nDrain) throw new Error("pre-enqueue failed");
-      const t0 = now();
-      await errand.start();
-      await tracker.done;
-      const t1 = await waitUntil(async () => (await bench.count("completed")) === CFG.nDrain, signal, 10);
-      const ms = t1 - t0;
-      return {
-        n: CFG.nDrain,
-        c: CFG.concurrency,
-        jobs_per_s: rate(CFG.nDrain, ms),
-        elapsed_ms: Math.round(ms),
-        verified: {
-          completed_in_db: await bench.count("completed"),
-          handler_calls: tracker.calls,
-          distinct_jobs: tracker.distinct,
-        },
-        settings: { ...workSettings(), ...bench.settings },
-      };
-    },
+    drain: ({ signal }) => drain(signal, false),
+    drain_flow: ({ signal }) => drain(signal, true),
     async latency({ signal }) {
       const probe = latencyProbe();
       const { bench, errand } = await make("work", () => probe.hit());

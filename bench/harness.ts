@@ -37,10 +37,16 @@ export function removeSqliteFiles(file: string): void {
   for (const suffix of ["", "-wal", "-shm", "-journal"]) rmSync(file + suffix, { force: true });
 }
 
-/** The workloads, in the order they run. */
-export const WORKLOADS = ["enqueue_single", "enqueue_batch", "drain", "latency"] as const;
+/**
+ * The workloads, in the order they run: those of WORKLOAD.md, and
+ * `drain_flow`, errand's own: the drain with flow control on, run right
+ * after the plain drain so the two are measured in the same run.
+ */
+export const WORKLOADS = ["enqueue_single", "enqueue_batch", "drain", "drain_flow", "latency"] as const;
 /** One of {@link WORKLOADS}. */
 export type Workload = typeof WORKLOADS[number];
+/** The workloads of WORKLOAD.md, which every subject has; the others are a subject's own. */
+export type SharedWorkload = Exclude<Workload, "drain_flow">;
 
 /** The payload of job number `i`. */
 export const payload = (i: number): { i: number; s: string } => ({ i, s: "x".repeat(100) });
@@ -171,11 +177,14 @@ export async function measureLatency(
   };
 }
 
-/** A benchmark subject: named workloads and a cleanup hook. */
+/** One workload of a subject: runs it and returns its figures. */
+type WorkloadRun = (ctx: { signal: AbortSignal }) => Promise<Record<string, unknown>>;
+
+/** A benchmark subject: named workloads (those of WORKLOAD.md, and any of its own) and a cleanup hook. */
 export interface Subject {
   readonly peer: string;
   readonly version: string;
-  readonly workloads: Record<Workload, (ctx: { signal: AbortSignal }) => Promise<Record<string, unknown>>>;
+  readonly workloads: Record<SharedWorkload, WorkloadRun> & Partial<Record<Workload, WorkloadRun>>;
   cleanup(): Promise<void>;
 }
 
@@ -193,7 +202,9 @@ async function runChild(subject: Subject, workload: Workload): Promise<number> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   let code = 0;
   let result: Record<string, unknown>;
-  const work = subject.workloads[workload]({ signal: ac.signal });
+  const run = subject.workloads[workload];
+  if (!run) throw new Error(`${subject.peer} has no workload "${workload}"`);
+  const work = run({ signal: ac.signal });
   work.catch(() => {});
   try {
     result = await Promise.race([
@@ -219,7 +230,11 @@ async function runChild(subject: Subject, workload: Workload): Promise<number> {
   return code;
 }
 
-/** Runs each workload in a child process (`<script> --child <workload> <args>`) and forwards its line. */
+/**
+ * Runs each workload in a child process (`<script> --child <workload> <args>`)
+ * and forwards its line. A `drain_flow` line gets `vs_drain`: its jobs/s over
+ * those of the plain drain just before it, in this run.
+ */
 async function runOrchestrator(
   script: string,
   childArgs: string[],
@@ -227,6 +242,7 @@ async function runOrchestrator(
   workloads: readonly Workload[],
 ) {
   let failures = 0;
+  let drainRate: number | undefined;
   for (const w of workloads) {
     const child = spawn(process.execPath, [...process.execArgv, script, "--child", w, ...childArgs], {
       stdio: ["ignore", "pipe", "inherit"],
@@ -238,8 +254,12 @@ async function runOrchestrator(
     const code = await new Promise((r) => child.on("exit", (c, sig) => r(sig ? 128 : c)));
     clearTimeout(killer);
     const line = out.split("\n").find((l) => l.startsWith("{") && l.includes(`"workload":"${w}"`));
-    if (line && !JSON.parse(line).error) {
-      console.log(line);
+    const result = line ? JSON.parse(line) : undefined;
+    if (result && !result.error) {
+      if (w === "drain") drainRate = result.jobs_per_s;
+      if (w === "drain_flow" && drainRate) {
+        console.log(JSON.stringify({ ...result, vs_drain: round(result.jobs_per_s / drainRate, 2) }));
+      } else console.log(line);
     } else {
       failures++;
       console.log(
@@ -262,8 +282,9 @@ export type StoreName = "libsql" | "postgres";
 /**
  * The entry of a bench script. With `--child <workload> <store>` it runs that
  * workload of `subject(store)` in this process; otherwise it runs each store
- * (or those named in the arguments) and each workload (or those named), every
- * workload in a child process of `script`, and exits 1 if any failed.
+ * (or those named in the arguments) and each workload the subject has (or
+ * those named; `drain_flow` brings the plain `drain` along, its baseline),
+ * every workload in a child process of `script`, and exits 1 if any failed.
  */
 export async function benchMain(
   script: string,
@@ -278,10 +299,13 @@ export async function benchMain(
   const stores = (["libsql", "postgres"] as const).filter((s) =>
     !args.some((a) => a === "libsql" || a === "postgres") || args.includes(s)
   );
-  const only = args.filter((a) => (WORKLOADS as readonly string[]).includes(a)) as Workload[];
+  const named = args.filter((a) => (WORKLOADS as readonly string[]).includes(a));
+  if (named.includes("drain_flow")) named.push("drain");
   let failures = 0;
   for (const store of stores) {
-    failures += await runOrchestrator(script, [store], `${peerPrefix}-${store}`, only.length ? only : WORKLOADS);
+    const has = subject(store).workloads;
+    const workloads = WORKLOADS.filter((w) => has[w] && (!named.length || named.includes(w)));
+    failures += await runOrchestrator(script, [store], `${peerPrefix}-${store}`, workloads);
   }
   process.exit(failures ? 1 : 0);
 }

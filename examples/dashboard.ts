@@ -4,7 +4,8 @@
  *   bun examples/dashboard.ts          (or: deno run -A examples/dashboard.ts; npm run demo)
  *
  * It works a few demo jobs on an in-memory libSQL database (or ERRAND_DB, a
- * `file:` URL) and keeps enqueuing, so the page has something to show. With
+ * `file:` URL) and keeps enqueuing, so the page has something to show; the
+ * "crm" queue has flow-control limits and a group per tenant. With
  * ADMIN_PASSWORD set, the router sits behind HTTP basic auth (user `admin`);
  * without it, the demo passes `insecure: true` and listens on 127.0.0.1 only.
  * PORT picks the port (0: any free one); the URL is printed.
@@ -28,12 +29,23 @@ const jobs = defineJobs({
   /** Fails its first attempt, so the dashboard's Retry button has something to do. */
   chargeCard: job<{ orderId: string }>({ attempts: 1 }),
   applyOrder: job<{ customerId: string; orderId: string }>({ topic: "orders", partitionKey: (o) => o.customerId }),
+  /** Flow control: at most 2 calls per tenant at once and 5 per second each, for the queue's page. */
+  callCrm: job<{ tenant: string; contact: string }>({
+    queue: "crm",
+    group: (p) => p.tenant,
+    groupConcurrency: 2,
+    rateLimit: { limit: 5, period: "1s", perGroup: true },
+  }),
 });
 
 const errand = createErrand({
   jobs,
   store: libsqlStore(createClient({ url: process.env.ERRAND_DB ?? ":memory:" })),
-  queues: { default: { concurrency: 4 }, mail: { concurrency: 2 } },
+  queues: {
+    default: { concurrency: 4 },
+    mail: { concurrency: 2 },
+    crm: { concurrency: 4, globalConcurrency: 6, rateLimit: { limit: 20, period: "1s" } },
+  },
   topics: { orders: { partitions: 8 } },
   handlers: {
     sendWelcome: async () => await new Promise((r) => setTimeout(r, 20)),
@@ -42,6 +54,7 @@ const errand = createErrand({
       if (job.attempt === 1) throw new PermanentError("Card declined <b>by the demo</b>");
     },
     applyOrder: async () => await new Promise((r) => setTimeout(r, 10)),
+    callCrm: async () => await new Promise((r) => setTimeout(r, 300)),
   },
 });
 await errand.start();
@@ -55,6 +68,14 @@ await errand.enqueueMany(Array.from({ length: 12 }, (_, i) => ({
   kind: "applyOrder" as const,
   payload: { customerId: `c-${i % 5}`, orderId: `o-${i}` },
 })));
+const tenants = Array.from({ length: 5 }, (_, i) => `tenant-${i}`);
+await errand.enqueueMany(
+  tenants.flatMap((tenant) =>
+    Array.from({ length: 6 }, (_, i) => ({ kind: "callCrm" as const, payload: { tenant, contact: `c-${i}` } }))
+  ),
+);
+// A follow-up call an hour from now keeps each tenant's group listed on the queue's page.
+for (const tenant of tenants) await errand.enqueue("callCrm", { tenant, contact: "follow-up" }, { delay: "1h" });
 await errand.schedule("nightly-report", "sendWelcome", { userId: 0, email: "ops@example.com" }, "0 3 * * *");
 let n = 100;
 const traffic = setInterval(() => void errand.enqueue("sendWelcome", { userId: n++, email: "more@example.com" }), 500);

@@ -2,7 +2,8 @@
  * The dashboard in a real browser: the demo app (examples/dashboard.ts) runs
  * as its own Bun process, and headless Chromium (Debian's `chromium`, driven
  * by playwright-core) loads the page, filters the jobs table, opens a failed
- * job, presses Retry and sees the job complete. The page must run under its
+ * job, presses Retry and sees the job complete; then opens a queue's limits
+ * and groups and pauses and resumes a group. The page must run under its
  * Content-Security-Policy with no violation. A screenshot is saved and its
  * path printed. Runs on Node (playwright-core is a Node library).
  */
@@ -50,9 +51,10 @@ describe(
       demo?.kill("SIGTERM");
     });
 
-    it("shows seeded jobs, opens a failed one, retries it and sees it complete", async () => {
+    /** Headless Chromium. */
+    async function launch() {
       const { chromium } = await import("playwright-core");
-      const browser = await chromium.launch({
+      return await chromium.launch({
         executablePath: CHROMIUM,
         args: [
           "--headless",
@@ -64,6 +66,10 @@ describe(
           "--disable-sync",
         ],
       });
+    }
+
+    it("shows seeded jobs, opens a failed one, retries it and sees it complete", async () => {
+      const browser = await launch();
       try {
         const page = await browser.newPage();
         const problems: string[] = [];
@@ -101,6 +107,48 @@ describe(
         const shot = `${tmpdir()}/errand-dashboard-${Date.now()}.png`;
         await page.screenshot({ path: shot, fullPage: true });
         console.log(`dashboard screenshot: ${shot}`);
+      } finally {
+        await browser.close();
+      }
+    });
+
+    it("opens a queue's limits and groups, pauses a group for the duration typed in, and resumes it", async () => {
+      const browser = await launch();
+      try {
+        const page = await browser.newPage();
+        const problems: string[] = [];
+        page.on("console", (m) => m.type() === "error" && problems.push(m.text()));
+        page.on("pageerror", (e) => problems.push(String(e)));
+        const prompts: string[] = [];
+        page.on("dialog", (d) => {
+          prompts.push(d.message());
+          void d.accept(d.type() === "prompt" ? "45m" : undefined);
+        });
+
+        await page.goto(url);
+        const link = page.locator('#queues tr[data-queue="crm"] a.queue-link');
+        assert.match((await link.textContent()) ?? "", /6 at once, 20 per 1s, 1 grouped kind/);
+        await Promise.all([page.waitForURL(/\/queue\/crm$/), link.click()]);
+        assert.equal(await page.textContent('#queue-limits [data-limit="globalConcurrency"]'), "6");
+        assert.equal(await page.textContent('#queue-limits [data-limit="rateLimit"]'), "20 per 1s");
+        assert.match((await page.textContent('#kind-limits tr[data-kind="callCrm"]')) ?? "", /2\s+5 per 1s per group/);
+
+        // The demo's follow-up calls keep every tenant's group listed.
+        const row = page.locator('#groups-table tr[data-group="tenant-3"]');
+        await row.waitFor();
+        assert.match((await row.locator("td").nth(2).textContent()) ?? "", /^\d of 2$/, "running of groupConcurrency");
+        await row.locator("button.pause").click();
+        await page.waitForSelector('#groups-table tr[data-group="tenant-3"] button.resume');
+        assert.match(prompts.at(-1) ?? "", /Pause group tenant-3 of callCrm/);
+        assert.equal(await page.textContent("#status"), "Paused tenant-3");
+        const until = (await row.locator("td").nth(4).textContent()) ?? "";
+        const minutes = (Date.parse(`${until.replace(" ", "T")}Z`) - Date.now()) / 60_000;
+        assert.ok(minutes > 40 && minutes <= 45, `paused until ${until}: the 45 minutes typed in`);
+
+        await row.locator("button.resume").click();
+        await page.waitForSelector('#groups-table tr[data-group="tenant-3"] button.pause');
+        assert.equal(await row.locator("td").nth(4).textContent(), "–");
+        assert.deepEqual(problems, [], "no script errors or CSP violations");
       } finally {
         await browser.close();
       }

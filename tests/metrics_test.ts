@@ -191,6 +191,56 @@ describe("metrics and observer", () => {
     await errand.shutdown();
   });
 
+  it("flow control: jobs held back by a limit per queue, and how long workers waited for a rate window", async () => {
+    const clock = new FakeClock(Date.UTC(2026, 0, 1) + 200); // 200 ms into a 1 s window
+    const limited = defineJobs({
+      call: job<{ tenant: string }>({ queue: "crm", group: (p) => p.tenant, groupConcurrency: 1 }),
+      ping: job<{ n: number }>({ queue: "limited" }),
+    });
+    const errand = createErrand({
+      jobs: limited,
+      store: libsqlStore(createClient({ url: ":memory:" })),
+      clock,
+      logger: quietLogger(),
+      queues: { limited: { concurrency: 4, rateLimit: { limit: 2, period: "1s" } } },
+      handlers: { ping: () => {} },
+    });
+    try {
+      const declared = parseMetrics(await errand.metrics()).types;
+      assert.equal(declared.get("errand_jobs_held_back"), "gauge");
+      assert.equal(declared.get("errand_rate_limit_wait_seconds"), "histogram");
+
+      // No instance handles "call": its jobs wait, and the paused group's count as held back.
+      await errand.enqueueMany(["t-1", "t-1", "t-2"].map((tenant) => ({ kind: "call" as const, payload: { tenant } })));
+      await errand.pauseGroup("call", "t-1", "1h");
+      await errand.enqueueMany([1, 2, 3, 4, 5].map((n) => ({ kind: "ping" as const, payload: { n } })));
+      await errand.start();
+      const completed = async (n: number) => (await errand.counts()).byState.completed === n;
+      // 2 starts per window: 2 now, 2 when the next window opens in 800 ms, the last one a window later.
+      await eventually(() => completed(2), "the first window's 2 jobs");
+      clock.advance(800);
+      await eventually(() => completed(4), "the second window's 2 jobs");
+      clock.advance(1_000);
+      await eventually(() => completed(5), "the last job");
+
+      clock.advance(15_000); // the shared figures are read at most every 15 s
+      const { samples } = parseMetrics(await errand.metrics());
+      const value = (name: string, labels: Record<string, string>) =>
+        samples.find((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))?.value;
+      assert.equal(value("errand_rate_limit_wait_seconds_count", { queue: "limited" }), 2, "two waits for a window");
+      assert.equal(value("errand_rate_limit_wait_seconds_sum", { queue: "limited" }), 1.8, "0.8 s, then 1 s");
+      assert.equal(value("errand_rate_limit_wait_seconds_bucket", { queue: "limited", le: "0.5" }), 0);
+      assert.equal(value("errand_jobs_held_back", { queue: "crm", limit: "group_paused" }), 2);
+      assert.equal(value("errand_jobs_held_back", { queue: "crm", limit: "group_concurrency" }), 0);
+      assert.equal(value("errand_jobs_held_back", { queue: "limited", limit: "group_paused" }), 0);
+      assert.ok(!samples.some((s) => Object.values(s.labels).some((v) => v.startsWith("t-"))), "no group label");
+      // Running per queue across the cluster is errand_jobs_queued{state="running"}.
+      assert.equal(value("errand_jobs_queued", { queue: "limited", state: "running" }), 0);
+    } finally {
+      await errand.shutdown({ drain: 0 });
+    }
+  });
+
   it("an observer that throws is logged and changes nothing", async () => {
     const logger = quietLogger();
     const errand = createErrand({

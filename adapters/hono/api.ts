@@ -1,13 +1,21 @@
 /**
- * The JSON admin API: jobs, counts, schedules, topics and stats, each route a
- * thin call to the errand. Errors become JSON bodies in the router's error
- * handler.
+ * The JSON admin API: jobs, counts, schedules, topics, stats, and flow
+ * control's limits and groups, each route a thin call to the errand.
+ * Errors become JSON bodies in the router's error handler.
  *
  * @module
  */
 import { Hono } from "hono";
-import { NotFoundError, ValidationError } from "../../mod.ts";
-import { type AdminErrand, jobDurations, listOptions, withoutPayload } from "./present.ts";
+import { type KindLimitsInfo, NotFoundError, type QueueLimitsInfo, ValidationError } from "../../mod.ts";
+import {
+  type AdminErrand,
+  groupedKind,
+  groupPage,
+  jobDurations,
+  listOptions,
+  pauseDuration,
+  withoutPayload,
+} from "./present.ts";
 
 /** Settings of the API routes. */
 export interface ApiSettings {
@@ -60,7 +68,35 @@ export function apiRoutes(errand: AdminErrand, settings: ApiSettings): Hono {
     const failed = await errand.forceFailPartitionHead(topic, Number(n));
     return c.json({ failed: failed && withoutPayload(failed, showPayloads) });
   });
+
+  api.get("/limits", (c) => c.json(errand.limits()));
+  api.get("/queues/:queue/limits", (c) => c.json(queueLimits(errand, c.req.param("queue"))));
+  api.get(
+    "/queues/:queue/groups",
+    async (c) => c.json(await groupPage(errand, c.req.param("queue"), (name) => c.req.query(name), maxPageSize)),
+  );
+  api.post("/groups/:kind/:group/pause", async (c) => {
+    const [kind, group] = [c.req.param("kind"), c.req.param("group")];
+    await errand.pauseGroup(groupedKind(errand, kind), group, pauseDuration(c.req.query("duration")));
+    return c.json({ kind, group, paused: true });
+  });
+  api.post("/groups/:kind/:group/resume", async (c) => {
+    const [kind, group] = [c.req.param("kind"), c.req.param("group")];
+    await errand.resumeGroup(groupedKind(errand, kind), group);
+    return c.json({ kind, group, paused: false });
+  });
   return api;
+}
+
+/** The limits of `queue` and of the kinds whose jobs go to it. @throws {NotFoundError} For a queue the errand does not know. */
+function queueLimits(
+  errand: AdminErrand,
+  queue: string,
+): QueueLimitsInfo & { readonly kinds: readonly KindLimitsInfo[] } {
+  const { queues, kinds } = errand.limits();
+  const limits = queues.find((q) => q.queue === queue);
+  if (!limits) throw new NotFoundError(`There is no queue "${queue}" in this errand's options or kinds`);
+  return { ...limits, kinds: kinds.filter((k) => k.queue === queue) };
 }
 
 /** `topic` if it is configured. @throws {NotFoundError} Otherwise. */

@@ -57,7 +57,9 @@ dl.facts dd { margin: 0; }
 /**
  * The page's script: refreshes the live part of the page every few seconds
  * (unless the user is editing a filter), and sends the action buttons'
- * requests as JSON, then refreshes.
+ * requests as JSON, then refreshes. A button with `data-prompt` first asks
+ * for a value (`data-default` filled in) and sends it as the query
+ * parameter `data-param`.
  */
 export const DASHBOARD_JS = `
 (() => {
@@ -83,9 +85,15 @@ export const DASHBOARD_JS = `
     const button = event.target.closest && event.target.closest("button[data-action]");
     if (!button) return;
     if (button.dataset.confirm && !confirm(button.dataset.confirm)) return;
+    let action = button.dataset.action;
+    if (button.dataset.prompt) {
+      const answer = prompt(button.dataset.prompt, button.dataset.default || "");
+      if (!answer) return;
+      action += (action.includes("?") ? "&" : "?") + button.dataset.param + "=" + encodeURIComponent(answer);
+    }
     button.disabled = true;
     try {
-      const res = await fetch(base + button.dataset.action, {
+      const res = await fetch(base + action, {
         method: button.dataset.method || "POST",
         headers: { "content-type": "application/json" },
         body: "{}",

@@ -33,7 +33,7 @@ import { apiRoutes } from "./api.ts";
 import { mountBase, sendPage } from "./page.ts";
 import { type AdminErrand, listOptions } from "./present.ts";
 import { type Authorize, guardChanges, jsonError, requireAuthorization } from "./security.ts";
-import { jobPage, overview, topicPage } from "./views.ts";
+import { jobPage, overview, queuePage, topicPage } from "./views.ts";
 
 export type { AdminErrand } from "./present.ts";
 export type { Authorize } from "./security.ts";
@@ -168,6 +168,13 @@ export function adminRouter(errand: AdminErrand, options: AdminRouterOptions): H
     const live = await topicPage(errand, v, c.req.param("topic"));
     if (!live) return c.text(`There is no topic "${c.req.param("topic")}"`, 404);
     return await sendPage(c, { ...v, title: `Topic ${c.req.param("topic")}`, refreshSeconds, live });
+  });
+  app.get("/queue/:queue", async (c) => {
+    const v = view(c, "/queue/:queue");
+    const queue = c.req.param("queue");
+    const live = await queuePage(errand, v, queue, (name) => c.req.query(name), maxPageSize);
+    if (!live) return c.text(`There is no queue "${queue}"`, 404);
+    return await sendPage(c, { ...v, title: `Queue ${queue}`, refreshSeconds, live });
   });
   // The overview answers at the mount path with or without a trailing slash; other paths are not found.
   app.get("/*", async (c) => {

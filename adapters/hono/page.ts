@@ -83,6 +83,14 @@ export function duration(ms: number | null | undefined): string {
   return `${(ms / 3_600_000).toFixed(1)} h`;
 }
 
+/** A rate limit for people: `100 per 1s`, `5 per 1.5m`, `3 per 250ms`. */
+export function rate(limit: { readonly limit: number; readonly periodMs: number }): string {
+  const ms = limit.periodMs;
+  const units: [number, string][] = [[86_400_000, "d"], [3_600_000, "h"], [60_000, "m"], [1_000, "s"]];
+  const [size, unit] = units.find(([size]) => ms >= size) ?? [1, "ms"];
+  return `${limit.limit} per ${Math.round((ms / size) * 1000) / 1000}${unit}`;
+}
+
 /** A size in bytes for people, or a dash when unknown. */
 export function bytes(n: number | null): string {
   if (n === null) return "–";

@@ -1,17 +1,20 @@
 /**
  * What the admin API and the dashboard page share: the errand methods they
- * use, reading list filters from a query string, hiding payloads, and a
- * job's durations.
+ * use, reading list filters and pages of groups from a query string,
+ * hiding payloads, and a job's durations.
  *
  * @module
  */
 import {
+  type Duration,
   type Errand,
+  type GroupInfo,
   JOB_STATES,
   type JobDefinitions,
   type JobInfo,
   type JobState,
   type ListOptions,
+  NotFoundError,
   ValidationError,
 } from "../../mod.ts";
 
@@ -32,6 +35,10 @@ export type AdminErrand = Pick<
   | "forceFailPartitionHead"
   | "stats"
   | "metrics"
+  | "groups"
+  | "pauseGroup"
+  | "resumeGroup"
+  | "limits"
 >;
 
 /** Reads list filters and paging from a query string; a page size is clamped to 1..`maxPageSize`. */
@@ -40,22 +47,69 @@ export function listOptions(query: (name: string) => string | undefined, maxPage
   if (state !== undefined && !(JOB_STATES as readonly string[]).includes(state)) {
     throw new ValidationError(`Filter "state" must be one of ${JOB_STATES.join(", ")}, got "${state}"`);
   }
-  const limitText = query("limit");
-  let limit = Math.min(50, maxPageSize);
-  if (limitText) {
-    if (!/^\d{1,12}$/.test(limitText)) {
-      throw new ValidationError(`"limit" must be a whole number of jobs per page, got "${limitText}"`);
-    }
-    limit = Math.max(1, Math.min(maxPageSize, Number(limitText)));
-  }
   return {
     state: state as JobState | undefined,
     queue: query("queue") || undefined,
     kind: query("kind") || undefined,
     topic: query("topic") || undefined,
     cursor: query("cursor") || undefined,
-    limit,
+    limit: pageSize(query("limit"), "jobs", maxPageSize),
   };
+}
+
+/** A page size from the query's `limit` (of `what`), clamped to 1..`maxPageSize`; 50 (or less) without one. */
+function pageSize(limitText: string | undefined, what: string, maxPageSize: number): number {
+  if (!limitText) return Math.min(50, maxPageSize);
+  if (!/^\d{1,12}$/.test(limitText)) {
+    throw new ValidationError(`"limit" must be a whole number of ${what} per page, got "${limitText}"`);
+  }
+  return Math.max(1, Math.min(maxPageSize, Number(limitText)));
+}
+
+/** A page of a queue's groups, and the cursor of the next (null on the last page). */
+export interface GroupPage {
+  readonly groups: readonly GroupInfo[];
+  readonly cursor: string | null;
+}
+
+/** Most groups `errand.groups()` returns at once. */
+const MAX_GROUPS = 1_000;
+
+/**
+ * The page of `queue`'s groups the query's `limit` and `cursor` ask for. A
+ * cursor is the last group of the previous page, its kind and value
+ * joined by a tab (a kind's name has none).
+ */
+export async function groupPage(
+  errand: AdminErrand,
+  queue: string,
+  query: (name: string) => string | undefined,
+  maxPageSize: number,
+): Promise<GroupPage> {
+  const limit = Math.min(MAX_GROUPS, pageSize(query("limit"), "groups", maxPageSize));
+  const cursor = query("cursor") || undefined;
+  let after: { kind: string; group: string } | undefined;
+  if (cursor !== undefined) {
+    const tab = cursor.indexOf("\t");
+    if (tab < 1) throw new ValidationError(`"cursor" must be the "cursor" of the previous page, got "${cursor}"`);
+    after = { kind: cursor.slice(0, tab), group: cursor.slice(tab + 1) };
+  }
+  const groups = await errand.groups(queue, { after, limit });
+  const last = groups.length === limit ? groups[groups.length - 1] : undefined;
+  return { groups, cursor: last ? `${last.kind}\t${last.group}` : null };
+}
+
+/** The key in `defineJobs` of the kind with groups stored as `kind`. @throws {NotFoundError} Without one. */
+export function groupedKind(errand: AdminErrand, kind: string): string {
+  const found = errand.limits().kinds.find((k) => k.kind === kind && k.grouped);
+  if (!found) throw new NotFoundError(`There is no kind "${kind}" with groups`);
+  return found.key;
+}
+
+/** A pause's duration from the query: milliseconds as digits, or a duration such as `10m`. @throws {ValidationError} Without one. */
+export function pauseDuration(text: string | undefined): Duration {
+  if (!text) throw new ValidationError('Pausing a group needs "duration" in the query, such as ?duration=10m');
+  return /^\d{1,15}$/.test(text) ? Number(text) : text as Duration;
 }
 
 /** `value` without its `payload` unless payloads are shown. */

@@ -1,6 +1,7 @@
 /**
  * The libSQL store's flow control: a claim under limits, group pauses, the
- * groups of a queue, and the pruning of both.
+ * groups of a queue, the jobs its limits hold back, and the pruning of
+ * windows and pauses.
  *
  * SQLite has one writer at a time, so a claim in a write transaction
  * already sees every claim committed before it and none can commit in
@@ -11,8 +12,14 @@
  * @module
  */
 import type { InValue } from "@libsql/client";
-import type { FlowPruneParams, GroupListParams, GroupPauseParams, JobClaimParams } from "../../src/store/store.ts";
-import type { ClaimedJob, GroupRow } from "../../src/store/records.ts";
+import type {
+  FlowPruneParams,
+  GroupHeldParams,
+  GroupListParams,
+  GroupPauseParams,
+  JobClaimParams,
+} from "../../src/store/store.ts";
+import type { ClaimedJob, GroupHeldRow, GroupRow } from "../../src/store/records.ts";
 import { toClaimedJob } from "../sql/rows.ts";
 import { PACKED_CLAIM_COLUMNS, unpackClaim } from "./claims.ts";
 import type { LibsqlConnection } from "./connection.ts";
@@ -70,31 +77,38 @@ export async function claimLimitedJobs(
     args.managed = JSON.stringify(p.heads.managed);
     args.owned = JSON.stringify(p.heads.owned.map((o) => [o.topic, o.partition]));
   }
+  // How many more jobs group \`grp\` may start now: its kind's group concurrency less its running jobs,
+  // and its per-group rate window's starts left; 0 while it is paused.
+  const allowedOf = (grp: string) =>
+    `(SELECT max(0, min(:per_group,
+        coalesce(k.group_concurrency - (SELECT count(*) FROM errand_jobs AS r
+                                        WHERE r.namespace = :ns AND r.grp = ${grp} AND r.state = 'running'), :per_group),
+        CASE WHEN k.per_group THEN k.rate_limit - ${
+      windowCount(`'g:' || ${grp}`, "k.rate_window")
+    } ELSE :per_group END))
+        * NOT EXISTS (SELECT 1 FROM errand_group_pauses AS pz
+                      WHERE pz.namespace = :ns AND pz.grp = ${grp} AND pz.paused_until > :now)
+      FROM (SELECT 1) AS one LEFT JOIN kl AS k ON k.kind = substr(${grp}, 1, instr(${grp}, char(9)) - 1))`;
   const claimSql = `WITH RECURSIVE
     kl(kind, group_concurrency, rate_limit, rate_window, per_group) AS (
       SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4 FROM json_each(:kl)),
     -- The groups with queued jobs, in key order from after the cursor, wrapping around once: one
-    -- index probe per group, however many jobs each holds.
-    scan(grp, n, wrapped) AS (
-      SELECT coalesce(${next(":after")}, ${first}), 1, ${next(":after")} IS NULL
+    -- index probe per group, however many jobs each holds. \`found\` counts the groups before a row
+    -- that may start a job now; the scan stops once they can fill the claim, so groups at their
+    -- limits cost a probe each and the rest nothing.
+    scan(grp, n, wrapped, found) AS (
+      SELECT coalesce(${next(":after")}, ${first}), 1, ${next(":after")} IS NULL, 0
       UNION ALL
       SELECT coalesce(${next("s.grp")}, CASE WHEN s.wrapped THEN NULL ELSE ${first} END), s.n + 1,
-             s.wrapped OR ${next("s.grp")} IS NULL
-      FROM scan AS s WHERE s.grp IS NOT NULL AND s.n < :groups AND NOT (s.wrapped AND s.grp > :after)
+             s.wrapped OR ${next("s.grp")} IS NULL, s.found + (${allowedOf("s.grp")} > 0)
+      FROM scan AS s
+      WHERE s.grp IS NOT NULL AND s.n < :groups AND NOT (s.wrapped AND s.grp > :after)
+        AND s.found + (${allowedOf("s.grp")} > 0) < :lim
     ),
-    -- How many more jobs each unpaused group may start now.
+    -- How many more jobs each group of the scan may start now.
     gs AS (
-      SELECT s.grp, s.n, max(0, min(:per_group,
-        coalesce(kl.group_concurrency - (SELECT count(*) FROM errand_jobs AS r
-                                         WHERE r.namespace = :ns AND r.grp = s.grp AND r.state = 'running'), :per_group),
-        CASE WHEN kl.per_group THEN kl.rate_limit - ${
-    windowCount("'g:' || s.grp", "kl.rate_window")
-  } ELSE :per_group END
-      )) AS allowed
-      FROM scan AS s LEFT JOIN kl ON kl.kind = substr(s.grp, 1, instr(s.grp, char(9)) - 1)
+      SELECT s.grp, s.n, ${allowedOf("s.grp")} AS allowed FROM scan AS s
       WHERE s.grp IS NOT NULL AND NOT (s.wrapped AND s.grp > :after)
-        AND NOT EXISTS (SELECT 1 FROM errand_group_pauses AS pz
-                        WHERE pz.namespace = :ns AND pz.grp = s.grp AND pz.paused_until > :now)
     ),
     -- Candidates ranked within their group (r); jobs without a group each rank as a group of their own.
     cand AS (
@@ -201,6 +215,30 @@ export async function listGroups(db: LibsqlConnection, namespace: string, p: Gro
     queued: Number(r.queued),
     pausedUntil: r.paused_until === null ? null : Number(r.paused_until),
   }));
+}
+
+/** Per queue, the due jobs of paused groups and of groups at their kind's concurrency. */
+export async function countHeld(db: LibsqlConnection, namespace: string, p: GroupHeldParams): Promise<GroupHeldRow[]> {
+  const rs = await db.read({
+    sql: `WITH due AS (
+            SELECT queue, grp, count(*) AS n FROM errand_jobs
+            WHERE namespace = :ns AND state IN ('available', 'scheduled') AND grp IS NOT NULL AND run_at <= :now
+            GROUP BY queue, grp),
+          running AS (
+            SELECT grp, count(*) AS n FROM errand_jobs WHERE namespace = :ns AND state = 'running' AND grp IS NOT NULL
+            GROUP BY grp),
+          kl(kind, group_concurrency) AS (SELECT value ->> 0, value ->> 1 FROM json_each(:kl))
+          SELECT d.queue,
+            coalesce(sum(CASE WHEN pz.grp IS NOT NULL THEN d.n END), 0) AS paused,
+            coalesce(sum(CASE WHEN pz.grp IS NULL AND coalesce(r.n, 0) >= kl.group_concurrency THEN d.n END), 0) AS full
+          FROM due AS d
+          LEFT JOIN errand_group_pauses AS pz ON pz.namespace = :ns AND pz.grp = d.grp AND pz.paused_until > :now
+          LEFT JOIN running AS r ON r.grp = d.grp
+          LEFT JOIN kl ON kl.kind = substr(d.grp, 1, instr(d.grp, char(9)) - 1)
+          GROUP BY d.queue ORDER BY d.queue`,
+    args: { ns: namespace, now: p.now, kl: JSON.stringify(p.kinds.map((k) => [k.kind, k.groupConcurrency])) },
+  });
+  return rs.rows.map((r) => ({ queue: String(r.queue), paused: Number(r.paused), full: Number(r.full) }));
 }
 
 /** Deletes finished rate windows and ended pauses. */

@@ -30,6 +30,7 @@ import type { Client, Transaction } from "@libsql/client";
 import { SchemaVersionError } from "../../src/errors.ts";
 import type {
   FlowPruneParams,
+  GroupHeldParams,
   GroupListParams,
   GroupPauseParams,
   JobActivityParams,
@@ -53,6 +54,7 @@ import type {
   ClaimedJob,
   ExpiredJob,
   FinishedJob,
+  GroupHeldRow,
   GroupRow,
   JobCount,
   JobInsertResult,
@@ -82,7 +84,7 @@ import {
 } from "../sql/rows.ts";
 import { checkTransaction, LibsqlConnection } from "./connection.ts";
 import { claimJobs, finishJobs } from "./claims.ts";
-import { claimLimitedJobs, listGroups, pauseGroup, pruneFlow } from "./flow.ts";
+import { claimLimitedJobs, countHeld, listGroups, pauseGroup, pruneFlow } from "./flow.ts";
 import { insertJobs } from "./insert.ts";
 import { LIBSQL_MIGRATIONS, LIBSQL_SCHEMA_VERSION, MIGRATIONS_TABLE_SQL } from "./migrations.ts";
 
@@ -151,6 +153,10 @@ export class LibsqlStore implements StoreFor<Transaction> {
 
   groupList(p: GroupListParams): Promise<GroupRow[]> {
     return listGroups(this.#db, this.namespace, p);
+  }
+
+  groupHeld(p: GroupHeldParams): Promise<GroupHeldRow[]> {
+    return countHeld(this.#db, this.namespace, p);
   }
 
   flowPrune(p: FlowPruneParams): Promise<void> {

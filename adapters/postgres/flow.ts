@@ -1,6 +1,7 @@
 /**
  * The PostgreSQL store's flow control: a claim under limits, group pauses,
- * the groups of a queue, and the pruning of both.
+ * the groups of a queue, the jobs its limits hold back, and the pruning of
+ * windows and pauses.
  *
  * A limited claim runs in a transaction that first takes a transaction-level
  * advisory lock per limited queue and kind (in one order, so two claims
@@ -12,8 +13,14 @@
  *
  * @module
  */
-import type { FlowPruneParams, GroupListParams, GroupPauseParams, JobClaimParams } from "../../src/store/store.ts";
-import type { ClaimedJob, GroupRow } from "../../src/store/records.ts";
+import type {
+  FlowPruneParams,
+  GroupHeldParams,
+  GroupListParams,
+  GroupPauseParams,
+  JobClaimParams,
+} from "../../src/store/store.ts";
+import type { ClaimedJob, GroupHeldRow, GroupRow } from "../../src/store/records.ts";
 import { CLAIMED_COLUMNS, toClaimedJob } from "../sql/rows.ts";
 import { dueHeadsSql } from "./claims.ts";
 import type { PostgresConnection, StoreTarget } from "./connection.ts";
@@ -67,6 +74,18 @@ export async function claimLimitedJobs(
       })
     }) AS h`
     : "";
+  // How many more jobs group `grp` may start now: its kind's group concurrency less its running jobs,
+  // and its per-group rate window's starts left; 0 while it is paused.
+  const allowedOf = (grp: string) =>
+    `(SELECT GREATEST(0, LEAST(${perGroup},
+        COALESCE(k.group_concurrency - (SELECT count(*) FROM ${jobs} AS r
+                                        WHERE r.namespace = ${ns} AND r.grp = ${grp} AND r.state = 'running'), ${perGroup}),
+        CASE WHEN k.per_group THEN k.rate_limit - ${
+      windowCount(`'g:' || ${grp}`, "k.rate_window")
+    } ELSE ${perGroup} END))
+        * CASE WHEN EXISTS (SELECT 1 FROM ${pauses} AS pz
+                            WHERE pz.namespace = ${ns} AND pz.grp = ${grp} AND pz.paused_until > ${now}) THEN 0 ELSE 1 END
+      FROM (SELECT 1) AS one LEFT JOIN kl AS k ON k.kind = split_part(${grp}, E'\\t', 1))`;
   const queueRate = limits.queueRate;
   const claimSql = `WITH RECURSIVE
     kl AS (
@@ -79,34 +98,27 @@ export async function claimLimitedJobs(
   })
         AS u(kind, group_concurrency, rate_limit, rate_window, per_group_flag)),
     -- The groups with queued jobs, in key order from after the cursor, wrapping around once: one
-    -- index probe per group, however many jobs each holds.
-    scan(grp, n, wrapped) AS (
-      (SELECT f.grp, 1, f.wrapped FROM (
+    -- index probe per group, however many jobs each holds. Each with how many more jobs it may start
+    -- now (0 when paused); the scan stops once it has found enough groups that may start one to fill
+    -- the claim, so groups at their limits cost a probe each and the rest nothing.
+    scan(grp, n, wrapped, allowed, found) AS (
+      (SELECT f.grp, 1, f.wrapped, a.allowed, (a.allowed > 0)::int FROM (
          (SELECT grp, false AS wrapped, 0 AS o FROM ${jobs} WHERE ${queued} AND grp > ${after} ORDER BY grp LIMIT 1)
          UNION ALL
          (SELECT grp, true, 1 FROM ${jobs} WHERE ${queued} ORDER BY grp LIMIT 1)) AS f
+       CROSS JOIN LATERAL (SELECT ${allowedOf("f.grp")} AS allowed) AS a
        ORDER BY f.o LIMIT 1)
       UNION ALL
-      SELECT nx.grp, s.n + 1, nx.wrapped FROM scan AS s CROSS JOIN LATERAL (
+      SELECT nx.grp, s.n + 1, nx.wrapped, a.allowed, s.found + (a.allowed > 0)::int FROM scan AS s CROSS JOIN LATERAL (
         SELECT c.grp, c.wrapped FROM (
           (SELECT grp, s.wrapped AS wrapped, 0 AS o FROM ${jobs} WHERE ${queued} AND grp > s.grp ORDER BY grp LIMIT 1)
           UNION ALL
           (SELECT grp, true, 1 FROM ${jobs} WHERE ${queued} AND NOT s.wrapped ORDER BY grp LIMIT 1)) AS c
         ORDER BY c.o LIMIT 1) AS nx
-      WHERE s.n < ${$(limits.groups, "int")} AND NOT (nx.wrapped AND nx.grp > ${after})
+      CROSS JOIN LATERAL (SELECT ${allowedOf("nx.grp")} AS allowed) AS a
+      WHERE s.n < ${$(limits.groups, "int")} AND s.found < ${limit} AND NOT (nx.wrapped AND nx.grp > ${after})
     ),
-    -- How many more jobs each unpaused group may start now.
-    gs AS (
-      SELECT s.grp, s.n, GREATEST(0, LEAST(${perGroup},
-        COALESCE(kl.group_concurrency - (SELECT count(*) FROM ${jobs} AS r
-                                         WHERE r.namespace = ${ns} AND r.grp = s.grp AND r.state = 'running'), ${perGroup}),
-        CASE WHEN kl.per_group THEN kl.rate_limit - ${
-    windowCount("'g:' || s.grp", "kl.rate_window")
-  } ELSE ${perGroup} END
-      )) AS allowed
-      FROM scan AS s LEFT JOIN kl ON kl.kind = split_part(s.grp, E'\\t', 1)
-      WHERE NOT EXISTS (SELECT 1 FROM ${pauses} AS pz WHERE pz.namespace = ${ns} AND pz.grp = s.grp AND pz.paused_until > ${now})
-    ),
+    gs AS (SELECT grp, n, allowed FROM scan WHERE allowed > 0),
     -- Candidates ranked within their group (r); jobs without a group each rank as a group of their own.
     cand AS (
       SELECT x.id, x.priority, x.run_at, x.kind, x.grp, x.r, gs.n FROM gs CROSS JOIN LATERAL (
@@ -217,6 +229,35 @@ export async function listGroups(db: PostgresConnection, target: StoreTarget, p:
     queued: Number(r.queued),
     pausedUntil: r.paused_until === null ? null : Number(r.paused_until),
   }));
+}
+
+/** Per queue, the due jobs of paused groups and of groups at their kind's concurrency. */
+export async function countHeld(
+  db: PostgresConnection,
+  target: StoreTarget,
+  p: GroupHeldParams,
+): Promise<GroupHeldRow[]> {
+  const { jobs, pauses } = target.tables;
+  const rows = await db.query(
+    `WITH due AS (
+       SELECT queue, grp, count(*) AS n FROM ${jobs}
+       WHERE namespace = $1 AND state IN ('available', 'scheduled') AND grp IS NOT NULL AND run_at <= $2
+       GROUP BY queue, grp),
+     running AS (
+       SELECT grp, count(*) AS n FROM ${jobs} WHERE namespace = $1 AND state = 'running' AND grp IS NOT NULL
+       GROUP BY grp),
+     kl AS (SELECT * FROM unnest($3::text[], $4::int[]) AS u(kind, group_concurrency))
+     SELECT d.queue,
+       coalesce(sum(d.n) FILTER (WHERE pz.grp IS NOT NULL), 0) AS paused,
+       coalesce(sum(d.n) FILTER (WHERE pz.grp IS NULL AND coalesce(r.n, 0) >= kl.group_concurrency), 0) AS full
+     FROM due AS d
+     LEFT JOIN ${pauses} AS pz ON pz.namespace = $1 AND pz.grp = d.grp AND pz.paused_until > $2
+     LEFT JOIN running AS r ON r.grp = d.grp
+     LEFT JOIN kl ON kl.kind = split_part(d.grp, E'\\t', 1)
+     GROUP BY d.queue ORDER BY d.queue`,
+    [target.namespace, p.now, p.kinds.map((k) => k.kind), p.kinds.map((k) => k.groupConcurrency)],
+  );
+  return rows.map((r) => ({ queue: String(r.queue), paused: Number(r.paused), full: Number(r.full) }));
 }
 
 /** Deletes finished rate windows and ended pauses. */

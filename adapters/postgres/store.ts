@@ -21,6 +21,7 @@ import type { Sql, TransactionSql } from "postgres";
 import { SchemaVersionError } from "../../src/errors.ts";
 import type {
   FlowPruneParams,
+  GroupHeldParams,
   GroupListParams,
   GroupPauseParams,
   JobActivityParams,
@@ -44,6 +45,7 @@ import type {
   ClaimedJob,
   ExpiredJob,
   FinishedJob,
+  GroupHeldRow,
   GroupRow,
   JobCount,
   JobInsertResult,
@@ -73,7 +75,7 @@ import {
 } from "../sql/rows.ts";
 import { checkTransaction, PostgresConnection, type Querier, type StoreTarget } from "./connection.ts";
 import { claimJobs, finishJobs } from "./claims.ts";
-import { claimLimitedJobs, listGroups, pauseGroup, pruneFlow } from "./flow.ts";
+import { claimLimitedJobs, countHeld, listGroups, pauseGroup, pruneFlow } from "./flow.ts";
 import { insertJobs } from "./insert.ts";
 import { BOOTSTRAP_SQL, POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION, quoteIdentifier } from "./migrations.ts";
 
@@ -169,6 +171,10 @@ export class PostgresStore implements StoreFor<TransactionSql> {
 
   groupList(p: GroupListParams): Promise<GroupRow[]> {
     return listGroups(this.#db, this.#target, p);
+  }
+
+  groupHeld(p: GroupHeldParams): Promise<GroupHeldRow[]> {
+    return countHeld(this.#db, this.#target, p);
   }
 
   flowPrune(p: FlowPruneParams): Promise<void> {

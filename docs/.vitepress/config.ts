@@ -53,6 +53,7 @@ export default defineConfig({
           { text: "Continuations", link: "/guides/continuations" },
           { text: "Recurring jobs (cron)", link: "/guides/cron" },
           { text: "Topics and partitions", link: "/guides/topics" },
+          { text: "Flow control", link: "/guides/flow-control" },
           { text: "Operating jobs", link: "/guides/operating" },
           { text: "Admin router and dashboard", link: "/guides/admin" },
           { text: "Observability", link: "/guides/observability" },

@@ -5,6 +5,7 @@
  * @module
  */
 import type { KindRegistry } from "./kinds.ts";
+import type { ErrandLimits } from "./limits.ts";
 import type { ResolvedOptions } from "./options.ts";
 import type { Telemetry } from "../observability/telemetry.ts";
 import type { Tracing } from "../observability/tracing.ts";
@@ -17,6 +18,8 @@ export interface ClientDeps<TTx> extends ServiceDeps<StoreFor<TTx>> {
   /** The checked options, with the clock and the logger. */
   readonly options: ResolvedOptions;
   readonly kinds: KindRegistry;
+  /** The queues' and kinds' limits this instance is configured with. */
+  readonly limits: ErrandLimits;
   /** This instance's queue workers. */
   readonly workers: Workers<TTx>;
   readonly telemetry: Telemetry;

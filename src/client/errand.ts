@@ -27,7 +27,8 @@ import { KindRegistry } from "./kinds.ts";
 import { type JobCounts, type JobDetails, type JobPage, type ListOptions, OperatorCalls } from "./operators.ts";
 import { type ErrandMode, type ErrandOptions, resolveOptions } from "./options.ts";
 import { PartitionCalls } from "./partitions.ts";
-import { GroupCalls, type GroupInfo } from "./group_calls.ts";
+import { GroupCalls, type GroupInfo, type GroupListOptions } from "./group_calls.ts";
+import { describeLimits, type ErrandLimits } from "./limits.ts";
 import type { GroupValue } from "../flow/limits.ts";
 import { type StepReport, WorkerPool } from "./pool.ts";
 import { ScheduleCalls } from "./schedule_calls.ts";
@@ -248,8 +249,56 @@ export interface Errand<J extends JobDefinitions, TTx> extends Enqueuer<J, TTx> 
   pauseGroup(kind: KindKey<J>, group: GroupValue, duration: Duration): Promise<void>;
   /** Ends a group's pause now. */
   resumeGroup(kind: KindKey<J>, group: GroupValue): Promise<void>;
-  /** The groups of `queue` that have jobs running or waiting, with their counts and pauses, by group. */
-  groups(queue: string): Promise<GroupInfo[]>;
+  /**
+   * The groups of `queue` that have jobs running or waiting, with their
+   * counts and pauses, by kind and group; with `options.limit`, a page of
+   * them (pass the last group of a page as `after` for the next).
+   * @throws {ValidationError} When the queue name, `after` or `limit` is invalid.
+   *
+   * @example Page through the groups of a queue
+   * ```ts
+   * import { createClient } from "@libsql/client";
+   * import { createErrand, defineJobs, type GroupInfo, job } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   *
+   * const jobs = defineJobs({
+   *   callCrm: job<{ tenant: string }>({ queue: "crm", group: (p) => p.tenant, groupConcurrency: 2 }),
+   * });
+   * const errand = createErrand({ jobs, store: libsqlStore(createClient({ url: ":memory:" })), mode: "enqueue" });
+   * let after: GroupInfo | undefined;
+   * do {
+   *   const page = await errand.groups("crm", { after, limit: 100 });
+   *   for (const g of page) console.log(g.kind, g.group, g.running, g.queued, g.pausedUntil);
+   *   after = page.length === 100 ? page[page.length - 1] : undefined;
+   * } while (after);
+   * ```
+   */
+  groups(queue: string, options?: GroupListOptions): Promise<GroupInfo[]>;
+  /**
+   * The flow control this instance is configured with: every queue it knows
+   * with its limits, and every kind with a group or a limit. Limits are
+   * options of each process, so this is what this one enforces when it claims.
+   *
+   * @example Print the limits
+   * ```ts
+   * import { createClient } from "@libsql/client";
+   * import { createErrand, defineJobs, job } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   *
+   * const jobs = defineJobs({
+   *   callCrm: job<{ tenant: string }>({ queue: "crm", group: (p) => p.tenant, groupConcurrency: 2 }),
+   * });
+   * const errand = createErrand({
+   *   jobs,
+   *   store: libsqlStore(createClient({ url: ":memory:" })),
+   *   queues: { crm: { concurrency: 8, globalConcurrency: 20, rateLimit: { limit: 100, period: "1s" } } },
+   * });
+   * const { queues, kinds } = errand.limits();
+   * console.log(queues); // [{ queue: "crm", concurrency: 8, globalConcurrency: 20, rateLimit: { limit: 100, periodMs: 1000 } }]
+   * console.log(kinds); // [{ key: "callCrm", kind: "callCrm", version: 1, queue: "crm", grouped: true, groupConcurrency: 2, rateLimit: null }]
+   * ```
+   */
+  limits(): ErrandLimits;
   /**
    * Registers or updates the recurring job `id`: an occurrence of `kind`
    * with `payload` at every time `cron` matches (5 fields, or 6 with seconds
@@ -564,6 +613,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
       logger: resolved.logger,
       options: resolved,
       kinds: new KindRegistry(options.jobs, options.handlers, resolved.retry),
+      limits: describeLimits(options.jobs, resolved),
       workers: new Workers(resolved.topics.size > 0),
       telemetry: new Telemetry(resolved.observer, resolved.logger),
       tracing: this.#tracing,
@@ -641,7 +691,8 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
   pauseGroup = (kind: KindKey<J>, group: GroupValue, duration: Duration) =>
     this.#groups.pauseGroup(kind, group, duration);
   resumeGroup = (kind: KindKey<J>, group: GroupValue) => this.#groups.resumeGroup(kind, group);
-  groups = (queue: string) => this.#groups.groups(queue);
+  groups = (queue: string, options?: GroupListOptions) => this.#groups.groups(queue, options);
+  limits = () => this.#groups.limits();
   stats = () => this.#operators.stats();
   metrics = () => this.#operators.metrics();
   schedule = <K extends KindKey<J>>(

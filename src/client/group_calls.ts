@@ -4,12 +4,15 @@
  *
  * @module
  */
+import { checkOptions } from "../checks/arguments.ts";
+import { checkCount } from "../checks/limits.ts";
 import { checkName } from "../checks/names.ts";
 import { ValidationError } from "../errors.ts";
 import { groupKey, type GroupValue, splitGroupKey } from "../flow/limits.ts";
 import type { Store } from "../store/store.ts";
 import { type Duration, parseDuration } from "../time/duration.ts";
 import type { ClientDeps } from "./deps.ts";
+import type { ErrandLimits } from "./limits.ts";
 
 /** One group of a queue, as `errand.groups(queue)` lists it. */
 export interface GroupInfo {
@@ -23,6 +26,14 @@ export interface GroupInfo {
   readonly queued: number;
   /** When its pause ends, or null when it is not paused. */
   readonly pausedUntil: Date | null;
+}
+
+/** Options of `groups()`. */
+export interface GroupListOptions {
+  /** Only the groups after this one in the listing's order: pass the last group of the previous page. */
+  after?: { readonly kind: string; readonly group: string };
+  /** Most groups to return, 1 to 1000; without it, every group. */
+  limit?: number;
 }
 
 /** Groups read per store call while listing. */
@@ -56,13 +67,24 @@ export class GroupCalls<TTx> {
   }
 
   /** See `Errand.groups()`. */
-  async groups(queue: string): Promise<GroupInfo[]> {
+  async groups(queue: string, options: GroupListOptions = {}): Promise<GroupInfo[]> {
     checkName("queue", queue);
+    checkOptions("groups()", options);
+    const wanted = options.limit === undefined ? Infinity : checkCount("limit", options.limit, 1);
+    if (wanted !== Infinity && wanted > PAGE) {
+      throw new ValidationError(`Option "limit" must be at most ${PAGE}, got "${wanted}"`);
+    }
+    let after: string | null = null;
+    if (options.after !== undefined) {
+      const { kind, group } = options.after ?? {};
+      after = groupKey(checkName("after.kind", kind), group, 'Option "after.group"');
+    }
     await this.#deps.ready();
     const now = this.#deps.clock.now();
     const all: GroupInfo[] = [];
-    for (let after: string | null = null;;) {
-      const page = await this.#store.groupList({ queue, now, after, limit: PAGE });
+    for (;;) {
+      const limit = Math.min(PAGE, wanted - all.length);
+      const page = await this.#store.groupList({ queue, now, after, limit });
       for (const row of page) {
         all.push({
           ...splitGroupKey(row.group),
@@ -71,9 +93,14 @@ export class GroupCalls<TTx> {
           pausedUntil: row.pausedUntil === null ? null : new Date(row.pausedUntil),
         });
       }
-      if (page.length < PAGE) return all;
+      if (page.length < limit || all.length >= wanted) return all;
       after = page[page.length - 1].group;
     }
+  }
+
+  /** See `Errand.limits()`. */
+  limits(): ErrandLimits {
+    return this.#deps.limits;
   }
 
   /** The stored key of `group` of the kind with key `kind`; a kind without groups is a {@link ValidationError}. */

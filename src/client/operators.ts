@@ -21,6 +21,7 @@ import type { JobTransitionParams, Store } from "../store/store.ts";
 import type { JobCount } from "../store/records.ts";
 import type { ClientDeps } from "./deps.ts";
 import { identity } from "./kinds.ts";
+import { groupsHeld, heldBack } from "./limits.ts";
 import type { PartitionCalls } from "./partitions.ts";
 
 /** Filters of `list()`. */
@@ -106,7 +107,7 @@ export class OperatorCalls<TTx> {
   readonly #store: Store;
   readonly #partitions: PartitionCalls<TTx>;
   /** What `metrics()` last read from the store, and when. */
-  #shared: { at: number; value: Promise<Pick<Snapshot, "queued" | "topics">> } | undefined;
+  #shared: { at: number; value: Promise<Pick<Snapshot, "queued" | "topics" | "held">> } | undefined;
 
   /** Operator calls over `deps`; `metrics()` reports the topics of `partitions` too. */
   constructor(deps: ClientDeps<TTx>, partitions: PartitionCalls<TTx>) {
@@ -226,10 +227,15 @@ export class OperatorCalls<TTx> {
     await this.#deps.ready();
     const now = this.#deps.clock.now();
     if (!this.#shared || now - this.#shared.at >= SHARED_METRICS_MS) {
-      const value = (async () => ({
-        queued: (await this.counts()).byQueue,
-        topics: this.#deps.options.topics.size > 0 ? await this.#partitions.topics() : [],
-      }))();
+      const value = (async () => {
+        const { limits } = this.#deps;
+        const [counts, groups] = await Promise.all([this.counts(), groupsHeld(this.#store, limits, now)]);
+        return {
+          queued: counts.byQueue,
+          topics: this.#deps.options.topics.size > 0 ? await this.#partitions.topics() : [],
+          held: heldBack(limits, counts.byQueue, groups),
+        };
+      })();
       this.#shared = { at: now, value };
       // A failed read is tried again at the next scrape.
       value.catch(() => this.#shared?.value === value && (this.#shared = undefined));

@@ -1,3 +1,4 @@
+import { splitGroupKey } from "../flow/limits.ts";
 import { payloadForDisplay } from "../encoding/codec.ts";
 import type { JobRow } from "../store/records.ts";
 import type { JobInfo, RunInfo, RunRecord } from "./types.ts";
@@ -39,6 +40,7 @@ export function toJobInfo(row: JobRow): JobInfo {
     topic: row.topic,
     partition: row.partition,
     seq: row.seq,
+    group: row.group === null ? null : splitGroupKey(row.group).group,
   };
 }
 

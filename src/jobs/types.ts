@@ -140,6 +140,8 @@ export interface JobInfo {
   readonly partition: number | null;
   /** Its place in the partition (sequence numbers rise in enqueue order), or null. */
   readonly seq: number | null;
+  /** Its group (from the kind's `group` option, as text), or null. */
+  readonly group: string | null;
 }
 
 /** One run of a job, as returned by `get()`. */

@@ -86,7 +86,16 @@ export interface Snapshot {
     readonly depth: number;
     readonly oldestHeadAgeMs: number;
   }[];
+  /** Jobs held back by a concurrency limit or a paused group, per queue and limit (see {@link HeldLimit}). */
+  readonly held: readonly { readonly queue: string; readonly limit: HeldLimit; readonly jobs: number }[];
 }
+
+/**
+ * What holds jobs back: their group is paused, their group runs as many as
+ * its kind's `groupConcurrency`, or their queue runs as many as its
+ * `globalConcurrency`.
+ */
+export type HeldLimit = "group_paused" | "group_concurrency" | "global_concurrency";
 
 /** Records events as metrics and hands them to the observer. */
 export class Telemetry {
@@ -134,6 +143,17 @@ export class Telemetry {
         "errand_topic_oldest_head_age_seconds",
         "How long the oldest due partition head has waited (shared).",
         ["topic"],
+      ),
+      heldBack: r.gauge(
+        "errand_jobs_held_back",
+        "Due jobs a concurrency limit or a paused group holds back, by limit (shared: aggregate with max, not sum).",
+        ["queue", "limit"],
+      ),
+      rateWait: r.histogram(
+        "errand_rate_limit_wait_seconds",
+        "How long this instance's workers waited for a rate window before starting jobs a rate limit held back.",
+        ["queue"],
+        SECONDS_BUCKETS,
       ),
     };
     this.#m.leader.set({}, 0);
@@ -197,6 +217,11 @@ export class Telemetry {
     }
   }
 
+  /** A worker of `queue` started jobs a rate limit had held back for `ms`. */
+  rateWaited(queue: string, ms: number): void {
+    this.#m.rateWait.observe({ queue }, ms / 1000);
+  }
+
   /** This instance rescued `ids`. */
   rescued(ids: readonly string[]): void {
     if (ids.length === 0) return;
@@ -219,8 +244,8 @@ export class Telemetry {
 
   /** The metrics in the Prometheus text format, with the gauges set from `snapshot`. */
   encode(snapshot: Snapshot): string {
-    const { running, workers, queued, topicActive, topicBacklog, topicOldest } = this.#m;
-    for (const gauge of [running, workers, queued, topicActive, topicBacklog, topicOldest]) gauge.reset();
+    const { running, workers, queued, topicActive, topicBacklog, topicOldest, heldBack } = this.#m;
+    for (const gauge of [running, workers, queued, topicActive, topicBacklog, topicOldest, heldBack]) gauge.reset();
     for (const q of snapshot.queues) {
       running.set({ queue: q.queue }, q.busy);
       workers.set({ queue: q.queue, state: "busy" }, q.busy);
@@ -234,6 +259,7 @@ export class Telemetry {
       topicBacklog.set({ topic: t.topic }, t.depth);
       topicOldest.set({ topic: t.topic }, t.oldestHeadAgeMs / 1000);
     }
+    for (const h of snapshot.held) heldBack.set({ queue: h.queue, limit: h.limit }, h.jobs);
     return this.#registry.encode();
   }
 

@@ -38,8 +38,11 @@ export interface WorkerEnv<TTx> extends ExecutorEnv<TTx> {
   readonly storeTimeoutMs: number;
   /** The identities (`name@version`) of the kinds this instance has handlers for. */
   readonly handledKinds: readonly string[];
-  /** Told what each claim took. */
-  readonly claims: { claimed(claims: readonly ClaimedJob[], now: number): void };
+  /** Told what each claim took, and how long a rate limit held jobs back. */
+  readonly claims: {
+    claimed(claims: readonly ClaimedJob[], now: number): void;
+    rateWaited(queue: string, ms: number): void;
+  };
   /** Which partition heads a claim may take. */
   readonly partitions: { heads(queue: string): HeadFilter | null };
   /** The limits claims enforce, and the cursor of their round-robin over groups. */
@@ -191,6 +194,8 @@ export class QueueWorker<TTx> {
   async #run(): Promise<void> {
     const env = this.#env;
     let failures = 0;
+    /** When a claim first left free slots in a queue with a rate limit: jobs due then may wait for a window. */
+    let rateWaitSince: number | undefined;
     while (!this.#stopping) {
       const free = this.#free();
       if (free <= 0) {
@@ -218,6 +223,7 @@ export class QueueWorker<TTx> {
       }
       for (const claim of claimed) this.#start(claim);
       this.#hot = claimed.length === limit;
+      rateWaitSince = this.#rateWait(rateWaitSince, claimed, now);
       if (!this.#hot) {
         // Held back by a rate limit, the next chance is when its window opens: no polling before.
         const window = env.flow.untilNextWindow(this.queue, now) ?? Infinity;
@@ -231,6 +237,25 @@ export class QueueWorker<TTx> {
     const execution = this.#running.get(id);
     execution?.stop("cancelled");
     return execution !== undefined;
+  }
+
+  /**
+   * Reports how long a rate limit held jobs back, and returns the `since` to
+   * carry to the next claim. `since` is when a claim first left free slots
+   * in a queue with a rate limit (the queue's or a handled kind's). Once a
+   * window has opened after it, jobs already due at `since` that this claim
+   * (at `now`) starts waited for that window; a claim that fills its slots
+   * waited for nothing.
+   */
+  #rateWait(since: number | undefined, claimed: readonly ClaimedJob[], now: number): number | undefined {
+    const flow = this.#env.flow;
+    let carried = since;
+    if (since !== undefined && now - since >= (flow.untilNextWindow(this.queue, since) ?? Infinity)) {
+      if (claimed.some((c) => c.runAt <= since)) this.#env.claims.rateWaited(this.queue, now - since);
+      carried = undefined;
+    }
+    if (this.#hot || flow.untilNextWindow(this.queue, now) === undefined) return undefined;
+    return carried ?? now;
   }
 
   /** Slots a claim may fill now: those not running, reserved, or owed to outcomes waiting beyond the slot count. */
@@ -247,6 +272,8 @@ export class QueueWorker<TTx> {
     execution.saved.finally(() => {
       this.#env.leases.release(claim.id, claim.fence);
       saved = true;
+      // Limits count a run until its outcome is written: only then may its group's or queue's slot be taken.
+      if (this.#env.flow.limited(this.queue)) this.#wakeup.notify();
       if (!done) return;
       this.#unsaved--;
       this.#slotFreed.notify();
@@ -256,8 +283,7 @@ export class QueueWorker<TTx> {
       if (!saved) this.#unsaved++;
       this.#running.delete(claim.id);
       this.#slotFreed.notify();
-      // Under limits a finished run may free a group's or the queue's slot even when the last claim came back short.
-      if (this.#hot || this.#env.flow.limited(this.queue)) this.#wakeup.notify();
+      if (this.#hot) this.#wakeup.notify();
       if (this.#running.size <= this.#slots) {
         for (const resolve of this.#shrunk.splice(0)) resolve();
       }

@@ -105,6 +105,16 @@ export interface GroupRow {
   readonly pausedUntil: number | null;
 }
 
+/** The due grouped jobs of one queue that claims hold back, as {@link OperatorStore.groupHeld} counts them. */
+export interface GroupHeldRow {
+  /** The queue. */
+  readonly queue: string;
+  /** Due jobs of its paused groups. */
+  readonly paused: number;
+  /** Due jobs of its unpaused groups that run as many jobs as their kind's `groupConcurrency` allows. */
+  readonly full: number;
+}
+
 /** The partition heads a claim may take. */
 export interface HeadFilter {
   /** Topics whose heads are taken only from the `owned` partitions; heads of any other topic are all taken. */

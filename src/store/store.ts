@@ -21,6 +21,7 @@ import type {
   ClaimedJob,
   ExpiredJob,
   FinishedJob,
+  GroupHeldRow,
   GroupRow,
   HeadFilter,
   InsertClaim,
@@ -355,6 +356,14 @@ export interface GroupListParams {
   readonly limit: number;
 }
 
+/** Parameters of {@link OperatorStore.groupHeld}. */
+export interface GroupHeldParams {
+  /** Jobs with `runAt <= now` are due, and pauses ending after it hold their groups. */
+  readonly now: number;
+  /** The kinds with a `groupConcurrency`, by stored name; a group of another kind is never full. */
+  readonly kinds: readonly { readonly kind: string; readonly groupConcurrency: number }[];
+}
+
 /** Parameters of {@link ClusterStore.flowPrune}. */
 export interface FlowPruneParams {
   readonly now: number;
@@ -451,6 +460,15 @@ export interface OperatorStore {
    * by group, with their counts and pause (first `limit` groups after `after`).
    */
   groupList(params: GroupListParams): Promise<GroupRow[]>;
+  /**
+   * Counts, per queue, the due jobs (available, or scheduled with
+   * `runAt <= now`) of groups that claims hold back: those of groups paused
+   * until after `now` (`paused`), and those of unpaused groups whose running
+   * jobs (in any queue) reach their kind's `groupConcurrency` (`full`).
+   * One row per queue with due grouped jobs, by queue. A read for metrics:
+   * one pass over the due grouped jobs, not per group.
+   */
+  groupHeld(params: GroupHeldParams): Promise<GroupHeldRow[]>;
   /** Pauses or resumes a queue: claims skip a paused queue, which still accepts jobs. */
   queuePause(params: QueuePauseParams): Promise<void>;
   /** The paused queues. */

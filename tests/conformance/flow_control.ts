@@ -636,5 +636,88 @@ export function flowControlCases(kind: StoreKind<unknown>): void {
           assert.equal((await errand.get(child.id))?.state, "completed");
         }));
     });
+
+    describe("jobs held back", () => {
+      it("groupHeld counts, per queue, the due jobs of paused groups and of full groups; the metrics report them", () =>
+        withDatabase(kind, async (db, track) => {
+          const jobs = defineJobs({
+            callCrm: job<Call>({ queue: "crm", group: (p) => p.tenant, groupConcurrency: 1 }),
+            report: job<{ n: number }>({ queue: "crm" }),
+            sync: job<{ account: string }>({ group: (p) => p.account }),
+          });
+          const release = gate();
+          let running = 0;
+          const { errand, clock } = errandOn(db, {
+            jobs,
+            mode: "manual",
+            queues: { crm: { concurrency: 4, globalConcurrency: 2 } },
+            handlers: {
+              callCrm: async () => {
+                running++;
+                await release.wait;
+              },
+              report: () => {},
+              sync: () => {},
+            },
+          });
+          track(errand);
+          const call = (tenant: string, contact: string) => ({
+            kind: "callCrm" as const,
+            payload: { tenant, contact },
+          });
+          await errand.enqueueMany([
+            call("t1", "a"),
+            call("t1", "b"),
+            call("t1", "c"),
+            call("t2", "a"),
+            call("t2", "b"),
+          ]);
+          await errand.enqueue("callCrm", { tenant: "t3", contact: "later" }, { delay: "1h" }); // not due: not held
+          const sync = { kind: "sync" as const, payload: { account: "a" } };
+          await errand.enqueueMany([sync, sync]);
+          await errand.pauseGroup("sync", "a", "10m");
+
+          const stepping = errand.step();
+          await eventually(() => running === 2, "one job of t1 and one of t2 to start");
+          await errand.pauseGroup("callCrm", "t2", "10m");
+          // Enqueued while the queue runs its globalConcurrency: held back by it.
+          await errand.enqueueMany([{ kind: "report", payload: { n: 1 } }, { kind: "report", payload: { n: 2 } }]);
+
+          const held = await db.store().groupHeld({
+            now: clock.now(),
+            kinds: [{ kind: "callCrm", groupConcurrency: 1 }],
+          });
+          assert.deepEqual(held, [
+            // t1 runs its one allowed job with two due; t2's due job waits for its pause (and its running one).
+            { queue: "crm", paused: 1, full: 2 },
+            { queue: "default", paused: 2, full: 0 },
+          ]);
+          // Without a limit for the kind, no group is ever full.
+          assert.deepEqual(await db.store().groupHeld({ now: clock.now(), kinds: [] }), [
+            { queue: "crm", paused: 1, full: 0 },
+            { queue: "default", paused: 2, full: 0 },
+          ]);
+          // Once the pauses end, their groups hold nothing back.
+          const later = await db.store().groupHeld({ now: clock.now() + 600_001, kinds: [] });
+          assert.deepEqual(later.map((q) => [q.queue, q.paused]), [["crm", 0], ["default", 0]]);
+
+          const metrics = await errand.metrics();
+          const heldBack = (queue: string, limit: string) =>
+            Number(
+              new RegExp(`^errand_jobs_held_back\\{queue="${queue}",limit="${limit}"\\} (\\d+)$`, "m").exec(metrics)
+                ?.[1],
+            );
+          assert.equal(heldBack("crm", "group_paused"), 1);
+          assert.equal(heldBack("crm", "group_concurrency"), 2);
+          assert.equal(heldBack("crm", "global_concurrency"), 2, "the two report jobs");
+          assert.equal(heldBack("default", "group_paused"), 2);
+          assert.equal(heldBack("default", "group_concurrency"), 0);
+          assert.doesNotMatch(metrics, /errand_jobs_held_back\{queue="default",limit="global_concurrency"\}/);
+          assert.doesNotMatch(metrics, /"t[12]"/, "no group value is a label");
+
+          release.open();
+          await stepping;
+        }));
+    });
   });
 }
