@@ -87,6 +87,8 @@ export async function claimLimitedJobs(
                             WHERE pz.namespace = ${ns} AND pz.grp = ${grp} AND pz.paused_until > ${now}) THEN 0 ELSE 1 END
       FROM (SELECT 1) AS one LEFT JOIN kl AS k ON k.kind = split_part(${grp}, E'\\t', 1))`;
   const queueRate = limits.queueRate;
+  // Only a claim under a rate limit counts its starts.
+  const counting = queueRate !== null || limits.kinds.some((k) => k.rate !== null);
   const claimSql = `WITH RECURSIVE
     kl AS (
       SELECT kind, group_concurrency, rate_limit, rate_window, per_group_flag = 1 AS per_group FROM unnest(${
@@ -158,7 +160,9 @@ export async function claimLimitedJobs(
         started_at = ${now}, lease_until = ${$(p.leaseUntil, "bigint")}, worker_id = ${$(p.workerId, "text")}
       FROM picked WHERE j.id = picked.id
       RETURNING ${CLAIMED_COLUMNS.map((c) => `j.${c}`).join(", ")}
-    ),
+    )${
+    counting
+      ? `,
     -- Every start counts in its buckets' windows, in this commit.
     counted AS (
       INSERT INTO ${rates} AS w (namespace, bucket, window_start, starts)
@@ -172,7 +176,9 @@ export async function claimLimitedJobs(
       ON CONFLICT (namespace, bucket) DO UPDATE SET
         starts = CASE WHEN w.window_start >= excluded.window_start THEN w.starts + excluded.starts ELSE excluded.starts END,
         window_start = GREATEST(w.window_start, excluded.window_start)
-    )
+    )`
+      : ""
+  }
     SELECT * FROM claimed`;
   const locks = lockNames(target, p);
   const rows = await db.run(() =>
