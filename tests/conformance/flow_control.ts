@@ -635,6 +635,72 @@ export function flowControlCases(kind: StoreKind<unknown>): void {
           assert.deepEqual(started, ["parent", "child"]);
           assert.equal((await errand.get(child.id))?.state, "completed");
         }));
+      it("a topic's kind in a queue with limits keeps each partition in order, within the queue's limits", () =>
+        withDatabase(kind, async (db, track) => {
+          const jobs = defineJobs({
+            order: job<{ customer: string; n: number }>({
+              queue: "orders",
+              topic: "orders",
+              partitionKey: (p) => p.customer,
+            }),
+          });
+          const running = gauge();
+          const handled: string[] = [];
+          const { errand } = errandOn(db, {
+            jobs,
+            clock: systemClock,
+            topics: { orders: { partitions: 4 } },
+            queues: { orders: { concurrency: 4, globalConcurrency: 1 } },
+            pollInterval: "20ms",
+            handlers: {
+              order: async (p) => {
+                running.enter("orders");
+                handled.push(`${p.customer}:${p.n}`);
+                await sleep(5);
+                running.leave("orders");
+              },
+            },
+          });
+          track(errand);
+          await errand.enqueueMany(
+            Array.from(
+              { length: 12 },
+              (_, i) => ({ kind: "order" as const, payload: { customer: `c${i % 3}`, n: i } }),
+            ),
+          );
+          await errand.start();
+          await eventually(async () => (await errand.counts()).byState.completed === 12, "every order to complete");
+          assert.equal(running.peak.get("orders"), 1, "the queue's globalConcurrency of 1 held");
+          for (const customer of ["c0", "c1", "c2"]) {
+            const ns = handled.filter((h) => h.startsWith(`${customer}:`)).map((h) => Number(h.split(":")[1]));
+            assert.deepEqual(ns, [...ns].sort((a, b) => a - b), `${customer}'s orders ran in enqueue order`);
+          }
+        }));
+
+      it("a recurring job of a grouped kind fires into its group and runs within the group's limit", () =>
+        withDatabase(kind, async (db, track) => {
+          const jobs = defineJobs({
+            callCrm: job<Call>({ queue: "crm", group: (p) => p.tenant, groupConcurrency: 1 }),
+          });
+          const started: string[] = [];
+          const { errand, clock } = errandOn(db, {
+            jobs,
+            mode: "manual",
+            handlers: { callCrm: (p) => void started.push(p.contact) },
+          });
+          track(errand);
+          await errand.schedule("sync-t1", "callCrm", { tenant: "t1", contact: "cron" }, "0 * * * *");
+          await errand.pauseGroup("callCrm", "t1", "90m");
+          clock.advance(3_600_000);
+          await errand.step();
+          assert.deepEqual(started, [], "the occurrence waits while its group is paused");
+          const [group] = await errand.groups("crm");
+          assert.equal(group?.group, "t1");
+          assert.equal(group?.queued, 1);
+          clock.advance(31 * 60_000);
+          await errand.step();
+          assert.deepEqual(started, ["cron"]);
+        }));
     });
 
     describe("jobs held back", () => {
