@@ -103,7 +103,9 @@ export interface KindLimits {
  * - fairness: a claim takes the groups' jobs round-robin, up to `groups`
  *   groups in group order starting after `after` (wrapping around), first the
  *   best due job (by priority, run time, id) of each group, then the second
- *   of each, and so on; jobs without a group each count as a group of their own.
+ *   of each, and so on. Jobs without a group take their turns as one group
+ *   that comes first in each round (by priority, run time, id), and each
+ *   due partition head is a group of its own.
  *
  * Every start it makes is counted in its buckets' windows in the same commit.
  * A bucket's count from an older window counts as 0; one from a newer window
