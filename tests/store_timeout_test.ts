@@ -57,3 +57,47 @@ describe("storeTimeout", () => {
     }
   });
 });
+
+describe("a start that fails", () => {
+  it("stops what it started and hands back what it claimed (postgres)", {
+    skip: url ? false : "DATABASE_URL is not set",
+  }, async () => {
+    const target = new URL(url!);
+    const proxy = await startTcpProxy(target.hostname, Number(target.port || 5432));
+    const schema = `errand_t_start_${Date.now().toString(36)}`;
+    const proxied = new URL(url!);
+    proxied.host = `127.0.0.1:${proxy.port}`;
+    const workerSql = postgres(proxied.href, { max: 1, onnotice: () => {}, connect_timeout: 2 });
+    const directSql = postgres(url!, { max: 2, onnotice: () => {} });
+    const ran: number[] = [];
+    const worker = createErrand({
+      jobs,
+      store: postgresStore(workerSql, { schema }),
+      logger: quietLogger(),
+      storeTimeout: "1s",
+      pollInterval: "50ms",
+      handlers: { note: (p) => void ran.push(p.n) },
+    });
+    const producer = createErrand({ jobs, store: postgresStore(directSql, { schema }), mode: "enqueue" });
+    try {
+      await producer.start();
+      const waiting = await producer.enqueue("note", { n: 1 });
+      await workerSql`SELECT 1`; // the worker's one pooled connection is open; its listener needs another
+      proxy.refuseNew();
+      // postgres.js leaves the listener's refused connection unsettled: the time limit ends the wait.
+      await assert.rejects(worker.start(), /cannot be reached|did not answer listen/);
+      await assert.rejects(worker.start(), /after shutdown/);
+      const later = await producer.enqueue("note", { n: 2 });
+      await new Promise((r) => setTimeout(r, 500));
+      // Its workers ran for the second the listener took: what they took is finished or handed back.
+      assert.notEqual((await producer.get(waiting.id))?.state, "running", "no job is left claimed");
+      assert.equal((await producer.get(later.id))?.state, "available", "nothing claims after the failed start");
+      assert.ok(!ran.includes(2));
+    } finally {
+      await producer.shutdown();
+      await directSql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await Promise.all([workerSql.end({ timeout: 0 }), directSql.end({ timeout: 1 })]);
+      await proxy.close();
+    }
+  });
+});

@@ -6,7 +6,8 @@
  *   (`{ e: "start" | "end" | "abort", id, kind, attempt, key?, n?, pid, t }`,
  *   `t` in ms since the epoch with a fraction, comparable across processes);
  * - CHAOS_CONCURRENCY (default 8), CHAOS_LEASE (default "3s"), CHAOS_DRAIN
- *   (the drain on SIGTERM, default "5s"), CHAOS_POOL (PostgreSQL connections, default 4);
+ *   (the drain on SIGTERM, default "5s"), CHAOS_POOL (PostgreSQL connections, default 4),
+ *   CHAOS_STORE_TIMEOUT (the `storeTimeout`, default errand's);
  * - CHAOS_SCHEDULE: a cron expression; when set, it registers the schedule
  *   "tick" at start, as an application does on every start (CHAOS_CATCH_UP: its catchUp);
  * - CHAOS_ENQUEUE=N: after start, it also enqueues N `work` jobs of CHAOS_JOB_MS (default 1) ms one
@@ -60,6 +61,7 @@ const errand = createErrand({
   store,
   logger: { debug: quiet, info: quiet, warn: quiet, error: (m, f) => console.error(m, f ?? "") },
   lease: env("CHAOS_LEASE", "3s") as Duration,
+  ...(env("CHAOS_STORE_TIMEOUT") ? { storeTimeout: env("CHAOS_STORE_TIMEOUT") as Duration } : {}),
   leaderLease: "2s",
   pollInterval: "100ms",
   maintenance: { rescue: "250ms" },

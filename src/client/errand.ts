@@ -47,7 +47,11 @@ export interface ShutdownOptions {
 export interface Errand<J extends JobDefinitions, TTx> extends Enqueuer<J, TTx> {
   /** The mode it was created in. */
   readonly mode: ErrandMode;
-  /** Prepares the store; in `"work"` mode also starts workers and maintenance. Calling it twice does nothing. */
+  /**
+   * Prepares the store; in `"work"` mode also starts workers and maintenance. Calling it twice does nothing.
+   * When it fails after the workers started (the store refused the wake-up listener), it stops them
+   * again and hands back what they claimed; the instance is then shut down, so create a new one to retry.
+   */
   start(): Promise<void>;
   /**
    * Enqueues many jobs in one atomic write; nothing is written if any is
@@ -636,7 +640,14 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     await this.#ensureReady();
     if (this.#phase !== "new") return;
     this.#phase = "started";
-    await this.#pool.start(this.mode);
+    try {
+      await this.#pool.start(this.mode);
+    } catch (err) {
+      // Workers may be claiming already: stop them and hand their jobs back, so a failed start leaves
+      // nothing running and no job leased to an instance that will not run it.
+      await this.shutdown({ drain: 0 }).catch(() => {});
+      throw err;
+    }
   }
 
   async shutdown(options: ShutdownOptions = {}): Promise<void> {

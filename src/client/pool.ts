@@ -183,7 +183,10 @@ export class WorkerPool<TTx> implements RunEnds {
       true,
     );
     await this.#heartbeat.start();
-    this.#unlisten = (await store.listen({ onWake: () => workers.wakeAll() })) ?? undefined;
+    // A listener whose connection hangs must not hold start() for good; one that comes up too late is stopped.
+    const listening = this.#deps.store.listen({ onWake: () => workers.wakeAll() });
+    this.#unlisten = (await withinDeadline(listening, options.storeTimeoutMs, "listen", (late) => void late?.())) ??
+      undefined;
     logger.info("Started", { workerId: this.#deps.workerId, queues: Object.fromEntries(options.queues) });
   }
 

@@ -2,7 +2,8 @@
  * A TCP proxy in front of a server, for tests of connections that hang:
  * `freeze()` makes every connection open at that moment stop carrying
  * bytes either way while staying open (as behind a dead network path that
- * sends no reset), and connections made later pass through as usual.
+ * sends no reset), and connections made later pass through as usual;
+ * `refuseNew()` closes every connection made from then on at once.
  */
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 
@@ -14,6 +15,8 @@ export interface TcpProxy {
   readonly accepted: number;
   /** Freezes every open connection; returns how many it froze. */
   freeze(): number;
+  /** Closes each new connection as soon as it is made; open ones carry on. */
+  refuseNew(): void;
   /** Closes the proxy and every connection. */
   close(): Promise<void>;
 }
@@ -22,7 +25,9 @@ export interface TcpProxy {
 export function startTcpProxy(host: string, port: number): Promise<TcpProxy> {
   const open = new Set<{ client: Socket; server: Socket; frozen: boolean }>();
   let accepted = 0;
+  let refusing = false;
   const server: Server = createServer((client) => {
+    if (refusing) return void client.destroy();
     accepted++;
     const upstream = createConnection({ host, port });
     const pair = { client, server: upstream, frozen: false };
@@ -46,6 +51,9 @@ export function startTcpProxy(host: string, port: number): Promise<TcpProxy> {
         port: (server.address() as { port: number }).port,
         get accepted() {
           return accepted;
+        },
+        refuseNew() {
+          refusing = true;
         },
         freeze() {
           for (const pair of open) pair.frozen = true;
