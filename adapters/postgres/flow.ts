@@ -25,14 +25,26 @@ import { CLAIMED_COLUMNS, toClaimedJob } from "../sql/rows.ts";
 import { dueHeadsSql } from "./claims.ts";
 import type { PostgresConnection, StoreTarget } from "./connection.ts";
 
-/** The advisory locks a limited claim takes: its queue's when the queue has limits, and each limited kind's. */
-function lockNames(target: StoreTarget, p: JobClaimParams): string[] {
+/** A 32-bit FNV-1a hash of `text`, as a signed integer (an advisory lock key). */
+function lockKey(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193);
+  return hash | 0;
+}
+
+/**
+ * The advisory locks a limited claim takes, as one statement: its queue's
+ * when the queue has limits, and each limited kind's, in key order (so two
+ * claims never wait for each other crosswise). Keys are integers computed
+ * here, so the statement holds no text of the caller's.
+ */
+function lockSql(target: StoreTarget, p: JobClaimParams): string {
   const limits = p.limits!;
-  const base = `errand:${target.tables.jobs}:${target.namespace}`;
-  const limited = limits.kinds.filter((k) => k.groupConcurrency !== null || k.rate !== null);
-  const names = limited.map((k) => `${base}:k:${k.kind}`);
-  if (limits.queueConcurrency !== null || limits.queueRate !== null) names.push(`${base}:q:${p.queue}`);
-  return names;
+  const scope = lockKey(`errand:${target.tables.jobs}:${target.namespace}`);
+  const names = limits.kinds.filter((k) => k.groupConcurrency !== null || k.rate !== null).map((k) => `k:${k.kind}`);
+  if (limits.queueConcurrency !== null || limits.queueRate !== null) names.push(`q:${p.queue}`);
+  const keys = [...new Set(names.map(lockKey))].sort((a, b) => a - b);
+  return keys.length ? `SELECT ${keys.map((k) => `pg_advisory_xact_lock(${scope}, ${k})`).join(", ")};` : "";
 }
 
 /** Claims due jobs under `p.limits` (see `ClaimLimits`). */
@@ -180,22 +192,25 @@ export async function claimLimitedJobs(
       : ""
   }
     SELECT * FROM claimed`;
-  const locks = lockNames(target, p);
-  const rows = await db.run(() =>
-    // The three statements go in one pipeline: one round trip besides BEGIN and COMMIT.
-    db.sql.begin(async (tx) => {
-      const [, , claimed] = await Promise.all([
-        tx.unsafe("SELECT set_config('synchronous_commit', 'off', true)"),
-        tx.unsafe(
-          `SELECT pg_advisory_xact_lock(k)
-           FROM (SELECT DISTINCT hashtextextended(x, 0) AS k FROM unnest($1::text[]) AS x ORDER BY 1) AS s`,
-          [locks],
-        ),
-        tx.unsafe(claimSql, args as never[], { prepare: db.sql.options.prepare }),
+  // One pipeline, one round trip: BEGIN with the settings and the locks (one statement of plain SQL),
+  // the claim, COMMIT. A statement that fails aborts the transaction, and the COMMIT after it rolls back.
+  const begin = `BEGIN; SELECT set_config('synchronous_commit', 'off', true); ${lockSql(target, p)}`;
+  const rows = await db.run(async () => {
+    const conn = await db.sql.reserve();
+    try {
+      const [, claimed] = await Promise.all([
+        conn.unsafe(begin),
+        conn.unsafe(claimSql, args as never[], { prepare: db.sql.options.prepare }),
+        conn.unsafe("COMMIT"),
       ]);
       return [...claimed];
-    })
-  );
+    } catch (err) {
+      await conn.unsafe("ROLLBACK").catch(() => {});
+      throw err;
+    } finally {
+      conn.release();
+    }
+  });
   return rows.map(toClaimedJob);
 }
 
