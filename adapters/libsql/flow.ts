@@ -56,8 +56,12 @@ export async function claimLimitedJobs(
   const queued = `namespace = :ns AND queue = :queue AND state IN ('available', 'scheduled') AND grp IS NOT NULL`;
   const next = (from: string) => `(SELECT grp FROM errand_jobs WHERE ${queued} AND grp > ${from} ORDER BY grp LIMIT 1)`;
   const first = `(SELECT grp FROM errand_jobs WHERE ${queued} ORDER BY grp LIMIT 1)`;
+  // Starts already counted in `windowStart`'s window of `bucket`: none when its row is of an older window;
+  // all the limit allows when a claim of a later window has counted there (this claim's clock is behind
+  // it), so a claim never starts jobs stamped in a window that is over.
   const windowCount = (bucket: string, windowStart: string) =>
-    `coalesce((SELECT CASE WHEN w.window_start >= ${windowStart} THEN w.starts ELSE 0 END
+    `coalesce((SELECT CASE WHEN w.window_start = ${windowStart} THEN w.starts
+                    WHEN w.window_start > ${windowStart} THEN 2147483647 ELSE 0 END
                FROM errand_rate_windows AS w WHERE w.namespace = :ns AND w.bucket = ${bucket}), 0)`;
   const heads = p.heads
     ? `UNION ALL

@@ -68,8 +68,12 @@ export async function claimLimitedJobs(
   // A group gives at most this many candidates: no group may start more than its concurrency.
   const perGroup = Math.min(p.limit, Math.max(1, ...limits.kinds.map((k) => k.groupConcurrency ?? p.limit)));
   const queued = `namespace = ${ns} AND queue = ${queue} AND state IN ('available', 'scheduled') AND grp IS NOT NULL`;
+  // Starts already counted in `windowStart`'s window of `bucket`: none when its row is of an older window;
+  // all the limit allows when a claim of a later window has counted there (this claim's clock is behind
+  // it), so a claim never starts jobs stamped in a window that is over.
   const windowCount = (bucket: string, windowStart: string) =>
-    `COALESCE((SELECT CASE WHEN w.window_start >= ${windowStart} THEN w.starts ELSE 0 END
+    `COALESCE((SELECT CASE WHEN w.window_start = ${windowStart} THEN w.starts
+                    WHEN w.window_start > ${windowStart} THEN 2147483647 ELSE 0 END
                FROM ${rates} AS w WHERE w.namespace = ${ns} AND w.bucket = ${bucket}), 0)`;
   const heads = p.heads
     ? `UNION ALL

@@ -108,9 +108,11 @@ export interface KindLimits {
  *   due partition head is a group of its own.
  *
  * Every start it makes is counted in its buckets' windows in the same commit.
- * A bucket's count from an older window counts as 0; one from a newer window
- * (another process's clock ahead) counts in full, so skewed clocks never let
- * a window take more than its limit.
+ * A bucket's count from an older window counts as 0. When a claim of a later
+ * window has counted in the bucket already (that process's clock is ahead,
+ * or this claim waited for the lock across a window's end), this claim takes
+ * none of the bucket's jobs: no window, by the starts the jobs are stamped
+ * with, takes more than its limit.
  */
 export interface ClaimLimits {
   readonly queueConcurrency: number | null;
