@@ -66,6 +66,15 @@ async function stop(child: ChildProcess, signal: "SIGTERM" | "SIGKILL"): Promise
   return inTime;
 }
 
+/**
+ * Starts workers at once, adding each to `children` as soon as it is up, so
+ * that when one fails to start the others are still stopped by the test's
+ * `finally` instead of keeping the test process alive.
+ */
+async function startAll(children: ChildProcess[], starts: (() => Promise<ChildProcess>)[]): Promise<void> {
+  await Promise.all(starts.map(async (start) => children.push(await start())));
+}
+
 /** The last 4,000 characters each worker process wrote to stderr. */
 const workerLogs = (children: ChildProcess[]) => children.map((c) => (stderrOf.get(c) ?? "").slice(-4_000)).join("\n");
 
@@ -99,7 +108,7 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
       try {
         const errand = createErrand({ jobs: processJobs, topics: processTopics, store: db.store(), mode: "enqueue" });
         // Both workers are up before the jobs arrive, so that neither drains them all alone.
-        children.push(...await Promise.all(logs.map((log) => startWorker(kind, db, log))));
+        await startAll(children, logs.map((log) => () => startWorker(kind, db, log)));
         // In batches a little apart, so that the run lasts several poll intervals of both workers.
         for (let b = 0; b < 2000; b += 100) {
           await errand.enqueueMany(
@@ -142,7 +151,7 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
         const t0 = Date.now();
         const phase = (what: string) =>
           process.env.ERRAND_TEST_TIMING && console.error(`[eight] ${what} at ${Date.now() - t0} ms`);
-        children.push(...await Promise.all(logs.map((log) => startWorker(kind, db, log))));
+        await startAll(children, logs.map((log) => () => startWorker(kind, db, log)));
         phase("started");
         // Enqueue while all eight work: 40 batches of 100, four at a time.
         for (let b = 0; b < 40; b += 4) {
