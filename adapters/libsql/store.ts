@@ -126,7 +126,7 @@ export class LibsqlStore implements StoreFor<Transaction> {
     }
     // WAL lets readers go on while one process writes; it is a property of the file.
     await this.#db.run(() => this.#db.client.execute("PRAGMA journal_mode = WAL").catch(() => undefined));
-    await this.#db.run(() =>
+    const migrating = this.#db.run(() =>
       this.#db.transaction(async (tx) => {
         const current = Number(
           (await tx.execute("SELECT coalesce(max(version), 0) AS v FROM errand_migrations")).rows[0].v,
@@ -141,6 +141,13 @@ export class LibsqlStore implements StoreFor<Transaction> {
         }
       }, `${MIGRATIONS_TABLE_SQL}; DELETE FROM errand_migrations WHERE 0`)
     );
+    try {
+      await migrating;
+    } catch (err) {
+      // Processes starting at once on a new file: one migrates, and another may keep failing to take the
+      // write lock meanwhile. If the schema is up to date now, that one has nothing left to do.
+      if ((await this.#schemaVersion().catch(() => -1)) !== LIBSQL_SCHEMA_VERSION) throw err;
+    }
   }
 
   jobClaim(p: JobClaimParams): Promise<ClaimedJob[]> {
