@@ -22,6 +22,7 @@ import { check, type Scenario } from "../scenario.ts";
 import { type ChaosDatabase, openDatabase, orchestrator } from "../support/database.ts";
 import { Workers } from "../support/processes.ts";
 import { overlapsWhileLeased, readRunLog, runsOf } from "../support/run_log.ts";
+import { Holders } from "../support/holders.ts";
 import { startThrowawayCluster } from "../support/throwaway_cluster.ts";
 import { sleep, until } from "../support/wait.ts";
 
@@ -135,72 +136,6 @@ function longestStall(samples: readonly Sample[], from: number, to: number): num
   return seconds(Math.max(longest, to - since));
 }
 
-/**
- * The idle connections of another client. `fill()` takes free connection
- * slots of the server until only SPARE are left, every other one idle in a
- * transaction that took an XID, the rest plain idle.
- */
-class Holders {
-  readonly #admin: postgres.Sql;
-  readonly #pool: postgres.Sql;
-  readonly #held: { conn: postgres.ReservedSql; inTransaction: boolean }[] = [];
-  /** Connections the server refused to this client (a pool took the slot first). */
-  refused = 0;
-
-  constructor(url: string) {
-    this.#admin = postgres(url, { max: 1, onnotice: () => {} });
-    this.#pool = postgres(url, {
-      max: MAX_CONNECTIONS,
-      connection: { application_name: "chaos_holder" },
-      onnotice: () => {},
-    });
-  }
-
-  get count(): number {
-    return this.#held.length;
-  }
-
-  get idleInTransaction(): number {
-    return this.#held.filter((h) => h.inTransaction).length;
-  }
-
-  /** Opens the client's admin connection, so it never needs a slot later. */
-  async open(): Promise<void> {
-    await this.#admin`SELECT 1`;
-  }
-
-  async fill(): Promise<void> {
-    const [{ used }] = await this.#admin`
-      SELECT count(*)::int AS used FROM pg_stat_activity WHERE backend_type = 'client backend'`;
-    for (let i = 0; i < MAX_CONNECTIONS - used - SPARE; i++) {
-      // postgres.js can leave a connection attempt the server refused unsettled: wait 2 s at most.
-      const conn = await Promise.race([this.#pool.reserve(), sleep(2_000).then(() => undefined)]).catch(() => {
-        this.refused++;
-        return undefined;
-      });
-      if (!conn) return;
-      const inTransaction = this.#held.length % 2 === 0;
-      if (inTransaction) {
-        await conn.unsafe("BEGIN");
-        await conn`SELECT txid_current()`;
-      } else {
-        await conn`SELECT 1`;
-      }
-      this.#held.push({ conn, inTransaction });
-    }
-  }
-
-  /** Lets every connection go. */
-  async release(): Promise<void> {
-    for (const { conn, inTransaction } of this.#held.splice(0)) {
-      if (inTransaction) await conn.unsafe("ROLLBACK").catch(() => {});
-      conn.release();
-    }
-    await this.#pool.end({ timeout: 5 });
-    await this.#admin.end({ timeout: 5 });
-  }
-}
-
 export const scenario: Scenario = {
   name: "pool_exhaustion",
   summary:
@@ -216,7 +151,7 @@ export const scenario: Scenario = {
     const producerLog = `${dir}/producer.jsonl`;
     const workers = new Workers(db, log);
     const sampler = new Sampler(db);
-    const holders = new Holders(cluster.url);
+    const holders = new Holders(cluster.url, MAX_CONNECTIONS);
     let feeding: Promise<void> | undefined;
     let feed = false;
     try {
@@ -252,7 +187,7 @@ export const scenario: Scenario = {
 
       // Phase 1: the server's free connection slots are held, all but SPARE.
       const logFrom = cluster.serverLog().length;
-      await holders.fill();
+      await holders.fill(SPARE, true);
       const holdFrom = now();
       const held = holders.count;
       const idleInTransaction = holders.idleInTransaction;

@@ -22,6 +22,7 @@ import { check, type Scenario } from "../scenario.ts";
 import { openDatabase, orchestrator } from "../support/database.ts";
 import { type SentSignal, type Worker, Workers } from "../support/processes.ts";
 import { overlapsWhileLeased, readRunLog, type RunEvent, runsOf } from "../support/run_log.ts";
+import { Holders } from "../support/holders.ts";
 import { startThrowawayCluster } from "../support/throwaway_cluster.ts";
 import { sleep, until } from "../support/wait.ts";
 
@@ -131,43 +132,6 @@ class Completions {
   }
 }
 
-/** The idle connections of another client, which take every free connection slot of the server. */
-class Holders {
-  readonly #pool: postgres.Sql;
-  readonly #held: postgres.ReservedSql[] = [];
-
-  constructor(url: string) {
-    this.#pool = postgres(url, {
-      max: MAX_CONNECTIONS,
-      connection: { application_name: "chaos_holder" },
-      onnotice: () => {},
-    });
-  }
-
-  get count(): number {
-    return this.#held.length;
-  }
-
-  /** Opens `free` connections and holds them, idle; stops at the first the server refuses. */
-  async fill(free: number): Promise<void> {
-    for (let i = 0; i < free; i++) {
-      // postgres.js can leave a connection attempt the server refused unsettled: wait 2 s at most.
-      const conn = await Promise.race([this.#pool.reserve(), sleep(2_000).then(() => undefined)]).catch(() =>
-        undefined
-      );
-      if (!conn) return;
-      await conn`SELECT 1`;
-      this.#held.push(conn);
-    }
-  }
-
-  /** Lets every connection go. */
-  async release(): Promise<void> {
-    for (const conn of this.#held.splice(0)) conn.release();
-    await this.#pool.end({ timeout: 5 });
-  }
-}
-
 export const scenario: Scenario = {
   name: "pool_exhaustion_connect",
   summary:
@@ -181,7 +145,7 @@ export const scenario: Scenario = {
     const app = db.env.CHAOS_APP;
     const log = `${dir}/runs.jsonl`;
     const workers = new Workers(db, log);
-    const holders = new Holders(cluster.url);
+    const holders = new Holders(cluster.url, MAX_CONNECTIONS);
     const probe = postgres(cluster.url, { max: 1, onnotice: () => {} });
     const workerConnections = async () =>
       Number((await probe`SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = ${app}`)[0].n);
@@ -195,6 +159,7 @@ export const scenario: Scenario = {
       // The scenario's own connections open now, before the server's slots are taken.
       await Promise.all([1, 2, 3, 4].map(() => db.sql!`SELECT pg_sleep(0.05)`));
       await probe`SELECT 1`;
+      await holders.open();
 
       // The orchestrator keeps a backlog, so every worker that can claim has work.
       let fed = 0;
@@ -239,9 +204,7 @@ export const scenario: Scenario = {
       const connectedBefore = await workerConnections();
       await probe`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = ${app}`;
       await until(async () => (await workerConnections()) === 0, 10_000, 50);
-      const [{ used }] = await probe`
-        SELECT count(*)::int AS used FROM pg_stat_activity WHERE backend_type = 'client backend'`;
-      await holders.fill(MAX_CONNECTIONS - used);
+      await holders.fill(0);
       const logFrom = cluster.serverLog().length;
       holding = true;
       for (const w of cut) workers.signal(w, "SIGCONT");

@@ -19,36 +19,15 @@
  */
 import { appendFileSync } from "node:fs";
 import process from "node:process";
-import { createClient } from "@libsql/client";
-import postgres from "postgres";
+import { env, openWorkerStore, sleep } from "./worker_env.ts";
 import { createErrand, type Duration, type Handler } from "errand";
-import { libsqlStore } from "errand/libsql";
-import { postgresStore } from "errand/postgres";
-import type { StoreFor } from "errand/store";
 import { flowJobs, type FlowLimits, type FlowPayload, flowQueues } from "./flow_jobs.ts";
 
-const env = (name: string, fallback = "") => process.env[name] || fallback;
 const log = (event: Record<string, unknown>) =>
   appendFileSync(env("CHAOS_LOG"), `${JSON.stringify({ ...event, pid: process.pid, t: Date.now() })}\n`);
 
-const sql = env("CHAOS_STORE") === "postgres"
-  ? postgres(env("CHAOS_URL"), { max: 4, connect_timeout: 5, onnotice: () => {} })
-  : undefined;
-const client = sql ? undefined : createClient({ url: env("CHAOS_URL") });
-const store = (sql ? postgresStore(sql, { schema: env("CHAOS_SCHEMA") }) : libsqlStore(client!)) as StoreFor<unknown>;
+const { store, close } = openWorkerStore();
 const quiet = () => {};
-
-/** Sleeps `ms`, or less when `signal` aborts; says whether it slept the whole time. */
-function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
-  if (signal.aborted) return Promise.resolve(false);
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve(true), ms);
-    signal.addEventListener("abort", () => {
-      clearTimeout(timer);
-      resolve(false);
-    }, { once: true });
-  });
-}
 
 const limits: FlowLimits = JSON.parse(env("FLOW_LIMITS"));
 const jobs = flowJobs(limits);
@@ -80,7 +59,6 @@ await errand.start();
 console.log("ready");
 process.on("SIGTERM", async () => {
   await errand.shutdown({ drain: "5s" });
-  await sql?.end({ timeout: 5 });
-  client?.close();
+  await close();
   process.exit(0);
 });

@@ -18,42 +18,16 @@
  */
 import { appendFileSync } from "node:fs";
 import process from "node:process";
-import { createClient } from "@libsql/client";
-import postgres from "postgres";
+import { env, openWorkerStore, sleep } from "./worker_env.ts";
 import { createErrand, type Duration } from "errand";
-import { libsqlStore } from "errand/libsql";
-import { postgresStore } from "errand/postgres";
-import type { StoreFor } from "errand/store";
 import { chaosJobs, chaosTopics } from "./jobs.ts";
 
-const env = (name: string, fallback = "") => process.env[name] || fallback;
 const now = () => performance.timeOrigin + performance.now();
 const log = (event: Record<string, unknown>) =>
   appendFileSync(env("CHAOS_LOG"), `${JSON.stringify({ ...event, pid: process.pid, t: now() })}\n`);
 
-const sql = env("CHAOS_STORE") === "postgres"
-  ? postgres(env("CHAOS_URL"), {
-    max: Number(env("CHAOS_POOL", "4")),
-    connect_timeout: 5,
-    connection: { application_name: env("CHAOS_APP", "errand_chaos") },
-    onnotice: () => {},
-  })
-  : undefined;
-const client = sql ? undefined : createClient({ url: env("CHAOS_URL") });
-const store = (sql ? postgresStore(sql, { schema: env("CHAOS_SCHEMA") }) : libsqlStore(client!)) as StoreFor<unknown>;
+const { store, close } = openWorkerStore();
 const quiet = () => {};
-
-/** Sleeps `ms`, or less when `signal` aborts; says whether it slept the whole time. */
-function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
-  if (signal.aborted) return Promise.resolve(false);
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve(true), ms);
-    signal.addEventListener("abort", () => {
-      clearTimeout(timer);
-      resolve(false);
-    }, { once: true });
-  });
-}
 
 const errand = createErrand({
   jobs: chaosJobs,
@@ -91,8 +65,7 @@ if (cron) {
 console.log("ready");
 process.on("SIGTERM", async () => {
   await errand.shutdown({ drain: env("CHAOS_DRAIN", "5s") as Duration });
-  await sql?.end({ timeout: 5 });
-  client?.close();
+  await close();
   process.exit(0);
 });
 const toEnqueue = Number(env("CHAOS_ENQUEUE", "0"));

@@ -1,0 +1,45 @@
+/**
+ * What every worker process of the chaos suite (worker.ts, flow_worker.ts)
+ * reads from its environment and shares: the store it opens (CHAOS_STORE,
+ * CHAOS_URL, CHAOS_SCHEMA; on PostgreSQL a pool of CHAOS_POOL connections,
+ * default 4, named CHAOS_APP), and a sleep its handlers abort.
+ */
+import process from "node:process";
+import { createClient } from "@libsql/client";
+import postgres from "postgres";
+import { libsqlStore } from "errand/libsql";
+import { postgresStore } from "errand/postgres";
+import type { StoreFor } from "errand/store";
+
+/** The environment variable `name`, or `fallback` when it is unset or empty. */
+export const env = (name: string, fallback = ""): string => process.env[name] || fallback;
+
+/** The process's store, and `close()` to end its driver once errand has shut down. */
+export function openWorkerStore(): { store: StoreFor<unknown>; close(): Promise<void> } {
+  if (env("CHAOS_STORE") === "postgres") {
+    const sql = postgres(env("CHAOS_URL"), {
+      max: Number(env("CHAOS_POOL", "4")),
+      connect_timeout: 5,
+      connection: { application_name: env("CHAOS_APP", "errand_chaos") },
+      onnotice: () => {},
+    });
+    return {
+      store: postgresStore(sql, { schema: env("CHAOS_SCHEMA") }) as StoreFor<unknown>,
+      close: () => sql.end({ timeout: 5 }),
+    };
+  }
+  const client = createClient({ url: env("CHAOS_URL") });
+  return { store: libsqlStore(client) as StoreFor<unknown>, close: () => Promise.resolve(client.close()) };
+}
+
+/** Sleeps `ms`, or less when `signal` aborts; says whether it slept the whole time. */
+export function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(true), ms);
+    signal.addEventListener("abort", () => {
+      clearTimeout(timer);
+      resolve(false);
+    }, { once: true });
+  });
+}
