@@ -74,9 +74,11 @@ function pick(e: RunEvent) {
 export function heldUntil(run: Run, signals: readonly SentSignal[], leaseMs: number): number {
   let until = run.end ?? Infinity;
   for (const s of signals) {
-    if (s.pid !== run.pid || s.t < run.start || s.t > until) continue;
-    if (s.signal === "SIGKILL") until = s.t;
-    if (s.signal === "SIGSTOP") until = Math.min(until, s.t + (2 * leaseMs) / 3);
+    if (s.pid !== run.pid) continue;
+    // A killed process logs nothing after its SIGKILL: a start it logged a hair after the signal's time
+    // (two processes' clocks) was still cut short then, not held for ever.
+    if (s.signal === "SIGKILL" && s.t < until) until = Math.max(run.start, s.t);
+    if (s.signal === "SIGSTOP" && s.t >= run.start && s.t <= until) until = Math.min(until, s.t + (2 * leaseMs) / 3);
   }
   return until;
 }
