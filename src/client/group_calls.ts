@@ -20,7 +20,7 @@ export interface GroupInfo {
   readonly kind: string;
   /** The group value, as text (a number group `7` is `"7"`). */
   readonly group: string;
-  /** Its jobs running now, in every process. */
+  /** Its jobs running now, across all workers. */
   readonly running: number;
   /** Its jobs waiting to run: available, or scheduled for later. */
   readonly queued: number;

@@ -1,0 +1,549 @@
+/**
+ * The `Errand` interface: what an application holds after `createErrand`,
+ * every call with its documentation, and the options of `shutdown()`. The
+ * implementation is in `errand.ts`.
+ *
+ * @module
+ */
+import type { EnqueueItem, Enqueuer, EnqueueResult, KindKey } from "../enqueue/enqueue.ts";
+import type { JobDefinitions, PayloadOf } from "../jobs/job.ts";
+import type { JobInfo, WorkerInfo } from "../jobs/types.ts";
+import type { ErrandStats } from "../observability/stats.ts";
+import type { ScheduleInfo, ScheduleOptions } from "../schedules/schedules.ts";
+import type { Duration } from "../time/duration.ts";
+import type { PartitionInfo, TopicInfo } from "../topics/partition.ts";
+import type { JobCounts, JobDetails, JobPage, ListOptions } from "./operators.ts";
+import type { ErrandMode } from "./options.ts";
+import type { GroupInfo, GroupListOptions } from "./group_calls.ts";
+import type { ErrandLimits } from "./limits.ts";
+import type { GroupValue } from "../flow/limits.ts";
+import type { StepReport } from "./pool.ts";
+
+/** Options of `shutdown()`. */
+export interface ShutdownOptions {
+  /**
+   * How long running jobs may take to finish before their signals abort and
+   * they return to available with the attempt not counted.
+   * @default {"10s"}
+   */
+  drain?: Duration;
+}
+
+/** The errand client returned by `createErrand`. */
+export interface Errand<J extends JobDefinitions, TTx> extends Enqueuer<J, TTx> {
+  /** The mode it was created in. */
+  readonly mode: ErrandMode;
+  /**
+   * Prepares the store; in `"work"` mode also starts workers and maintenance. Calling it twice does nothing.
+   * When it fails after the workers started (the store refused the wake-up listener), it stops them
+   * again and hands back what they claimed; the instance is then shut down, so create a new one to retry.
+   */
+  start(): Promise<void>;
+  /**
+   * Enqueues many jobs in one atomic write; nothing is written if any is
+   * invalid. Returns one result per item, in order.
+   * @throws {ValidationError} When a kind is unknown, or a payload or an option is invalid.
+   *
+   * @example Enqueue a batch in one round trip
+   * ```ts
+   * import { createClient } from "@libsql/client";
+   * import { createErrand, defineJobs, job } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   *
+   * const jobs = defineJobs({
+   *   sendWelcome: job<{ userId: number }>(),
+   *   resizeImage: job<{ url: string; width: number }>(),
+   * });
+   * const errand = createErrand({ jobs, store: libsqlStore(createClient({ url: ":memory:" })) });
+   * const results = await errand.enqueueMany([
+   *   { kind: "sendWelcome", payload: { userId: 1 } },
+   *   { kind: "resizeImage", payload: { url: "https://example.com/a.png", width: 320 }, options: { delay: "1m" } },
+   * ]);
+   * console.log(results.map((r) => r.id));
+   * ```
+   */
+  enqueueMany(jobs: readonly EnqueueItem<J>[], options?: { tx?: TTx }): Promise<EnqueueResult[]>;
+  /**
+   * Reads one job with its run history, parents and first 25 children, or null if there is none with that id.
+   *
+   * @example Read a job and its attempts
+   * ```ts
+   * import { createClient } from "@libsql/client";
+   * import { createErrand, defineJobs, job } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   *
+   * const jobs = defineJobs({ sendWelcome: job<{ userId: number }>({ queue: "mail" }) });
+   * const errand = createErrand({ jobs, store: libsqlStore(createClient({ url: ":memory:" })) });
+   * const { id } = await errand.enqueue("sendWelcome", { userId: 7 });
+   * const found = await errand.get(id);
+   * if (found) {
+   *   console.log(found.state, `${found.attempt}/${found.maxAttempts}`);
+   *   for (const run of found.runs) console.log(run.attempt, run.outcome, run.error?.message, run.note);
+   * }
+   * ```
+   */
+  get(id: string): Promise<JobDetails | null>;
+  /**
+   * Lists jobs, newest first, a page at a time (50 by default, at most 1,000).
+   *
+   * @example Page through the failed jobs of a queue
+   * ```ts
+   * import { createClient } from "@libsql/client";
+   * import { createErrand, defineJobs, job } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   *
+   * const jobs = defineJobs({ sendWelcome: job<{ userId: number }>({ queue: "mail" }) });
+   * const errand = createErrand({ jobs, store: libsqlStore(createClient({ url: ":memory:" })) });
+   * let cursor: string | undefined;
+   * do {
+   *   const page = await errand.list({ state: "failed", queue: "mail", limit: 100, cursor });
+   *   for (const failed of page.jobs) console.log(failed.id, failed.kind, failed.runs.at(-1)?.error?.message);
+   *   cursor = page.cursor ?? undefined;
+   * } while (cursor);
+   * ```
+   */
+  list(options?: ListOptions): Promise<JobPage>;
+  /**
+   * Runs a job again now: a failed, cancelled or completed job (granted one
+   * more attempt if its attempts are used up), or a scheduled one at once.
+   * @throws {NotFoundError} When there is no job with that id.
+   * @throws {StateError} When the job is available, running or waiting.
+   *
+   * @example Retry a failed job
+   * ```ts
+   * import { createClient } from "@libsql/client";
+   * import { createErrand, defineJobs, job } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   *
+   * const jobs = defineJobs({ sendWelcome: job<{ userId: number }>({ queue: "mail" }) });
+   * const errand = createErrand({ jobs, store: libsqlStore(createClient({ url: ":memory:" })) });
+   * const { jobs: failed } = await errand.list({ state: "failed", kind: "sendWelcome" });
+   * for (const one of failed) {
+   *   const again = await errand.retry(one.id);
+   *   console.log(again.state); // "available"
+   * }
+   * ```
+   */
+  retry(id: string): Promise<JobInfo>;
+  /**
+   * Cancels a job that has not finished. A running job's `job.signal` aborts
+   * (at once in this process, at its next lease renewal in another) and its
+   * worker's later writes are rejected.
+   * @throws {NotFoundError} When there is no job with that id.
+   * @throws {StateError} When the job already completed or failed.
+   *
+   * @example Cancel a job unless it has finished
+   * ```ts
+   * import { createClient } from "@libsql/client";
+   * import { createErrand, defineJobs, job, StateError } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   *
+   * const jobs = defineJobs({ sendWelcome: job<{ userId: number }>({ queue: "mail" }) });
+   * const errand = createErrand({ jobs, store: libsqlStore(createClient({ url: ":memory:" })) });
+   * const { id } = await errand.enqueue("sendWelcome", { userId: 7 }, { delay: "1h" });
+   * try {
+   *   const cancelled = await errand.cancel(id);
+   *   console.log(cancelled.state); // "cancelled"
+   * } catch (err) {
+   *   if (!(err instanceof StateError)) throw err;
+   *   console.log(err.message); // names the state the job is in
+   * }
+   * ```
+   */
+  cancel(id: string): Promise<JobInfo>;
+  /**
+   * Deletes a job that is not running (cancel it first).
+   * @throws {NotFoundError} When there is no job with that id.
+   * @throws {StateError} When the job is running.
+   */
+  delete(id: string): Promise<void>;
+  /**
+   * Counts jobs by state and by queue, and the available jobs no live worker can run.
+   *
+   * @example Watch the backlog and jobs no worker can run
+   * ```ts
+   * import { createClient } from "@libsql/client";
+   * import { createErrand, defineJobs, job } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   *
+   * const jobs = defineJobs({ sendWelcome: job<{ userId: number }>({ queue: "mail" }) });
+   * const errand = createErrand({ jobs, store: libsqlStore(createClient({ url: ":memory:" })) });
+   * const { byState, byQueue, unhandled } = await errand.counts();
+   * console.log(byState.failed, byQueue.mail?.available ?? 0);
+   * for (const u of unhandled) {
+   *   console.warn(`${u.count} jobs of ${u.kind} v${u.version} on queue ${u.queue} have no live worker`);
+   * }
+   * ```
+   */
+  counts(): Promise<JobCounts>;
+  /**
+   * The live `"work"` instances (heartbeat within 15 s) of this namespace, in every process, oldest first.
+   *
+   * @example See which instances work which queues
+   * ```ts
+   * import { createClient } from "@libsql/client";
+   * import { createErrand, defineJobs, job } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   *
+   * const jobs = defineJobs({ sendWelcome: job<{ userId: number }>({ queue: "mail" }) });
+   * const errand = createErrand({ jobs, store: libsqlStore(createClient({ url: ":memory:" })) });
+   * for (const worker of await errand.workers()) {
+   *   const queues = worker.queues.map((q) => `${q.queue} ${q.busy}/${q.slots}`).join(", ");
+   *   console.log(worker.id, new Date(worker.beatAt).toISOString(), queues, worker.kinds);
+   * }
+   * ```
+   */
+  workers(): Promise<WorkerInfo[]>;
+  /**
+   * Pauses a queue in every process: its jobs wait (still accepted) until {@link Errand.resumeQueue}.
+   * Jobs already running finish.
+   *
+   * @example Hold a queue during maintenance
+   * ```ts
+   * import { createClient } from "@libsql/client";
+   * import { createErrand, defineJobs, job } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   *
+   * const jobs = defineJobs({ sendWelcome: job<{ userId: number }>({ queue: "mail" }) });
+   * const errand = createErrand({ jobs, store: libsqlStore(createClient({ url: ":memory:" })) });
+   * await errand.pauseQueue("mail"); // no process claims from "mail"; enqueue still works
+   * console.log(await errand.pausedQueues()); // ["mail"]
+   * await errand.resumeQueue("mail");
+   * ```
+   */
+  pauseQueue(queue: string): Promise<void>;
+  /** Resumes a paused queue. */
+  resumeQueue(queue: string): Promise<void>;
+  /** The queues paused now. */
+  pausedQueues(): Promise<string[]>;
+  /**
+   * Pauses group `group` of kind `kind` for `duration` in every process: no
+   * job of it starts until then (running ones finish). The pause is stored,
+   * so every process honours it, and it ends by itself.
+   *
+   * @example Hold one tenant's jobs for ten minutes
+   * ```ts
+   * import { createClient } from "@libsql/client";
+   * import { createErrand, defineJobs, job } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   *
+   * const jobs = defineJobs({
+   *   callCrm: job<{ tenant: string }>({ queue: "crm", group: (p) => p.tenant, groupConcurrency: 2 }),
+   * });
+   * const errand = createErrand({ jobs, store: libsqlStore(createClient({ url: ":memory:" })), mode: "enqueue" });
+   * await errand.pauseGroup("callCrm", "tenant-7", "10m");
+   * console.log((await errand.groups("crm")).length); // 0: no job of the group is queued yet
+   * await errand.resumeGroup("callCrm", "tenant-7");
+   * ```
+   */
+  pauseGroup(kind: KindKey<J>, group: GroupValue, duration: Duration): Promise<void>;
+  /** Ends a group's pause now. */
+  resumeGroup(kind: KindKey<J>, group: GroupValue): Promise<void>;
+  /**
+   * The groups of `queue` that have jobs running or waiting, with their
+   * counts and pauses, by kind and group; with `options.limit`, a page of
+   * them (pass the last group of a page as `after` for the next).
+   * @throws {ValidationError} When the queue name, `after` or `limit` is invalid.
+   *
+   * @example Page through the groups of a queue
+   * ```ts
+   * import { createClient } from "@libsql/client";
+   * import { createErrand, defineJobs, type GroupInfo, job } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   *
+   * const jobs = defineJobs({
+   *   callCrm: job<{ tenant: string }>({ queue: "crm", group: (p) => p.tenant, groupConcurrency: 2 }),
+   * });
+   * const errand = createErrand({ jobs, store: libsqlStore(createClient({ url: ":memory:" })), mode: "enqueue" });
+   * let after: GroupInfo | undefined;
+   * do {
+   *   const page = await errand.groups("crm", { after, limit: 100 });
+   *   for (const g of page) console.log(g.kind, g.group, g.running, g.queued, g.pausedUntil);
+   *   after = page.length === 100 ? page[page.length - 1] : undefined;
+   * } while (after);
+   * ```
+   */
+  groups(queue: string, options?: GroupListOptions): Promise<GroupInfo[]>;
+  /**
+   * The flow control this instance is configured with: every queue it knows
+   * with its limits, and every kind with a group or a limit. Limits are
+   * options of each process, so this is what this one enforces when it claims.
+   *
+   * @example Print the limits
+   * ```ts
+   * import { createClient } from "@libsql/client";
+   * import { createErrand, defineJobs, job } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   *
+   * const jobs = defineJobs({
+   *   callCrm: job<{ tenant: string }>({ queue: "crm", group: (p) => p.tenant, groupConcurrency: 2 }),
+   * });
+   * const errand = createErrand({
+   *   jobs,
+   *   store: libsqlStore(createClient({ url: ":memory:" })),
+   *   queues: { crm: { concurrency: 8, globalConcurrency: 20, rateLimit: { limit: 100, period: "1s" } } },
+   * });
+   * const { queues, kinds } = errand.limits();
+   * console.log(queues); // [{ queue: "crm", concurrency: 8, globalConcurrency: 20, rateLimit: { limit: 100, periodMs: 1000 } }]
+   * console.log(kinds); // [{ key: "callCrm", kind: "callCrm", version: 1, queue: "crm", grouped: true, groupConcurrency: 2, rateLimit: null }]
+   * ```
+   */
+  limits(): ErrandLimits;
+  /**
+   * Registers or updates the recurring job `id`: an occurrence of `kind`
+   * with `payload` at every time `cron` matches (5 fields, or 6 with seconds
+   * first, read in `options.timezone`). The same definition again changes
+   * nothing and returns null, so call it at every start; a changed one (cron,
+   * payload, options) replaces the definition and returns the id of the job
+   * of its next occurrence. Works in both modes; a `"work"` instance fires.
+   * @throws {ValidationError} When the id, cron, time zone, payload or an option is invalid.
+   *
+   * @example Register recurring jobs at start-up
+   * ```ts
+   * import { createClient } from "@libsql/client";
+   * import { createErrand, defineJobs, job } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   *
+   * const jobs = defineJobs({
+   *   sendDigest: job<{ list: string }>(),
+   *   syncAccounts: job<{ full: boolean }>(),
+   * });
+   * const errand = createErrand({ jobs, store: libsqlStore(createClient({ url: ":memory:" })) });
+   * // Every day at 03:00 Berlin time; calling it again with the same definition changes nothing.
+   * await errand.schedule("nightly-digest", "sendDigest", { list: "all" }, "0 3 * * *", {
+   *   timezone: "Europe/Berlin",
+   *   attempts: 3,
+   * });
+   * // Every minute at second 30 (6 fields: seconds first), one occurrence at a time.
+   * await errand.schedule("sync", "syncAccounts", { full: false }, "30 * * * * *", { sequential: true });
+   * ```
+   */
+  schedule<K extends KindKey<J>>(
+    id: string,
+    kind: K,
+    payload: PayloadOf<J[K]>,
+    cron: string,
+    options?: ScheduleOptions,
+  ): Promise<string | null>;
+  /** Removes a recurring job (its next occurrence is cancelled if it has not started); returns whether there was one. */
+  unschedule(id: string): Promise<boolean>;
+  /** The recurring jobs, by id, with their next and latest occurrence. */
+  schedules(): Promise<ScheduleInfo[]>;
+  /**
+   * Enqueues an occurrence of recurring job `id` to run now; returns its job id.
+   * The schedule's next occurrence stays as it was.
+   * @throws {NotFoundError} When there is no such schedule.
+   *
+   * @example Run a recurring job now
+   * ```ts
+   * import { createClient } from "@libsql/client";
+   * import { createErrand, defineJobs, job } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   *
+   * const jobs = defineJobs({ sendDigest: job<{ list: string }>() });
+   * const errand = createErrand({ jobs, store: libsqlStore(createClient({ url: ":memory:" })) });
+   * await errand.schedule("nightly-digest", "sendDigest", { list: "all" }, "0 3 * * *");
+   * for (const s of await errand.schedules()) console.log(s.id, s.cron, s.timezone, s.nextRunAt, s.lastJobId);
+   * const jobId = await errand.trigger("nightly-digest");
+   * console.log((await errand.get(jobId))?.state);
+   * ```
+   */
+  trigger(id: string): Promise<string>;
+  /**
+   * Fails the head of a partition at once (a poison job blocking its
+   * partition), whatever its attempts, lease or state, with a reason naming
+   * the call; the next job of the partition can then run. A running head's
+   * signal aborts and its worker's later writes are rejected.
+   * Returns the failed job, or null when the partition has no unfinished job.
+   * `topic` may also be a sequential recurring job's, `@schedule:<id>`, with partition 0.
+   * @throws {ValidationError} When the topic is not configured or the partition is out of range.
+   *
+   * @example Unblock partitions whose head keeps failing
+   * ```ts
+   * import { createClient } from "@libsql/client";
+   * import { createErrand, defineJobs, job } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   *
+   * const jobs = defineJobs({
+   *   applyOrder: job<{ customerId: string }>({ topic: "orders", partitionKey: (order) => order.customerId }),
+   * });
+   * const errand = createErrand({
+   *   jobs,
+   *   store: libsqlStore(createClient({ url: ":memory:" })),
+   *   topics: { orders: { partitions: 8 } },
+   * });
+   * for (const p of await errand.partitions("orders")) {
+   *   if (p.head && p.head.attempt >= 5) {
+   *     const failed = await errand.forceFailPartitionHead("orders", p.partition);
+   *     console.log(`failed ${failed?.id}; partition ${p.partition} moves on`);
+   *   }
+   * }
+   * ```
+   */
+  forceFailPartitionHead(topic: string, partition: number): Promise<JobInfo | null>;
+  /**
+   * The partitions of a topic that have had jobs: depth, head job, owner and
+   * lag. `topic` may also be a sequential recurring job's, `@schedule:<id>`
+   * (any instance takes its head, so it has no owner).
+   * @throws {ValidationError} When the topic is not configured.
+   *
+   * @example Find the partitions that lag
+   * ```ts
+   * import { createClient } from "@libsql/client";
+   * import { createErrand, defineJobs, job } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   *
+   * const jobs = defineJobs({
+   *   applyOrder: job<{ customerId: string }>({ topic: "orders", partitionKey: (order) => order.customerId }),
+   * });
+   * const errand = createErrand({
+   *   jobs,
+   *   store: libsqlStore(createClient({ url: ":memory:" })),
+   *   topics: { orders: { partitions: 8 } },
+   * });
+   * const lagging = (await errand.partitions("orders")).filter((p) => p.lagMs > 60_000);
+   * for (const p of lagging) {
+   *   console.log(p.partition, p.depth, p.head?.id, p.head?.state, `owner ${p.owner}`, `${p.lagMs} ms`);
+   * }
+   * ```
+   */
+  partitions(topic: string): Promise<PartitionInfo[]>;
+  /** The configured topics, each with its depth, active partitions and oldest waiting head. */
+  topics(): Promise<TopicInfo[]>;
+  /**
+   * Activity over the last 60 s, read from the store (so every instance sees
+   * the same): jobs enqueued, started and finished per second, dispatch wait,
+   * live workers and the database's size.
+   *
+   * @example Sum up the last minute
+   * ```ts
+   * import { createClient } from "@libsql/client";
+   * import { createErrand, defineJobs, job } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   *
+   * const jobs = defineJobs({ sendWelcome: job<{ userId: number }>({ queue: "mail" }) });
+   * const errand = createErrand({ jobs, store: libsqlStore(createClient({ url: ":memory:" })) });
+   * const stats = await errand.stats();
+   * const completed = stats.throughput.reduce((sum, second) => sum + second.completed, 0);
+   * const failed = stats.throughput.reduce((sum, second) => sum + second.failed, 0);
+   * console.log(`${completed} completed, ${failed} failed in ${stats.windowMs / 1000} s`);
+   * console.log(`average wait ${stats.dispatchWait.regular.avgMs ?? 0} ms, ${stats.storageBytes ?? "?"} bytes on disk`);
+   * ```
+   */
+  stats(): Promise<ErrandStats>;
+  /**
+   * This instance's metrics in the Prometheus text format: counters and
+   * histograms of what it did, its slots, and the store's job counts and
+   * topic backlogs (read at most every 15 s and the same on every instance:
+   * aggregate those with `max`, not `sum`).
+   *
+   * @example Serve metrics to Prometheus
+   * ```ts
+   * import { createClient } from "@libsql/client";
+   * import { createErrand, defineJobs, job } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   *
+   * const jobs = defineJobs({ sendWelcome: job<{ userId: number }>({ queue: "mail" }) });
+   * const errand = createErrand({ jobs, store: libsqlStore(createClient({ url: ":memory:" })) });
+   * // A fetch handler for any web-standard server (Deno's, Bun's, Hono's, a Worker's).
+   * async function serveMetrics(_request: Request): Promise<Response> {
+   *   return new Response(await errand.metrics(), {
+   *     headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" },
+   *   });
+   * }
+   * console.log(await (await serveMetrics(new Request("http://localhost/metrics"))).text());
+   * ```
+   */
+  metrics(): Promise<string>;
+  /**
+   * Mode "manual" (for tests): runs one full round now: heartbeat,
+   * leadership, due recurring jobs, promotion, rescue, pruning, then every
+   * due job (and every job that becomes due meanwhile, such as a released
+   * continuation or a partition's next job) to the end. Returns what ran.
+   * @throws {StateError} In another mode.
+   *
+   * @example Run a delayed job in a test without waiting
+   * ```ts
+   * import { createClient } from "@libsql/client";
+   * import { createErrand, defineJobs, job } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   * import { FakeClock } from "@errand/errand/testing";
+   *
+   * const jobs = defineJobs({ sendWelcome: job<{ userId: number }>() });
+   * const clock = new FakeClock();
+   * const sent: number[] = [];
+   * const errand = createErrand({
+   *   jobs,
+   *   store: libsqlStore(createClient({ url: ":memory:" })),
+   *   mode: "manual",
+   *   clock,
+   *   handlers: { sendWelcome: ({ userId }) => void sent.push(userId) },
+   * });
+   * await errand.enqueue("sendWelcome", { userId: 7 }, { delay: "1h" });
+   * console.log((await errand.step()).ran.length); // 0: not due yet
+   * clock.advance(3_600_000);
+   * const { ran } = await errand.step();
+   * console.log(ran.map((r) => [r.kind, r.outcome]), sent); // [["sendWelcome", "completed"]] [7]
+   * await errand.shutdown();
+   * ```
+   */
+  step(): Promise<StepReport>;
+  /**
+   * Deletes a partition's finished jobs but the newest `keep` (by enqueue
+   * order); unfinished jobs are never touched. Returns how many it deleted.
+   * @throws {ValidationError} When the topic is not configured, or the partition or `keep` is out of range.
+   */
+  truncatePartitionHistory(topic: string, partition: number, keep: number): Promise<number>;
+  /**
+   * Adds `n` slots to the worker of `queue` (starting one if needed).
+   * @throws {StateError} In a mode other than `"work"`, or for a queue with no worker yet before `start()`.
+   *
+   * @example Scale a queue up and down at run time
+   * ```ts
+   * import { createClient } from "@libsql/client";
+   * import { createErrand, defineJobs, job } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   *
+   * const jobs = defineJobs({ sendWelcome: job<{ userId: number }>({ queue: "mail" }) });
+   * const errand = createErrand({
+   *   jobs,
+   *   store: libsqlStore(createClient({ url: ":memory:" })),
+   *   queues: { mail: { concurrency: 2 } },
+   *   handlers: { sendWelcome: ({ userId }) => console.log(`welcome ${userId}`) },
+   * });
+   * await errand.start();
+   * errand.addWorkers("mail", 4); // 6 jobs of "mail" at once in this process
+   * await errand.removeWorkers("mail", 4); // back to 2, once the running jobs fit
+   * await errand.shutdown();
+   * ```
+   */
+  addWorkers(queue: string, n: number): void;
+  /**
+   * Removes `n` slots from the worker of `queue`; resolves once the running jobs fit.
+   * @throws {ValidationError} When this instance has no worker for `queue`.
+   */
+  removeWorkers(queue: string, n: number): Promise<void>;
+  /**
+   * Stops claiming, drains running jobs, saves every outcome. Safe to call twice or before start.
+   * Jobs still running when `drain` is up have their signals aborted and go
+   * back to available, the attempt not counted. It does not close your
+   * database client.
+   *
+   * @example Shut down on SIGTERM
+   * ```ts
+   * import { createClient } from "@libsql/client";
+   * import { createErrand, defineJobs, job } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   *
+   * const jobs = defineJobs({ sendWelcome: job<{ userId: number }>({ queue: "mail" }) });
+   * const errand = createErrand({ jobs, store: libsqlStore(createClient({ url: ":memory:" })) });
+   * // Call it from your runtime's SIGTERM handler (the shutdown guide shows one for Node, Deno and Bun).
+   * async function onSigterm(): Promise<void> {
+   *   await errand.shutdown({ drain: "10s" }); // running jobs get up to 10 s to finish
+   * }
+   * await errand.start();
+   * await onSigterm();
+   * ```
+   */
+  shutdown(options?: ShutdownOptions): Promise<void>;
+}
