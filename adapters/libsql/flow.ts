@@ -42,6 +42,8 @@ export async function claimLimitedJobs(
     groups: limits.groups,
     // A group gives at most this many candidates: no group may start more than its concurrency.
     per_group: Math.min(p.limit, Math.max(1, ...limits.kinds.map((k) => k.groupConcurrency ?? p.limit))),
+    // The jobs a group takes in one round of the round-robin: the least group concurrency, 1 without.
+    round: Math.max(1, Math.min(p.limit, ...limits.kinds.map((k) => k.groupConcurrency ?? 1))),
     kl: JSON.stringify(
       limits.kinds.map((
         k,
@@ -52,7 +54,13 @@ export async function claimLimitedJobs(
     queue_window: limits.queueRate?.windowStart ?? null,
     lease_until: p.leaseUntil,
     worker: p.workerId,
+    returned: JSON.stringify(limits.returned.map((r) => [r.id, r.fence])),
   };
+  // The statement holds only the checks these limits need: SQLite compiles it anew on every call.
+  const groupRate = limits.kinds.some((k) => k.rate !== null && k.ratePerGroup);
+  const kindRate = limits.kinds.some((k) => k.rate !== null && !k.ratePerGroup);
+  const queueConcurrency = limits.queueConcurrency !== null;
+  const queueRate = limits.queueRate !== null;
   const queued = `namespace = :ns AND queue = :queue AND state IN ('available', 'scheduled') AND grp IS NOT NULL`;
   const next = (from: string) => `(SELECT grp FROM errand_jobs WHERE ${queued} AND grp > ${from} ORDER BY grp LIMIT 1)`;
   const first = `(SELECT grp FROM errand_jobs WHERE ${queued} ORDER BY grp LIMIT 1)`;
@@ -85,34 +93,49 @@ export async function claimLimitedJobs(
   // and its per-group rate window's starts left; 0 while it is paused.
   const allowedOf = (grp: string) =>
     `(SELECT max(0, min(:per_group,
-        coalesce(k.group_concurrency - (SELECT count(*) FROM errand_jobs AS r
-                                        WHERE r.namespace = :ns AND r.grp = ${grp} AND r.state = 'running'), :per_group),
-        CASE WHEN k.per_group THEN k.rate_limit - ${
-      windowCount(`'g:' || ${grp}`, "k.rate_window")
-    } ELSE :per_group END))
-        * NOT EXISTS (SELECT 1 FROM errand_group_pauses AS pz
-                      WHERE pz.namespace = :ns AND pz.grp = ${grp} AND pz.paused_until > :now)
+        coalesce(k.group_concurrency - coalesce((SELECT ru.n FROM running AS ru WHERE ru.grp = ${grp}), 0), :per_group)${
+      groupRate
+        ? `,
+        CASE WHEN k.per_group THEN k.rate_limit - ${windowCount(`'g:' || ${grp}`, "k.rate_window")} ELSE :per_group END`
+        : ""
+    }))
+        * (${grp} NOT IN (SELECT grp FROM paused))
       FROM (SELECT 1) AS one LEFT JOIN kl AS k ON k.kind = substr(${grp}, 1, instr(${grp}, char(9)) - 1))`;
   const claimSql = `WITH RECURSIVE
     kl(kind, group_concurrency, rate_limit, rate_window, per_group) AS (
       SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4 FROM json_each(:kl)),
+    -- The running jobs of each group (the claiming worker's returned runs not counted), the paused
+    -- groups, and the groups that may start none now for either reason.
+    running(grp, n) AS (
+      SELECT r.grp, count(*) FROM errand_jobs AS r
+      WHERE r.namespace = :ns AND r.state = 'running' AND r.grp IS NOT NULL
+        AND json_array(r.id, r.fence) NOT IN (SELECT value FROM json_each(:returned))
+      GROUP BY r.grp),
+    paused(grp) AS (SELECT grp FROM errand_group_pauses WHERE namespace = :ns AND paused_until > :now),
+    blocked(grp) AS (
+      SELECT ru.grp FROM running AS ru JOIN kl AS k ON k.kind = substr(ru.grp, 1, instr(ru.grp, char(9)) - 1)
+      WHERE ru.n >= k.group_concurrency
+      UNION SELECT grp FROM paused),
     -- The groups with queued jobs, in key order from after the cursor, wrapping around once: one
-    -- index probe per group, however many jobs each holds. \`found\` counts the groups before a row
-    -- that may start a job now; the scan stops once they can fill the claim, so groups at their
-    -- limits cost a probe each and the rest nothing.
-    scan(grp, n, wrapped, found) AS (
-      SELECT coalesce(${next(":after")}, ${first}), 1, ${next(":after")} IS NULL, 0
+    -- index probe per group, however many jobs each holds. A row holds its group behind a flag, 1
+    -- once the scan has wrapped around, so each step probes once. \`found\` counts the jobs of a
+    -- round of the groups before a row that are not blocked; the scan stops once they can fill the
+    -- claim, so blocked groups cost a probe each and the rest nothing.
+    scan(p, n, found) AS (
+      SELECT coalesce('0' || ${next(":after")}, '1' || ${first}), 1, 0
       UNION ALL
-      SELECT coalesce(${next("s.grp")}, CASE WHEN s.wrapped THEN NULL ELSE ${first} END), s.n + 1,
-             s.wrapped OR ${next("s.grp")} IS NULL, s.found + (${allowedOf("s.grp")} > 0)
+      SELECT coalesce(substr(s.p, 1, 1) || ${next("substr(s.p, 2)")},
+                      CASE WHEN substr(s.p, 1, 1) = '0' THEN '1' || ${first} END),
+             s.n + 1, s.found + (substr(s.p, 2) NOT IN (SELECT grp FROM blocked)) * :round
       FROM scan AS s
-      WHERE s.grp IS NOT NULL AND s.n < :groups AND NOT (s.wrapped AND s.grp > :after)
-        AND s.found + (${allowedOf("s.grp")} > 0) < :lim
+      WHERE s.p IS NOT NULL AND s.n < :groups AND NOT (substr(s.p, 1, 1) = '1' AND substr(s.p, 2) > :after)
+        AND s.found + (substr(s.p, 2) NOT IN (SELECT grp FROM blocked)) * :round < :lim
     ),
-    -- How many more jobs each group of the scan may start now.
-    gs AS (
-      SELECT s.grp, s.n, ${allowedOf("s.grp")} AS allowed FROM scan AS s
-      WHERE s.grp IS NOT NULL AND NOT (s.wrapped AND s.grp > :after)
+    -- How many more jobs each group of the scan may start now (worked out once per group).
+    gs AS MATERIALIZED (
+      SELECT x.grp, x.n, ${allowedOf("x.grp")} AS allowed FROM (
+        SELECT substr(s.p, 2) AS grp, s.n FROM scan AS s
+        WHERE s.p IS NOT NULL AND NOT (substr(s.p, 1, 1) = '1' AND substr(s.p, 2) > :after)) AS x
     ),
     -- Candidates ranked within their group (r); jobs without a group each rank as a group of their own.
     cand AS (
@@ -134,21 +157,32 @@ export async function claimLimitedJobs(
             ORDER BY priority, run_at, id LIMIT :lim) AS u
       ${heads}
     ),
-    ranked AS (
-      SELECT c.*, row_number() OVER (PARTITION BY c.kind ORDER BY c.r, c.n, c.priority, c.run_at, c.id) AS kr FROM cand AS c
-    ),
     -- Round-robin across groups, within the kinds' and the queue's limits.
     picked AS (
-      SELECT rk.id FROM ranked AS rk LEFT JOIN kl ON kl.kind = rk.kind
-      WHERE (kl.rate_limit IS NULL OR kl.per_group OR rk.kr <= kl.rate_limit - ${
-    windowCount("'k:' || rk.kind", "kl.rate_window")
-  })
-        AND NOT EXISTS (SELECT 1 FROM errand_queues WHERE namespace = :ns AND queue = :queue AND paused)
-      ORDER BY rk.r, rk.n, rk.priority, rk.run_at, rk.id
-      LIMIT max(0, min(:lim,
-        coalesce(:queue_concurrency - (SELECT count(*) FROM errand_jobs
-                  WHERE namespace = :ns AND queue = :queue AND state = 'running'), :lim),
-        coalesce(:queue_rate - ${windowCount("'q:' || :queue", ":queue_window")}, :lim)))
+      SELECT c.id FROM ${
+    kindRate
+      ? `(SELECT c.*, kl.rate_limit, kl.per_group, kl.rate_window,
+                 row_number() OVER (PARTITION BY c.kind ORDER BY c.r, c.n, c.priority, c.run_at, c.id) AS kr
+          FROM cand AS c LEFT JOIN kl ON kl.kind = c.kind) AS c
+      WHERE (c.rate_limit IS NULL OR c.per_group OR c.kr <= c.rate_limit - ${
+        windowCount("'k:' || c.kind", "c.rate_window")
+      }) AND`
+      : "cand AS c WHERE"
+  } NOT EXISTS (SELECT 1 FROM errand_queues WHERE namespace = :ns AND queue = :queue AND paused)
+      ORDER BY c.r, c.n, c.priority, c.run_at, c.id
+      LIMIT max(0, min(:lim, :lim${
+    queueConcurrency
+      ? `,
+        :queue_concurrency - (SELECT count(*) FROM errand_jobs AS r
+                              WHERE r.namespace = :ns AND r.queue = :queue AND r.state = 'running'
+                                AND json_array(r.id, r.fence) NOT IN (SELECT value FROM json_each(:returned)))`
+      : ""
+  }${
+    queueRate
+      ? `,
+        :queue_rate - ${windowCount("'q:' || :queue", ":queue_window")}`
+      : ""
+  }))
     )
     UPDATE errand_jobs SET state = 'running', attempt = attempt + 1, fence = fence + 1,
       started_at = :now, lease_until = :lease_until, worker_id = :worker
@@ -170,7 +204,7 @@ export async function claimLimitedJobs(
     ON CONFLICT (namespace, bucket) DO UPDATE SET
       starts = CASE WHEN window_start >= excluded.window_start THEN starts + excluded.starts ELSE excluded.starts END,
       window_start = max(window_start, excluded.window_start)`;
-  const counting = limits.queueRate !== null || limits.kinds.some((k) => k.rate !== null);
+  const counting = queueRate || groupRate || kindRate;
   // Without a rate limit the claim is one statement, unsynced like a plain claim; with one, the
   // counting of its starts joins it in one transaction.
   const rows = counting

@@ -90,18 +90,29 @@ export async function claimLimitedJobs(
       })
     }) AS h`
     : "";
-  // How many more jobs group `grp` may start now: its kind's group concurrency less its running jobs,
-  // and its per-group rate window's starts left; 0 while it is paused.
+  // How many more jobs group `grp` may start now (its kind's group concurrency less its running jobs,
+  // and its per-group rate window's starts left; 0 while it is paused), and how many of them it takes
+  // in one round of the round-robin: its concurrency, or 1 without one.
   const allowedOf = (grp: string) =>
     `(SELECT GREATEST(0, LEAST(${perGroup},
         COALESCE(k.group_concurrency - (SELECT count(*) FROM ${jobs} AS r
-                                        WHERE r.namespace = ${ns} AND r.grp = ${grp} AND r.state = 'running'), ${perGroup}),
+                                        WHERE r.namespace = ${ns} AND r.grp = ${grp} AND r.state = 'running')
+                                     + (SELECT count(*) FROM gone WHERE gone.grp = ${grp}), ${perGroup}),
         CASE WHEN k.per_group THEN k.rate_limit - ${
       windowCount(`'g:' || ${grp}`, "k.rate_window")
     } ELSE ${perGroup} END))
         * CASE WHEN EXISTS (SELECT 1 FROM ${pauses} AS pz
                             WHERE pz.namespace = ${ns} AND pz.grp = ${grp} AND pz.paused_until > ${now}) THEN 0 ELSE 1 END
+        AS allowed, COALESCE(k.group_concurrency, 1) AS quantum
       FROM (SELECT 1) AS one LEFT JOIN kl AS k ON k.kind = split_part(${grp}, E'\\t', 1))`;
+  // The first group with queued jobs after `from`, one index probe; with `wrap`, the first of all
+  // when there is none after it (a second probe, made only then). OFFSET 0 keeps the planner from
+  // copying the probes into every use of the group.
+  const nextGroup = (from: string, wrap: string) =>
+    `(SELECT COALESCE(x.g, CASE WHEN ${wrap} THEN (SELECT grp FROM ${jobs} WHERE ${queued} ORDER BY grp LIMIT 1) END)
+             AS grp, x.g IS NULL AS wrapped
+      FROM (SELECT (SELECT grp FROM ${jobs} WHERE ${queued} AND grp > ${from} ORDER BY grp LIMIT 1) AS g) AS x
+      OFFSET 0)`;
   const queueRate = limits.queueRate;
   // Only a claim under a rate limit counts its starts.
   const counting = queueRate !== null || limits.kinds.some((k) => k.rate !== null);
@@ -115,26 +126,26 @@ export async function claimLimitedJobs(
     $(limits.kinds.map((k) => (k.ratePerGroup ? 1 : 0)), "int[]")
   })
         AS u(kind, group_concurrency, rate_limit, rate_window, per_group_flag)),
+    -- The claiming worker's runs that are running in the store but whose handlers have returned: not counted.
+    gone AS (
+      SELECT g.grp, g.queue FROM ${jobs} AS g JOIN unnest(${$(limits.returned.map((r) => r.id), "text[]")}, ${
+    $(limits.returned.map((r) => r.fence), "int[]")
+  }) AS u(id, fence) ON g.id = u.id AND g.fence = u.fence
+      WHERE g.namespace = ${ns} AND g.state = 'running'),
     -- The groups with queued jobs, in key order from after the cursor, wrapping around once: one
     -- index probe per group, however many jobs each holds. Each with how many more jobs it may start
-    -- now (0 when paused); the scan stops once it has found enough groups that may start one to fill
-    -- the claim, so groups at their limits cost a probe each and the rest nothing.
+    -- now (0 when paused); the scan stops once the groups' rounds can fill the claim, so groups at
+    -- their limits cost a probe each and the rest nothing.
     scan(grp, n, wrapped, allowed, found) AS (
-      (SELECT f.grp, 1, f.wrapped, a.allowed, (a.allowed > 0)::int FROM (
-         (SELECT grp, false AS wrapped, 0 AS o FROM ${jobs} WHERE ${queued} AND grp > ${after} ORDER BY grp LIMIT 1)
-         UNION ALL
-         (SELECT grp, true, 1 FROM ${jobs} WHERE ${queued} ORDER BY grp LIMIT 1)) AS f
-       CROSS JOIN LATERAL (SELECT ${allowedOf("f.grp")} AS allowed) AS a
-       ORDER BY f.o LIMIT 1)
+      SELECT f.grp, 1, f.wrapped, a.allowed, LEAST(a.allowed, a.quantum)
+      FROM ${nextGroup(after, "true")} AS f CROSS JOIN LATERAL ${allowedOf("f.grp")} AS a
+      WHERE f.grp IS NOT NULL
       UNION ALL
-      SELECT nx.grp, s.n + 1, nx.wrapped, a.allowed, s.found + (a.allowed > 0)::int FROM scan AS s CROSS JOIN LATERAL (
-        SELECT c.grp, c.wrapped FROM (
-          (SELECT grp, s.wrapped AS wrapped, 0 AS o FROM ${jobs} WHERE ${queued} AND grp > s.grp ORDER BY grp LIMIT 1)
-          UNION ALL
-          (SELECT grp, true, 1 FROM ${jobs} WHERE ${queued} AND NOT s.wrapped ORDER BY grp LIMIT 1)) AS c
-        ORDER BY c.o LIMIT 1) AS nx
-      CROSS JOIN LATERAL (SELECT ${allowedOf("nx.grp")} AS allowed) AS a
-      WHERE s.n < ${$(limits.groups, "int")} AND s.found < ${limit} AND NOT (nx.wrapped AND nx.grp > ${after})
+      SELECT nx.grp, s.n + 1, s.wrapped OR nx.wrapped, a.allowed, s.found + LEAST(a.allowed, a.quantum)
+      FROM scan AS s CROSS JOIN LATERAL ${nextGroup("s.grp", "NOT s.wrapped")} AS nx
+      CROSS JOIN LATERAL ${allowedOf("nx.grp")} AS a
+      WHERE nx.grp IS NOT NULL AND s.n < ${$(limits.groups, "int")} AND s.found < ${limit}
+        AND NOT ((s.wrapped OR nx.wrapped) AND nx.grp > ${after})
     ),
     gs AS (SELECT grp, n, allowed FROM scan WHERE allowed > 0),
     -- Candidates ranked within their group (r); jobs without a group each rank as a group of their own.
@@ -166,7 +177,8 @@ export async function claimLimitedJobs(
       ORDER BY rk.r, rk.n, rk.priority, rk.run_at, rk.id
       LIMIT GREATEST(0, LEAST(${limit},
         COALESCE(${$(limits.queueConcurrency, "int")} - (SELECT count(*) FROM ${jobs}
-                  WHERE namespace = ${ns} AND queue = ${queue} AND state = 'running'), ${limit}),
+                  WHERE namespace = ${ns} AND queue = ${queue} AND state = 'running')
+          + (SELECT count(*) FROM gone WHERE gone.queue = ${queue}), ${limit}),
         COALESCE(${$(queueRate?.limit ?? null, "int")} - ${
     windowCount(`'q:' || ${queue}`, $(queueRate?.windowStart ?? null, "bigint"))
   }, ${limit})))

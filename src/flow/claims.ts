@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { ClaimLimits, KindLimits } from "../store/store.ts";
+import type { ClaimLimits, KindLimits, RunRef } from "../store/store.ts";
 import type { ClaimedJob } from "../store/records.ts";
 import type { KindFlow, Rate } from "./limits.ts";
 
@@ -52,8 +52,12 @@ export class FlowControl {
     return this.#queues.has(queue) || this.#kinds.length > 0;
   }
 
-  /** The limits of a claim of `queue` at `now`, or null for a plain claim. */
-  limits(queue: string, now: number): ClaimLimits | null {
+  /**
+   * The limits of a claim of `queue` at `now`, or null for a plain claim;
+   * `returned` are the claiming worker's runs whose handlers have returned
+   * and whose outcomes are not saved yet (they no longer hold a slot).
+   */
+  limits(queue: string, now: number, returned: Iterable<RunRef>): ClaimLimits | null {
     if (!this.limited(queue)) return null;
     const q = this.#queues.get(queue);
     return {
@@ -67,6 +71,7 @@ export class FlowControl {
       })),
       after: this.#cursors.get(queue) ?? null,
       groups: GROUPS_PER_CLAIM,
+      returned: [...returned],
     };
   }
 

@@ -8,24 +8,37 @@
  *   finishing job wakes the loop to claim again.
  * - idle: the last claim came back short; the loop sleeps until a wake-up
  *   (local enqueue, NOTIFY, promotion) or the poll interval.
+ * - busy: jobs are running and fewer than half a claim's slots are free;
+ *   the loop waits a moment (GATHER_MS) for more to free, then claims.
  * - full: no free slot; the loop sleeps until a job finishes.
  *   A slot frees when its handler returns, before its outcome is saved,
- *   so the next claim does not wait for the write; but runs whose outcome
- *   is not saved yet may number at most the slot count beyond that, so a
- *   worker whose writes fail (the store down) stops claiming instead of
- *   running jobs whose outcomes pile up unsaved.
+ *   so the next claim does not wait for the write (under flow control the
+ *   claim tells the store which runs have returned, so their group's and
+ *   queue's slots are free too); but runs whose outcome is not saved yet
+ *   may number at most the slot count beyond that, so a worker whose
+ *   writes fail (the store down) stops claiming instead of running jobs
+ *   whose outcomes pile up unsaved.
  * - stopping: no more claims; running jobs get the drain time, then are
  *   stopped and handed back uncounted.
  *
  * @module
  */
-import { sleep } from "../time/clock.ts";
+import { sleep, systemClock } from "../time/clock.ts";
 import { execute, type Execution, type ExecutorEnv } from "./executor.ts";
 import type { LeaseKeeper } from "./leases.ts";
 import type { ClaimedJob, HeadFilter } from "../store/records.ts";
+import type { RunRef } from "../store/store.ts";
 import { Wakeup } from "../time/wakeup.ts";
 import { withinDeadline } from "../store/deadline.ts";
 import type { FlowControl } from "../flow/claims.ts";
+
+/**
+ * How long a busy worker waits for more slots to free before it claims for
+ * fewer than half a claim batch: up to this much start latency for fewer,
+ * fuller claims (each claim and each outcome batch costs a round trip and
+ * the store's per-statement work, whatever its size).
+ */
+const GATHER_MS = 2;
 
 /** What a queue worker needs from the rest of errand. */
 export interface WorkerEnv<TTx> extends ExecutorEnv<TTx> {
@@ -59,8 +72,8 @@ export class QueueWorker<TTx> {
   #claiming = false;
   /** Slots held for jobs being inserted already claimed by this worker. */
   #reserved = 0;
-  /** Runs whose handler returned and whose outcome is not saved yet. */
-  #unsaved = 0;
+  /** Runs whose handler returned and whose outcome is not saved yet, by job id. */
+  readonly #returned = new Map<string, RunRef>();
   #loop: Promise<void> | undefined;
   readonly #running = new Map<string, Execution>();
   readonly #wakeup: Wakeup;
@@ -74,7 +87,8 @@ export class QueueWorker<TTx> {
     this.#slots = slots;
     this.#env = env;
     this.#wakeup = new Wakeup(env.clock);
-    this.#slotFreed = new Wakeup(env.clock);
+    // Real time: its only timed wait is the gathering before a claim, a few milliseconds of batching.
+    this.#slotFreed = new Wakeup(systemClock);
   }
 
   /** How many jobs may run at once. */
@@ -171,7 +185,7 @@ export class QueueWorker<TTx> {
 
   async #claim(limit: number, now: number): Promise<ClaimedJob[]> {
     const env = this.#env;
-    const limits = env.flow.limits(this.queue, now);
+    const limits = env.flow.limits(this.queue, now, this.#returned.values());
     const call = env.store.jobClaim({
       queue: this.queue,
       kinds: env.handledKinds,
@@ -196,12 +210,20 @@ export class QueueWorker<TTx> {
     let failures = 0;
     /** When a claim first left free slots in a queue with a rate limit: jobs due then may wait for a window. */
     let rateWaitSince: number | undefined;
+    /** Whether the loop has waited for more slots to free since its last claim. */
+    let gathered = false;
     while (!this.#stopping) {
       const free = this.#free();
       if (free <= 0) {
         await this.#slotFreed.wait(Infinity);
         continue;
       }
+      if (!gathered && free < this.#gatherTarget() && this.#running.size > 0) {
+        await this.#gather();
+        gathered = true;
+        continue;
+      }
+      gathered = false;
       const limit = Math.min(free, env.claimBatch);
       // Poll periods count from the claim's start, so time that passed during it is not waited again.
       const now = env.clock.now();
@@ -229,6 +251,25 @@ export class QueueWorker<TTx> {
         const window = env.flow.untilNextWindow(this.queue, now) ?? Infinity;
         await this.#wakeup.wait(Math.min(env.pollMs, window) - (env.clock.now() - now));
       } else if (this.#free() <= 0) await this.#slotFreed.wait(Infinity);
+    }
+  }
+
+  /** Free slots worth a claim of their own while jobs are running: half a full claim. */
+  #gatherTarget(): number {
+    return Math.ceil(Math.min(this.#slots, this.#env.claimBatch) / 2);
+  }
+
+  /**
+   * Waits up to {@link GATHER_MS} for more running jobs to free their slots,
+   * so that a busy worker's claim takes several jobs instead of one.
+   */
+  async #gather(): Promise<void> {
+    const until = systemClock.now() + GATHER_MS;
+    const target = this.#gatherTarget();
+    while (!this.#stopping && this.#free() < target && this.#running.size > 0) {
+      const left = until - systemClock.now();
+      if (left <= 0) return;
+      await this.#slotFreed.wait(left);
     }
   }
 
@@ -260,7 +301,7 @@ export class QueueWorker<TTx> {
 
   /** Slots a claim may fill now: those not running, reserved, or owed to outcomes waiting beyond the slot count. */
   #free(): number {
-    return this.#slots - this.#running.size - this.#reserved - Math.max(0, this.#unsaved - this.#slots);
+    return this.#slots - this.#running.size - this.#reserved - Math.max(0, this.#returned.size - this.#slots);
   }
 
   #start(claim: ClaimedJob): Execution {
@@ -268,22 +309,22 @@ export class QueueWorker<TTx> {
     this.#running.set(claim.id, execution);
     this.#env.leases.hold(claim.id, claim.fence, () => execution.stop("lost"));
     // The lease stays renewed until the outcome is written, so a slow write does not let the job be rescued.
+    const run: RunRef = { id: claim.id, fence: claim.fence };
     let [saved, done] = [false, false];
     execution.saved.finally(() => {
       this.#env.leases.release(claim.id, claim.fence);
       saved = true;
-      // Limits count a run until its outcome is written: only then may its group's or queue's slot be taken.
-      if (this.#env.flow.limited(this.queue)) this.#wakeup.notify();
       if (!done) return;
-      this.#unsaved--;
+      if (this.#returned.get(claim.id) === run) this.#returned.delete(claim.id);
       this.#slotFreed.notify();
     });
     execution.done.finally(() => {
       done = true;
-      if (!saved) this.#unsaved++;
+      if (!saved) this.#returned.set(claim.id, run);
       this.#running.delete(claim.id);
       this.#slotFreed.notify();
-      if (this.#hot) this.#wakeup.notify();
+      // Under limits a short claim may have been held back by this run's group or queue slot, free now.
+      if (this.#hot || this.#env.flow.limited(this.queue)) this.#wakeup.notify();
       if (this.#running.size <= this.#slots) {
         for (const resolve of this.#shrunk.splice(0)) resolve();
       }

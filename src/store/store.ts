@@ -103,9 +103,16 @@ export interface KindLimits {
  * - fairness: a claim takes the groups' jobs round-robin, up to `groups`
  *   groups in group order starting after `after` (wrapping around), first the
  *   best due job (by priority, run time, id) of each group, then the second
- *   of each, and so on. Jobs without a group take their turns as one group
+ *   of each, and so on. It may stop looking once the groups it has looked at
+ *   can fill it, each counting for the jobs it may start up to its kind's
+ *   group concurrency (one without). Jobs without a group take their turns as one group
  *   that comes first in each round (by priority, run time, id), and each
  *   due partition head is a group of its own.
+ *
+ * A job counts as running while its state is `running`, except the runs in
+ * `returned`: the claiming worker's runs whose handlers have returned and
+ * whose outcomes are not saved yet. Nothing runs there any more, so their
+ * slots may be taken before the outcomes land.
  *
  * Every start it makes is counted in its buckets' windows in the same commit.
  * A bucket's count from an older window counts as 0. When a claim of a later
@@ -123,6 +130,14 @@ export interface ClaimLimits {
   readonly after: string | null;
   /** Most groups one claim looks at. */
   readonly groups: number;
+  /** Runs still `running` in the store that the limits do not count: their handlers have returned. */
+  readonly returned: readonly RunRef[];
+}
+
+/** One run of a job: the job and the fence of its claim. */
+export interface RunRef {
+  readonly id: string;
+  readonly fence: number;
 }
 
 /** Parameters of {@link OperatorStore.jobDelete}. */
