@@ -18,7 +18,7 @@ export async function claimJobs(db: PostgresConnection, target: StoreTarget, p: 
               WHERE namespace = $4 AND queue = $5 AND state IN ('available', 'scheduled') AND run_at <= $6
                 AND topic IS NULL AND grp IS NULL AND kind || '@' || version = ANY($7::text[])
               ORDER BY priority, run_at, id LIMIT $8 FOR UPDATE SKIP LOCKED`;
-  const heads = dueHeadsSql(target, "id, priority, run_at", {
+  const heads = dueHeadsSql(target.tables, "id, priority, run_at", {
     namespace: "$4",
     queue: "$5",
     now: "$6",
@@ -72,12 +72,16 @@ export interface HeadsPlaceholders {
  * partition's oldest unfinished job), looked up by primary key in a read
  * planned on its own.
  */
-export function dueHeadsSql(target: StoreTarget, columns: string, $: HeadsPlaceholders): string {
-  return `SELECT ${columns} FROM ${target.tables.jobs}
+export function dueHeadsSql(
+  tables: Pick<StoreTarget["tables"], "jobs" | "partitions">,
+  columns: string,
+  $: HeadsPlaceholders,
+): string {
+  return `SELECT ${columns} FROM ${tables.jobs}
               WHERE id = ANY(ARRAY(
-                  SELECT h.id FROM ${target.tables.partitions} AS p
+                  SELECT h.id FROM ${tables.partitions} AS p
                   CROSS JOIN LATERAL (
-                    SELECT e.id, e.queue, e.state, e.run_at, e.kind, e.version FROM ${target.tables.jobs} AS e
+                    SELECT e.id, e.queue, e.state, e.run_at, e.kind, e.version FROM ${tables.jobs} AS e
                     WHERE e.namespace = p.namespace AND e.topic = p.topic AND e."partition" = p."partition"
                       AND e.state IN ('scheduled', 'available', 'running', 'waiting')
                     ORDER BY e.seq LIMIT 1) AS h

@@ -16,6 +16,8 @@ export type Querier = Sql | TransactionSql;
 
 /** Where the store's statements write: the namespace, its NOTIFY channel and the quoted table names. */
 export interface StoreTarget {
+  /** The quoted schema name. */
+  readonly schema: string;
   readonly namespace: string;
   /** Whether inserts of available jobs NOTIFY the namespace's channel. */
   readonly notify: boolean;

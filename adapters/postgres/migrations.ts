@@ -7,6 +7,7 @@
  * @module
  */
 import { LISTED_STATES_SQL } from "../sql/listed_states.ts";
+import { claimLimitedFunctionSql } from "./limited_claim.ts";
 
 /** One numbered schema change. */
 export interface PostgresMigration {
@@ -184,6 +185,12 @@ CREATE TABLE {schema}.group_pauses (
   paused_until bigint NOT NULL,
   PRIMARY KEY (namespace, grp)
 );`,
+  },
+  {
+    version: 10,
+    name: "limited claim function",
+    // Generated: a change to the function must come with a migration that installs it again.
+    sql: claimLimitedFunctionSql(),
   },
 ];
 

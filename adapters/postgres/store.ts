@@ -75,7 +75,8 @@ import {
 } from "../sql/rows.ts";
 import { checkTransaction, PostgresConnection, type Querier, type StoreTarget } from "./connection.ts";
 import { claimJobs, finishJobs } from "./claims.ts";
-import { claimLimitedJobs, countHeld, listGroups, pauseGroup, pruneFlow } from "./flow.ts";
+import { countHeld, listGroups, pauseGroup, pruneFlow } from "./flow.ts";
+import { claimLimitedJobs } from "./limited_claim.ts";
 import { insertJobs } from "./insert.ts";
 import { BOOTSTRAP_SQL, POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION, quoteIdentifier } from "./migrations.ts";
 
@@ -119,6 +120,7 @@ export class PostgresStore implements StoreFor<TransactionSql> {
     this.#partitions = `${this.#schema}.partitions`;
     this.#channel = `errand:${settings.schema}:${settings.namespace}`;
     this.#target = {
+      schema: this.#schema,
       namespace: settings.namespace,
       notify: settings.notify,
       channel: this.#channel,

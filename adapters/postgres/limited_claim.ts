@@ -1,0 +1,274 @@
+/**
+ * The PostgreSQL store's claim under flow control: the function
+ * `{schema}.claim_limited`, which the migrations install, and the call of it.
+ *
+ * The function first takes a transaction-level advisory lock per limited
+ * queue and kind (in one order, so two claims never deadlock), then claims
+ * in one statement. A volatile function's statements each take a new
+ * snapshot, so the claim sees every claim committed before the lock, and no
+ * other limited claim of the same queue or kind can commit until this one
+ * has: the counts it reads (running jobs, starts in a window) are exact.
+ * Finishes take no lock; one committing meanwhile only makes a count high.
+ * Being one statement, the call is pipelined on a shared connection like a
+ * plain claim, and its commit does not wait for the WAL flush.
+ *
+ * @module
+ */
+import type { JobClaimParams } from "../../src/store/store.ts";
+import type { ClaimedJob } from "../../src/store/records.ts";
+import { CLAIMED_COLUMNS, toClaimedJob } from "../sql/rows.ts";
+import { dueHeadsSql } from "./claims.ts";
+import type { PostgresConnection, StoreTarget } from "./connection.ts";
+
+/** The function's parameters, in order, with their types; each is `p_` + its name in the body. */
+const PARAMS = [
+  ["now", "bigint"],
+  ["ns", "text"],
+  ["queue", "text"],
+  ["kinds", "text[]"],
+  ["lim", "integer"],
+  ["after", "text"],
+  ["groups", "integer"],
+  ["per_group", "integer"],
+  ["k_kind", "text[]"],
+  ["k_concurrency", "integer[]"],
+  ["k_rate", "integer[]"],
+  ["k_window", "bigint[]"],
+  ["k_per_group", "integer[]"],
+  ["returned_ids", "text[]"],
+  ["returned_fences", "integer[]"],
+  ["queue_concurrency", "integer"],
+  ["queue_rate", "integer"],
+  ["queue_window", "bigint"],
+  ["lease_until", "bigint"],
+  ["worker", "text"],
+  ["managed", "text[]"],
+  ["owned_topics", "text[]"],
+  ["owned_partitions", "integer[]"],
+  ["lock_scope", "integer"],
+  ["lock_keys", "integer[]"],
+] as const;
+
+type ParamName = (typeof PARAMS)[number][0];
+
+/** The columns the function returns, with their types (those of `jobs`). */
+const RETURNED: Readonly<Record<string, string>> = {
+  id: "text",
+  kind: "text",
+  version: "integer",
+  queue: "text",
+  priority: "integer",
+  payload: "bytea",
+  max_attempts: "integer",
+  run_at: "bigint",
+  created_at: "bigint",
+  attempt: "integer",
+  fence: "integer",
+  started_at: "bigint",
+  timeout_ms: "integer",
+  retry: "text",
+  topic: "text",
+  '"partition"': "integer",
+  grp: "text",
+  trace: "text",
+};
+
+/** The claim of the function's body, on the tables of `{schema}`. */
+function claimQuery(): string {
+  const [jobs, rates, pauses, queues] = ["jobs", "rate_windows", "group_pauses", "queues"].map((t) => `{schema}.${t}`);
+  const queued = `namespace = p_ns AND queue = p_queue AND state IN ('available', 'scheduled') AND grp IS NOT NULL`;
+  // Starts already counted in `windowStart`'s window of `bucket`: none when its row is of an older window;
+  // all the limit allows when a claim of a later window has counted there (this claim's clock is behind
+  // it), so a claim never starts jobs stamped in a window that is over.
+  const windowCount = (bucket: string, windowStart: string) =>
+    `COALESCE((SELECT CASE WHEN w.window_start = ${windowStart} THEN w.starts
+                    WHEN w.window_start > ${windowStart} THEN 2147483647 ELSE 0 END
+               FROM ${rates} AS w WHERE w.namespace = p_ns AND w.bucket = ${bucket}), 0)`;
+  // How many more jobs group `grp` may start now (its kind's group concurrency less its running jobs,
+  // and its per-group rate window's starts left; 0 while it is paused), and how many of them it takes
+  // in one round of the round-robin: its concurrency, or 1 without one.
+  const allowedOf = (grp: string) =>
+    `(SELECT GREATEST(0, LEAST(p_per_group,
+        COALESCE(k.group_concurrency - (SELECT count(*) FROM ${jobs} AS r
+                                        WHERE r.namespace = p_ns AND r.grp = ${grp} AND r.state = 'running')
+                                     + (SELECT count(*) FROM gone WHERE gone.grp = ${grp}), p_per_group),
+        CASE WHEN k.per_group THEN k.rate_limit - ${windowCount(`'g:' || ${grp}`, "k.rate_window")}
+             ELSE p_per_group END))
+        * CASE WHEN EXISTS (SELECT 1 FROM ${pauses} AS pz
+                            WHERE pz.namespace = p_ns AND pz.grp = ${grp} AND pz.paused_until > p_now) THEN 0 ELSE 1 END
+        AS allowed, COALESCE(k.group_concurrency, 1) AS quantum
+      FROM (SELECT 1) AS one LEFT JOIN kl AS k ON k.kind = split_part(${grp}, E'\\t', 1))`;
+  // The first group with queued jobs after `from`, one index probe; with `wrap`, the first of all
+  // when there is none after it (a second probe, made only then). OFFSET 0 keeps the planner from
+  // copying the probes into every use of the group.
+  const nextGroup = (from: string, wrap: string) =>
+    `(SELECT COALESCE(x.g, CASE WHEN ${wrap} THEN (SELECT grp FROM ${jobs} WHERE ${queued} ORDER BY grp LIMIT 1) END)
+             AS grp, x.g IS NULL AS wrapped
+      FROM (SELECT (SELECT grp FROM ${jobs} WHERE ${queued} AND grp > ${from} ORDER BY grp LIMIT 1) AS g) AS x
+      OFFSET 0)`;
+  // Due partition heads, each a group of its own; none when `p_managed` is null (no topic is handled).
+  const heads = dueHeadsSql({ jobs, partitions: "{schema}.partitions" }, "id, priority, run_at, kind", {
+    namespace: "p_ns",
+    queue: "p_queue",
+    now: "p_now",
+    kinds: "p_kinds",
+    managed: "p_managed",
+    ownedTopics: "p_owned_topics",
+    ownedPartitions: "p_owned_partitions",
+  });
+  return `WITH RECURSIVE
+    kl AS (
+      SELECT kind, group_concurrency, rate_limit, rate_window, per_group_flag = 1 AS per_group
+      FROM unnest(p_k_kind, p_k_concurrency, p_k_rate, p_k_window, p_k_per_group)
+        AS u(kind, group_concurrency, rate_limit, rate_window, per_group_flag)),
+    -- The claiming worker's runs that are running in the store but whose handlers have returned: not counted.
+    gone AS (
+      SELECT g.grp, g.queue FROM ${jobs} AS g JOIN unnest(p_returned_ids, p_returned_fences) AS u(id, fence)
+        ON g.id = u.id AND g.fence = u.fence
+      WHERE g.namespace = p_ns AND g.state = 'running'),
+    -- The groups with queued jobs, in key order from after the cursor, wrapping around once: one
+    -- index probe per group, however many jobs each holds. Each with how many more jobs it may start
+    -- now (0 when paused); the scan stops once the groups' rounds can fill the claim, so groups at
+    -- their limits cost a probe each and the rest nothing.
+    scan(grp, n, wrapped, allowed, found) AS (
+      SELECT f.grp, 1, f.wrapped, a.allowed, LEAST(a.allowed, a.quantum)
+      FROM ${nextGroup("p_after", "true")} AS f CROSS JOIN LATERAL ${allowedOf("f.grp")} AS a
+      WHERE f.grp IS NOT NULL
+      UNION ALL
+      SELECT nx.grp, s.n + 1, s.wrapped OR nx.wrapped, a.allowed, s.found + LEAST(a.allowed, a.quantum)
+      FROM scan AS s CROSS JOIN LATERAL ${nextGroup("s.grp", "NOT s.wrapped")} AS nx
+      CROSS JOIN LATERAL ${allowedOf("nx.grp")} AS a
+      WHERE nx.grp IS NOT NULL AND s.n < p_groups AND s.found < p_lim
+        AND NOT ((s.wrapped OR nx.wrapped) AND nx.grp > p_after)
+    ),
+    gs AS (SELECT grp, n, allowed FROM scan WHERE allowed > 0),
+    -- Candidates ranked within their group (r); jobs without a group each rank as a group of their own.
+    cand AS (
+      SELECT x.id, x.priority, x.run_at, x.kind, x.grp, x.r, gs.n FROM gs CROSS JOIN LATERAL (
+        SELECT y.*, row_number() OVER (ORDER BY y.priority, y.run_at, y.id) AS r FROM (
+          SELECT j.id, j.priority, j.run_at, j.kind, j.grp FROM ${jobs} AS j
+          WHERE j.namespace = p_ns AND j.queue = p_queue AND j.grp = gs.grp AND j.state IN ('available', 'scheduled')
+            AND j.run_at <= p_now AND j.kind || '@' || j.version = ANY(p_kinds)
+          ORDER BY j.priority, j.run_at, j.id LIMIT gs.allowed FOR UPDATE SKIP LOCKED) AS y) AS x
+      UNION ALL
+      SELECT u.id, u.priority, u.run_at, u.kind, NULL::text, row_number() OVER (ORDER BY u.priority, u.run_at, u.id), 0
+      FROM (SELECT j.id, j.priority, j.run_at, j.kind FROM ${jobs} AS j
+            WHERE j.namespace = p_ns AND j.queue = p_queue AND j.state IN ('available', 'scheduled') AND j.run_at <= p_now
+              AND j.topic IS NULL AND j.grp IS NULL AND j.kind || '@' || j.version = ANY(p_kinds)
+            ORDER BY j.priority, j.run_at, j.id LIMIT p_lim FOR UPDATE SKIP LOCKED) AS u
+      UNION ALL
+      SELECT h.id, h.priority, h.run_at, h.kind, NULL::text, 1, 0 FROM (${heads}) AS h
+    ),
+    ranked AS (
+      SELECT c.*, row_number() OVER (PARTITION BY c.kind ORDER BY c.r, c.n, c.priority, c.run_at, c.id) AS kr FROM cand AS c
+    ),
+    -- Round-robin across groups, within the kinds' and the queue's limits.
+    picked AS (
+      SELECT rk.id FROM ranked AS rk LEFT JOIN kl ON kl.kind = rk.kind
+      WHERE (kl.rate_limit IS NULL OR kl.per_group OR rk.kr <= kl.rate_limit - ${
+    windowCount("'k:' || rk.kind", "kl.rate_window")
+  })
+        AND NOT EXISTS (SELECT 1 FROM ${queues} AS q WHERE q.namespace = p_ns AND q.queue = p_queue AND q.paused)
+      ORDER BY rk.r, rk.n, rk.priority, rk.run_at, rk.id
+      LIMIT GREATEST(0, LEAST(p_lim,
+        COALESCE(p_queue_concurrency - (SELECT count(*) FROM ${jobs} AS r
+                  WHERE r.namespace = p_ns AND r.queue = p_queue AND r.state = 'running')
+          + (SELECT count(*) FROM gone WHERE gone.queue = p_queue), p_lim),
+        COALESCE(p_queue_rate - ${windowCount("'q:' || p_queue", "p_queue_window")}, p_lim)))
+    ),
+    claimed AS (
+      UPDATE ${jobs} AS j SET state = 'running', attempt = j.attempt + 1, fence = j.fence + 1,
+        started_at = p_now, lease_until = p_lease_until, worker_id = p_worker
+      FROM picked WHERE j.id = picked.id
+      RETURNING ${CLAIMED_COLUMNS.map((c) => `j.${c}`).join(", ")}
+    ),
+    -- Every start counts in its buckets' windows, in this commit (nothing without a rate limit).
+    counted AS (
+      INSERT INTO ${rates} AS w (namespace, bucket, window_start, starts)
+      SELECT p_ns, b.bucket, b.window_start, count(*) FROM (
+        SELECT 'q:' || p_queue AS bucket, p_queue_window AS window_start FROM claimed WHERE p_queue_rate IS NOT NULL
+        UNION ALL
+        SELECT CASE WHEN kl.per_group THEN 'g:' || c.grp ELSE 'k:' || c.kind END, kl.rate_window
+        FROM claimed AS c JOIN kl ON kl.kind = c.kind WHERE kl.rate_limit IS NOT NULL) AS b
+      GROUP BY b.bucket, b.window_start
+      ON CONFLICT (namespace, bucket) DO UPDATE SET
+        starts = CASE WHEN w.window_start >= excluded.window_start THEN w.starts + excluded.starts ELSE excluded.starts END,
+        window_start = GREATEST(w.window_start, excluded.window_start)
+    )
+    SELECT * FROM claimed`;
+}
+
+/**
+ * Creates (or replaces) `{schema}.claim_limited`. Its statements run with
+ * `#variable_conflict use_column`, so a name in them is the column, never
+ * the returned column of the same name.
+ */
+export function claimLimitedFunctionSql(): string {
+  return `CREATE OR REPLACE FUNCTION {schema}.claim_limited(${PARAMS.map(([n, t]) => `p_${n} ${t}`).join(", ")})
+RETURNS TABLE (${Object.entries(RETURNED).map(([c, t]) => `${c} ${t}`).join(", ")})
+LANGUAGE plpgsql VOLATILE AS $claim$
+#variable_conflict use_column
+DECLARE
+  k integer;
+BEGIN
+  PERFORM set_config('synchronous_commit', 'off', true);
+  FOREACH k IN ARRAY p_lock_keys LOOP
+    PERFORM pg_advisory_xact_lock(p_lock_scope, k);
+  END LOOP;
+  RETURN QUERY ${claimQuery()};
+END
+$claim$;`;
+}
+
+/** A 32-bit FNV-1a hash of `text`, as a signed integer (an advisory lock key). */
+function lockKey(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193);
+  return hash | 0;
+}
+
+/** Claims due jobs under `p.limits` (see `ClaimLimits`): one call of `{schema}.claim_limited`. */
+export async function claimLimitedJobs(
+  db: PostgresConnection,
+  target: StoreTarget,
+  p: JobClaimParams,
+): Promise<ClaimedJob[]> {
+  const limits = p.limits!;
+  // The locks: the queue's when it has limits, and each limited kind's, in key order (so two claims
+  // never wait for each other crosswise).
+  const names = limits.kinds.filter((k) => k.groupConcurrency !== null || k.rate !== null).map((k) => `k:${k.kind}`);
+  if (limits.queueConcurrency !== null || limits.queueRate !== null) names.push(`q:${p.queue}`);
+  const values: Record<ParamName, unknown> = {
+    now: p.now,
+    ns: target.namespace,
+    queue: p.queue,
+    kinds: p.kinds,
+    lim: p.limit,
+    after: limits.after ?? "",
+    groups: limits.groups,
+    // A group gives at most this many candidates: no group may start more than its concurrency.
+    per_group: Math.min(p.limit, Math.max(1, ...limits.kinds.map((k) => k.groupConcurrency ?? p.limit))),
+    k_kind: limits.kinds.map((k) => k.kind),
+    k_concurrency: limits.kinds.map((k) => k.groupConcurrency),
+    k_rate: limits.kinds.map((k) => k.rate?.limit ?? null),
+    k_window: limits.kinds.map((k) => k.rate?.windowStart ?? null),
+    k_per_group: limits.kinds.map((k) => (k.ratePerGroup ? 1 : 0)),
+    returned_ids: limits.returned.map((r) => r.id),
+    returned_fences: limits.returned.map((r) => r.fence),
+    queue_concurrency: limits.queueConcurrency,
+    queue_rate: limits.queueRate?.limit ?? null,
+    queue_window: limits.queueRate?.windowStart ?? null,
+    lease_until: p.leaseUntil,
+    worker: p.workerId,
+    managed: p.heads?.managed ?? null,
+    owned_topics: p.heads?.owned.map((o) => o.topic) ?? [],
+    owned_partitions: p.heads?.owned.map((o) => o.partition) ?? [],
+    lock_scope: lockKey(`errand:${target.tables.jobs}:${target.namespace}`),
+    lock_keys: [...new Set(names.map(lockKey))].sort((a, b) => a - b),
+  };
+  const rows = await db.query(
+    `SELECT * FROM ${target.schema}.claim_limited(${PARAMS.map(([, t], i) => `$${i + 1}::${t}`).join(", ")})`,
+    PARAMS.map(([n]) => values[n]),
+  );
+  return rows.map(toClaimedJob);
+}
