@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { ClaimLimits, KindLimits, RunRef } from "../store/store.ts";
+import type { ClaimLimits, KindLimits, ReturnedRun } from "../store/store.ts";
 import type { ClaimedJob } from "../store/records.ts";
 import type { KindFlow, Rate } from "./limits.ts";
 
@@ -57,7 +57,7 @@ export class FlowControl {
    * `returned` are the claiming worker's runs whose handlers have returned
    * and whose outcomes are not saved yet (they no longer hold a slot).
    */
-  limits(queue: string, now: number, returned: Iterable<RunRef>): ClaimLimits | null {
+  limits(queue: string, now: number, returned: Iterable<ReturnedRun>): ClaimLimits | null {
     if (!this.limited(queue)) return null;
     const q = this.#queues.get(queue);
     return {

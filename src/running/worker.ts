@@ -27,7 +27,7 @@ import { sleep, systemClock } from "../time/clock.ts";
 import { execute, type Execution, type ExecutorEnv } from "./executor.ts";
 import type { LeaseKeeper } from "./leases.ts";
 import type { ClaimedJob, HeadFilter } from "../store/records.ts";
-import type { RunRef } from "../store/store.ts";
+import type { ReturnedRun } from "../store/store.ts";
 import { Wakeup } from "../time/wakeup.ts";
 import { withinDeadline } from "../store/deadline.ts";
 import type { FlowControl } from "../flow/claims.ts";
@@ -73,7 +73,7 @@ export class QueueWorker<TTx> {
   /** Slots held for jobs being inserted already claimed by this worker. */
   #reserved = 0;
   /** Runs whose handler returned and whose outcome is not saved yet, by job id. */
-  readonly #returned = new Map<string, RunRef>();
+  readonly #returned = new Map<string, ReturnedRun>();
   #loop: Promise<void> | undefined;
   readonly #running = new Map<string, Execution>();
   readonly #wakeup: Wakeup;
@@ -309,7 +309,7 @@ export class QueueWorker<TTx> {
     this.#running.set(claim.id, execution);
     this.#env.leases.hold(claim.id, claim.fence, () => execution.stop("lost"));
     // The lease stays renewed until the outcome is written, so a slow write does not let the job be rescued.
-    const run: RunRef = { id: claim.id, fence: claim.fence };
+    const run: ReturnedRun = { id: claim.id, fence: claim.fence };
     let [saved, done] = [false, false];
     execution.saved.finally(() => {
       this.#env.leases.release(claim.id, claim.fence);

@@ -131,11 +131,11 @@ export interface ClaimLimits {
   /** Most groups one claim looks at. */
   readonly groups: number;
   /** Runs still `running` in the store that the limits do not count: their handlers have returned. */
-  readonly returned: readonly RunRef[];
+  readonly returned: readonly ReturnedRun[];
 }
 
-/** One run of a job: the job and the fence of its claim. */
-export interface RunRef {
+/** A run whose handler has returned: its job and the fence of its claim. */
+export interface ReturnedRun {
   readonly id: string;
   readonly fence: number;
 }
