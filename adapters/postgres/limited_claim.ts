@@ -30,6 +30,7 @@ const PARAMS = [
   ["after", "text"],
   ["groups", "integer"],
   ["per_group", "integer"],
+  ["round", "integer"],
   ["k_kind", "text[]"],
   ["k_concurrency", "integer[]"],
   ["k_rate", "integer[]"],
@@ -84,20 +85,6 @@ function claimQuery(): string {
     `COALESCE((SELECT CASE WHEN w.window_start = ${windowStart} THEN w.starts
                     WHEN w.window_start > ${windowStart} THEN 2147483647 ELSE 0 END
                FROM ${rates} AS w WHERE w.namespace = p_ns AND w.bucket = ${bucket}), 0)`;
-  // How many more jobs group `grp` may start now (its kind's group concurrency less its running jobs,
-  // and its per-group rate window's starts left; 0 while it is paused), and how many of them it takes
-  // in one round of the round-robin: its concurrency, or 1 without one.
-  const allowedOf = (grp: string) =>
-    `(SELECT GREATEST(0, LEAST(p_per_group,
-        COALESCE(k.group_concurrency - (SELECT count(*) FROM ${jobs} AS r
-                                        WHERE r.namespace = p_ns AND r.grp = ${grp} AND r.state = 'running')
-                                     + (SELECT count(*) FROM gone WHERE gone.grp = ${grp}), p_per_group),
-        CASE WHEN k.per_group THEN k.rate_limit - ${windowCount(`'g:' || ${grp}`, "k.rate_window")}
-             ELSE p_per_group END))
-        * CASE WHEN EXISTS (SELECT 1 FROM ${pauses} AS pz
-                            WHERE pz.namespace = p_ns AND pz.grp = ${grp} AND pz.paused_until > p_now) THEN 0 ELSE 1 END
-        AS allowed, COALESCE(k.group_concurrency, 1) AS quantum
-      FROM (SELECT 1) AS one LEFT JOIN kl AS k ON k.kind = split_part(${grp}, E'\\t', 1))`;
   // The first group with queued jobs after `from`, one index probe; with `wrap`, the first of all
   // when there is none after it (a second probe, made only then). OFFSET 0 keeps the planner from
   // copying the probes into every use of the group.
@@ -121,27 +108,45 @@ function claimQuery(): string {
       SELECT kind, group_concurrency, rate_limit, rate_window, per_group_flag = 1 AS per_group
       FROM unnest(p_k_kind, p_k_concurrency, p_k_rate, p_k_window, p_k_per_group)
         AS u(kind, group_concurrency, rate_limit, rate_window, per_group_flag)),
-    -- The claiming worker's runs that are running in the store but whose handlers have returned: not counted.
-    gone AS (
-      SELECT g.grp, g.queue FROM ${jobs} AS g JOIN unnest(p_returned_ids, p_returned_fences) AS u(id, fence)
-        ON g.id = u.id AND g.fence = u.fence
-      WHERE g.namespace = p_ns AND g.state = 'running'),
+    -- The running jobs of each group, the claiming worker's returned runs (handlers returned, outcomes
+    -- not saved yet) not counted; the paused groups; and the groups that may start none now.
+    returned AS (SELECT * FROM unnest(p_returned_ids, p_returned_fences) AS u(id, fence)),
+    running AS (
+      SELECT r.grp, count(*) AS n FROM ${jobs} AS r
+      WHERE r.namespace = p_ns AND r.state = 'running' AND r.grp IS NOT NULL
+        AND (r.id, r.fence) NOT IN (SELECT id, fence FROM returned)
+      GROUP BY r.grp),
+    paused AS (SELECT pz.grp FROM ${pauses} AS pz WHERE pz.namespace = p_ns AND pz.paused_until > p_now),
+    blocked AS (
+      SELECT ru.grp FROM running AS ru JOIN kl AS k ON k.kind = split_part(ru.grp, E'\\t', 1)
+      WHERE ru.n >= k.group_concurrency
+      UNION SELECT grp FROM paused),
     -- The groups with queued jobs, in key order from after the cursor, wrapping around once: one
-    -- index probe per group, however many jobs each holds. Each with how many more jobs it may start
-    -- now (0 when paused); the scan stops once the groups' rounds can fill the claim, so groups at
-    -- their limits cost a probe each and the rest nothing.
-    scan(grp, n, wrapped, allowed, found) AS (
-      SELECT f.grp, 1, f.wrapped, a.allowed, LEAST(a.allowed, a.quantum)
-      FROM ${nextGroup("p_after", "true")} AS f CROSS JOIN LATERAL ${allowedOf("f.grp")} AS a
+    -- index probe per group, however many jobs each holds. \`found\` counts the jobs of a round (a
+    -- group's concurrency, or 1 without) of the groups up to a row that are not blocked; the scan
+    -- stops once they can fill the claim, so blocked groups cost a probe each and the rest nothing.
+    scan(grp, n, wrapped, found) AS (
+      SELECT f.grp, 1, f.wrapped, CASE WHEN f.grp IN (SELECT grp FROM blocked) THEN 0 ELSE p_round END
+      FROM ${nextGroup("p_after", "true")} AS f
       WHERE f.grp IS NOT NULL
       UNION ALL
-      SELECT nx.grp, s.n + 1, s.wrapped OR nx.wrapped, a.allowed, s.found + LEAST(a.allowed, a.quantum)
+      SELECT nx.grp, s.n + 1, s.wrapped OR nx.wrapped,
+             s.found + CASE WHEN nx.grp IN (SELECT grp FROM blocked) THEN 0 ELSE p_round END
       FROM scan AS s CROSS JOIN LATERAL ${nextGroup("s.grp", "NOT s.wrapped")} AS nx
-      CROSS JOIN LATERAL ${allowedOf("nx.grp")} AS a
       WHERE nx.grp IS NOT NULL AND s.n < p_groups AND s.found < p_lim
         AND NOT ((s.wrapped OR nx.wrapped) AND nx.grp > p_after)
     ),
-    gs AS (SELECT grp, n, allowed FROM scan WHERE allowed > 0),
+    -- How many more jobs each scanned group may start now: its kind's group concurrency less its
+    -- running jobs, and its per-group rate window's starts left; 0 while it is paused.
+    gs AS (
+      SELECT s.grp, s.n, GREATEST(0, LEAST(p_per_group,
+        COALESCE(k.group_concurrency - COALESCE(ru.n, 0), p_per_group),
+        CASE WHEN k.per_group THEN k.rate_limit - ${windowCount("'g:' || s.grp", "k.rate_window")}
+             ELSE p_per_group END)) AS allowed
+      FROM scan AS s
+      LEFT JOIN kl AS k ON k.kind = split_part(s.grp, E'\\t', 1)
+      LEFT JOIN running AS ru ON ru.grp = s.grp
+      WHERE s.grp NOT IN (SELECT grp FROM paused)),
     -- Candidates ranked within their group (r); jobs without a group each rank as a group of their own.
     cand AS (
       SELECT x.id, x.priority, x.run_at, x.kind, x.grp, x.r, gs.n FROM gs CROSS JOIN LATERAL (
@@ -150,6 +155,7 @@ function claimQuery(): string {
           WHERE j.namespace = p_ns AND j.queue = p_queue AND j.grp = gs.grp AND j.state IN ('available', 'scheduled')
             AND j.run_at <= p_now AND j.kind || '@' || j.version = ANY(p_kinds)
           ORDER BY j.priority, j.run_at, j.id LIMIT gs.allowed FOR UPDATE SKIP LOCKED) AS y) AS x
+      WHERE gs.allowed > 0
       UNION ALL
       SELECT u.id, u.priority, u.run_at, u.kind, NULL::text, row_number() OVER (ORDER BY u.priority, u.run_at, u.id), 0
       FROM (SELECT j.id, j.priority, j.run_at, j.kind FROM ${jobs} AS j
@@ -172,8 +178,8 @@ function claimQuery(): string {
       ORDER BY rk.r, rk.n, rk.priority, rk.run_at, rk.id
       LIMIT GREATEST(0, LEAST(p_lim,
         COALESCE(p_queue_concurrency - (SELECT count(*) FROM ${jobs} AS r
-                  WHERE r.namespace = p_ns AND r.queue = p_queue AND r.state = 'running')
-          + (SELECT count(*) FROM gone WHERE gone.queue = p_queue), p_lim),
+                  WHERE r.namespace = p_ns AND r.queue = p_queue AND r.state = 'running'
+                    AND (r.id, r.fence) NOT IN (SELECT id, fence FROM returned)), p_lim),
         COALESCE(p_queue_rate - ${windowCount("'q:' || p_queue", "p_queue_window")}, p_lim)))
     ),
     claimed AS (
@@ -201,12 +207,14 @@ function claimQuery(): string {
 /**
  * Creates (or replaces) `{schema}.claim_limited`. Its statements run with
  * `#variable_conflict use_column`, so a name in them is the column, never
- * the returned column of the same name.
+ * the returned column of the same name. Its claim keeps one generic plan per
+ * connection: left to choose, PostgreSQL kept planning the claim anew for
+ * each call's values, which cost more than running it.
  */
 export function claimLimitedFunctionSql(): string {
   return `CREATE OR REPLACE FUNCTION {schema}.claim_limited(${PARAMS.map(([n, t]) => `p_${n} ${t}`).join(", ")})
 RETURNS TABLE (${Object.entries(RETURNED).map(([c, t]) => `${c} ${t}`).join(", ")})
-LANGUAGE plpgsql VOLATILE AS $claim$
+LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $claim$
 #variable_conflict use_column
 DECLARE
   k integer;
@@ -248,6 +256,8 @@ export async function claimLimitedJobs(
     groups: limits.groups,
     // A group gives at most this many candidates: no group may start more than its concurrency.
     per_group: Math.min(p.limit, Math.max(1, ...limits.kinds.map((k) => k.groupConcurrency ?? p.limit))),
+    // The jobs a group takes in one round of the round-robin: the least group concurrency, 1 without.
+    round: Math.max(1, Math.min(p.limit, ...limits.kinds.map((k) => k.groupConcurrency ?? 1))),
     k_kind: limits.kinds.map((k) => k.kind),
     k_concurrency: limits.kinds.map((k) => k.groupConcurrency),
     k_rate: limits.kinds.map((k) => k.rate?.limit ?? null),

@@ -13,7 +13,7 @@ import { claimLimitedFunctionSql } from "../../adapters/postgres/limited_claim.t
 /** The migration that installs the function's current text, and that text's SHA-256. */
 const INSTALLED = {
   version: 10,
-  sha256: "1be2b5e4365aeae4815fa67fe5c513b8655ed2a750407a85b8b6f019737b989f",
+  sha256: "64256ec37b92e0fcec28a6ce2815b48098bd182b511060cd543cf229da85ca7d",
 };
 
 async function sha256(text: string): Promise<string> {
