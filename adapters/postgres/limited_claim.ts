@@ -254,10 +254,8 @@ export async function claimLimitedJobs(
     lim: p.limit,
     after: limits.after ?? "",
     groups: limits.groups,
-    // A group gives at most this many candidates: no group may start more than its concurrency.
-    per_group: Math.min(p.limit, Math.max(1, ...limits.kinds.map((k) => k.groupConcurrency ?? p.limit))),
-    // The jobs a group takes in one round of the round-robin: the least group concurrency, 1 without.
-    round: Math.max(1, Math.min(p.limit, ...limits.kinds.map((k) => k.groupConcurrency ?? 1))),
+    per_group: limits.perGroup,
+    round: limits.round,
     k_kind: limits.kinds.map((k) => k.kind),
     k_concurrency: limits.kinds.map((k) => k.groupConcurrency),
     k_rate: limits.kinds.map((k) => k.rate?.limit ?? null),

@@ -53,11 +53,12 @@ export class FlowControl {
   }
 
   /**
-   * The limits of a claim of `queue` at `now`, or null for a plain claim;
-   * `returned` are the claiming worker's runs whose handlers have returned
-   * and whose outcomes are not saved yet (they no longer hold a slot).
+   * The limits of a claim of `queue` at `now` for at most `limit` jobs, or
+   * null for a plain claim; `returned` are the claiming worker's runs whose
+   * handlers have returned and whose outcomes are not saved yet (they no
+   * longer hold a slot).
    */
-  limits(queue: string, now: number, returned: Iterable<ReturnedRun>): ClaimLimits | null {
+  limits(queue: string, now: number, limit: number, returned: Iterable<ReturnedRun>): ClaimLimits | null {
     if (!this.limited(queue)) return null;
     const q = this.#queues.get(queue);
     return {
@@ -71,6 +72,8 @@ export class FlowControl {
       })),
       after: this.#cursors.get(queue) ?? null,
       groups: GROUPS_PER_CLAIM,
+      perGroup: Math.min(limit, Math.max(1, ...this.#kinds.map(({ flow }) => flow.groupConcurrency ?? limit))),
+      round: Math.max(1, Math.min(limit, ...this.#kinds.map(({ flow }) => flow.groupConcurrency ?? 1))),
       returned: [...returned],
     };
   }

@@ -185,7 +185,7 @@ export class QueueWorker<TTx> {
 
   async #claim(limit: number, now: number): Promise<ClaimedJob[]> {
     const env = this.#env;
-    const limits = env.flow.limits(this.queue, now, this.#returned.values());
+    const limits = env.flow.limits(this.queue, now, limit, this.#returned.values());
     const call = env.store.jobClaim({
       queue: this.queue,
       kinds: env.handledKinds,

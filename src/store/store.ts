@@ -130,6 +130,14 @@ export interface ClaimLimits {
   readonly after: string | null;
   /** Most groups one claim looks at. */
   readonly groups: number;
+  /** Most candidates one group gives a claim: the largest group concurrency, at most the claim's limit. */
+  readonly perGroup: number;
+  /**
+   * The jobs a group counts for when the claim decides it has looked at
+   * enough groups: one round of the round-robin, the least group
+   * concurrency (1 for a kind without).
+   */
+  readonly round: number;
   /** Runs still `running` in the store that the limits do not count: their handlers have returned. */
   readonly returned: readonly ReturnedRun[];
 }
