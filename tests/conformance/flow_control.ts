@@ -129,6 +129,49 @@ export function flowControlCases(kind: StoreKind<unknown>): void {
           const peak = running.peak.get("crm")!;
           assert.ok(peak <= 3, `${peak} jobs of the queue ran at once across both instances; globalConcurrency is 3`);
         }));
+
+      it("a claim leaves out the claiming worker's returned runs (by job and fence) when it counts running jobs", () =>
+        withDatabase(kind, async (db, track) => {
+          const jobs = defineJobs({
+            callCrm: job<Call>({ queue: "crm", group: (p) => p.tenant, groupConcurrency: 1 }),
+          });
+          const { errand, clock } = errandOn(db, { jobs, mode: "enqueue", queues: { crm: { globalConcurrency: 1 } } });
+          track(errand);
+          await errand.enqueueMany([
+            { kind: "callCrm", payload: { tenant: "t1", contact: "a" } },
+            { kind: "callCrm", payload: { tenant: "t1", contact: "b" } },
+          ]);
+          const store = db.store();
+          const now = clock.now();
+          const claim = (returned: { id: string; fence: number }[]) =>
+            store.jobClaim({
+              queue: "crm",
+              kinds: ["callCrm@1"],
+              limit: 4,
+              now,
+              leaseUntil: now + 60_000,
+              workerId: "w1",
+              heads: null,
+              limits: {
+                queueConcurrency: 1,
+                queueRate: null,
+                kinds: [{ kind: "callCrm", groupConcurrency: 1, rate: null, ratePerGroup: false }],
+                after: null,
+                groups: 128,
+                perGroup: 1,
+                round: 1,
+                returned,
+              },
+            });
+          const first = await claim([]);
+          assert.equal(first.length, 1);
+          assert.deepEqual(await claim([]), [], "t1 and the queue are full while its job is running");
+          const { id, fence } = first[0];
+          assert.deepEqual(await claim([{ id, fence: fence + 1 }]), [], "another run of the job: still counted");
+          const second = await claim([{ id, fence }]);
+          assert.equal(second.length, 1, "its handler returned: its group's and queue's slots are free");
+          assert.notEqual(second[0].id, id);
+        }));
     });
 
     describe("rate limits", () => {
