@@ -82,6 +82,31 @@ describe("libSQL busy handling", () => {
     }
   });
 
+  it("a write of errand's that fails on another process's lock leaves the client's own busy wait on its connection", async () => {
+    const db = tempDatabase();
+    const client = createClient({ url: `file:${db.path}`, timeout: 10_000 });
+    const errand = createErrand({
+      jobs,
+      mode: "enqueue",
+      store: libsqlStore(client, { busyTimeout: "100ms" }),
+      logger: quietLogger(),
+    });
+    let holder: ChildProcess | undefined;
+    try {
+      await errand.enqueue("note", { n: 0 });
+      holder = await holdWriteLock(db.path);
+      await assert.rejects(errand.enqueue("note", { n: 1 }), /database is locked|SQLITE_BUSY/);
+      // The client lends the connection it got back last first: the one errand's failed write used.
+      const busy = Number((await client.execute("PRAGMA busy_timeout")).rows[0][0]);
+      assert.equal(busy, 10_000, "the application's busy timeout, not errand's");
+    } finally {
+      holder?.kill();
+      await errand.shutdown();
+      client.close();
+      db.remove();
+    }
+  });
+
   it("errand's writes wait for the application's open write transaction, then succeed", async () => {
     const db = tempDatabase();
     const client = createClient({ url: `file:${db.path}` });

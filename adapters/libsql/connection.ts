@@ -141,7 +141,8 @@ export class LibsqlConnection {
    * Runs `body` on a connection of the client's pool that it owns until it
    * returns: a driver transaction, begun deferred. `body` sets errand's
    * settings, writes, commits and runs `restore`; when it throws, the
-   * connection is rolled back and restored here, before it goes back to the pool.
+   * connection is rolled back here and given its settings back as soon as it
+   * is in the pool again.
    */
   async #onOwnConnection<T>(body: (tx: Transaction, restore: string) => Promise<T>): Promise<T> {
     const restore = await this.#applicationPragmas();
@@ -152,11 +153,12 @@ export class LibsqlConnection {
       settled = true;
       return result;
     } finally {
-      if (!settled) {
-        await tx.execute("ROLLBACK").catch(() => undefined);
-        await tx.executeMultiple(restore).catch(() => undefined);
-      }
+      // Closing rolls back what is left. After a failure the application's settings cannot go back through
+      // `tx`: the driver runs nothing on a transaction that has ended, and a rollback (or SQLite itself, on
+      // a busy lock) ends it. The client's pool lends the connection it got back last first, so the next
+      // call, made at once, puts them back on that same connection.
       tx.close();
+      if (!settled) await this.client.executeMultiple(restore).catch(() => undefined);
     }
   }
 
