@@ -116,8 +116,8 @@ export async function claimLimitedJobs(
       UNION SELECT grp FROM paused),
     -- The groups with queued jobs, in key order from after the cursor, wrapping around once: one
     -- index probe per group, however many jobs each holds. A row holds its group behind a flag, 1
-    -- once the scan has wrapped around, so each step probes once. \`found\` counts the jobs of a
-    -- round of the groups before a row that are not blocked; the scan stops once they can fill the
+    -- once the scan has wrapped around, so each step probes once. \`found\` counts a round (:round
+    -- jobs) for each group before a row that is not blocked; the scan stops once they can fill the
     -- claim, so blocked groups cost a probe each and the rest nothing.
     scan(p, n, found) AS (
       SELECT coalesce('0' || ${next(":after")}, '1' || ${first}), 1, 0

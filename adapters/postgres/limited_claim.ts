@@ -122,9 +122,9 @@ function claimQuery(): string {
       WHERE ru.n >= k.group_concurrency
       UNION SELECT grp FROM paused),
     -- The groups with queued jobs, in key order from after the cursor, wrapping around once: one
-    -- index probe per group, however many jobs each holds. \`found\` counts the jobs of a round (a
-    -- group's concurrency, or 1 without) of the groups up to a row that are not blocked; the scan
-    -- stops once they can fill the claim, so blocked groups cost a probe each and the rest nothing.
+    -- index probe per group, however many jobs each holds. \`found\` counts a round (p_round jobs)
+    -- for each group up to a row that is not blocked; the scan stops once they can fill the claim,
+    -- so blocked groups cost a probe each and the rest nothing.
     scan(grp, n, wrapped, found) AS (
       SELECT f.grp, 1, f.wrapped, CASE WHEN f.grp IN (SELECT grp FROM blocked) THEN 0 ELSE p_round END
       FROM ${nextGroup("p_after", "true")} AS f

@@ -8,8 +8,8 @@
  *   finishing job wakes the loop to claim again.
  * - idle: the last claim came back short; the loop sleeps until a wake-up
  *   (local enqueue, NOTIFY, promotion) or the poll interval.
- * - busy: jobs are running and fewer than half a claim's slots are free;
- *   the loop waits a moment (GATHER_MS) for more to free, then claims.
+ * - gathering: jobs are running and fewer than half a claim's slots are
+ *   free; the loop waits a moment (GATHER_MS) for more to free, then claims.
  * - full: no free slot; the loop sleeps until a job finishes.
  *   A slot frees when its handler returns, before its outcome is saved,
  *   so the next claim does not wait for the write (under flow control the
@@ -33,8 +33,8 @@ import { withinDeadline } from "../store/deadline.ts";
 import type { FlowControl } from "../flow/claims.ts";
 
 /**
- * How long a busy worker waits for more slots to free before it claims for
- * fewer than half a claim batch: up to this much start latency for fewer,
+ * How long a worker with jobs running waits for more slots to free before it
+ * claims for fewer than half a claim batch: up to this much start latency for fewer,
  * fuller claims (each claim and each outcome batch costs a round trip and
  * the store's per-statement work, whatever its size).
  */
@@ -261,7 +261,7 @@ export class QueueWorker<TTx> {
 
   /**
    * Waits up to {@link GATHER_MS} for more running jobs to free their slots,
-   * so that a busy worker's claim takes several jobs instead of one.
+   * so that the next claim takes several jobs instead of one.
    */
   async #gather(): Promise<void> {
     const until = systemClock.now() + GATHER_MS;

@@ -13,7 +13,7 @@ import { claimLimitedFunctionSql } from "../../adapters/postgres/limited_claim.t
 /** The migration that installs the function's current text, and that text's SHA-256. */
 const INSTALLED = {
   version: 10,
-  sha256: "64256ec37b92e0fcec28a6ce2815b48098bd182b511060cd543cf229da85ca7d",
+  sha256: "757b95f6e96f5bf516030ed6fb1171e785841d14c308400a9ee221d0625126b6",
 };
 
 async function sha256(text: string): Promise<string> {
