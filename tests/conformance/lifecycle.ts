@@ -68,6 +68,9 @@ export function lifecycleCases(kind: StoreKind<unknown>): void {
         let signal: AbortSignal | undefined;
         const { errand, clock } = errandOn(db, {
           jobs,
+          // The clock jumps 10 s at a time below: a lease that lapsed meanwhile would be rescued (and its
+          // attempt counted) before the run is handed back.
+          lease: "1h",
           handlers: {
             hold: (_p, j) => {
               signal = j.signal;
