@@ -107,6 +107,21 @@ const counters = {
   deno: () => [/(\d+) passed \((\d+) steps\)/, /(\d+) failed/, /(\d+) ignored/],
   bun: () => [/^\s*(\d+) pass$/m, /^\s*(\d+) fail$/m, /^\s*(\d+) skip$/m],
 };
+/** Each failed test of a Bun run with what it printed: the lines since the previous test's result line. */
+function bunFailures(out) {
+  const blocks = [];
+  let since = [];
+  for (const line of out.split("\n")) {
+    if (/^\d+ tests? failed:$/.test(line)) break; // Bun's closing list names the failures again, without errors
+    since.push(line);
+    if (/^\((pass|skip|todo)\)/.test(line) || line.endsWith("_test.ts:")) since = [];
+    else if (line.startsWith("(fail)")) {
+      blocks.push(since.slice(-80).join("\n"));
+      since = [];
+    }
+  }
+  return blocks;
+}
 const tsxCli = path.join(root, "node_modules", "tsx", "dist", "cli.mjs");
 const nodeTests = ["--test", "--test-reporter=spec", ...testFiles];
 const nodes = { node: systemNode(), node24: path.join(root, "node_modules", "node24", "bin", "node") };
@@ -117,6 +132,7 @@ const commands = {
   bun: [bin("bun"), ["test", "--timeout", "120000", ...testFiles.map((f) => `./${f}`)]],
 };
 const summary = [];
+const failureBlocks = [];
 let passed = 0;
 let failed = 0;
 for (const runtime of runtimes) {
@@ -132,10 +148,13 @@ for (const runtime of runtimes) {
   passed += pass;
   failed += fail;
   if (!result.ok) failures.push(`tests on ${runtime}`);
+  if (runtime === "bun") failureBlocks.push(...bunFailures(out));
   summary.push(
     `${runtime}${version}: ${pass} passed, ${fail} failed, ${Number(s?.[1] ?? 0)} skipped (${result.seconds}s)`,
   );
 }
+// Bun prints a failure's error where the test ran, far above the end; repeat them where a log's tail shows them.
+if (failureBlocks.length) console.log(`\n=== failures on bun, repeated\n${failureBlocks.join("\n\n")}`);
 console.log("\n=== summary");
 for (const line of summary) console.log(line);
 if (failures.length) console.log(`failed: ${failures.join(", ")}`);

@@ -15,7 +15,7 @@
  * @module
  */
 import type { ServiceDeps } from "../services.ts";
-import { sleep } from "../time/clock.ts";
+import { sleep, systemClock } from "../time/clock.ts";
 import { StoreUnavailableError } from "../errors.ts";
 import { rejectedFinish } from "./outcome.ts";
 import type { JobStore } from "../store/store.ts";
@@ -50,7 +50,7 @@ export type SaveEnv = ServiceDeps<Pick<JobStore, "jobFinishMany">>;
  * the store allows, and says what became of each, in order.
  */
 export async function saveFinishes(env: SaveEnv, finishes: readonly JobFinish[]): Promise<Saved[]> {
-  const { store, clock, logger } = env;
+  const { store, logger } = env;
   const saved = new Array<Saved>(finishes.length);
   const write = async (part: readonly JobFinish[], at: number, status: "applied" | "replaced") => {
     const changed = new Map((await store.jobFinishMany({ finishes: part })).map((f) => [f.id, f.hasChildren]));
@@ -111,7 +111,9 @@ export async function saveFinishes(env: SaveEnv, finishes: readonly JobFinish[])
       for (const i of left) saved[i] = { status: "unsaved", finish: finishes[i], hasChildren: false };
       break;
     }
-    await sleep(clock, Math.min(5_000, 50 * 2 ** failures));
+    // Real time, like the store's deadlines: the pause paces I/O against an outage, and under a fake
+    // clock that a test never moves the outcomes would otherwise wait for good.
+    await sleep(systemClock, Math.min(5_000, 50 * 2 ** failures));
     parts.push([start, end]);
   }
   return saved;
