@@ -46,8 +46,10 @@ export type {
   Enqueuer,
   EnqueueResult,
   JobEnqueueOptions,
+  JobId,
   KindKey,
 } from "./src/enqueue/enqueue.ts";
+export type { JobUpdate, ResultOptions, WatchOptions } from "./src/results/waits.ts";
 export type { UniqueOptions } from "./src/enqueue/unique.ts";
 export type { ScheduleInfo, ScheduleOptions } from "./src/schedules/schedules.ts";
 export { partitionOf } from "./src/topics/partition.ts";
@@ -56,14 +58,21 @@ export type { ErrandStats, ThroughputSecond, WaitStats } from "./src/observabili
 export type { FinishOutcome, ObservedJob, ObservedRun, Observer } from "./src/observability/telemetry.ts";
 export type { ErrandMode, ErrandOptions, Handlers, QueueOptions } from "./src/client/options.ts";
 export { defineJobs, job } from "./src/jobs/job.ts";
-export type { JobDefinition, JobDefinitions, JobOptions, KindTopic, PayloadOf } from "./src/jobs/job.ts";
+export type { JobDefinition, JobDefinitions, JobOptions, KindTopic, PayloadOf, ResultOf } from "./src/jobs/job.ts";
 export type {
   AnyPayloadValidator,
   PayloadValidator,
   StandardSchemaResult,
   StandardSchemaV1,
 } from "./src/jobs/validate.ts";
-export type { Handler, JobContext } from "./src/running/executor.ts";
+export type {
+  CompleteResult,
+  Decided,
+  DecidedFor,
+  Handler,
+  HandlerResult,
+  JobContext,
+} from "./src/running/executor.ts";
 export { backoff } from "./src/running/retry.ts";
 export type { RetryPolicy } from "./src/running/retry.ts";
 export { parseDuration } from "./src/time/duration.ts";
@@ -84,6 +93,7 @@ export type {
 } from "./src/jobs/types.ts";
 export {
   ErrandError,
+  JobFailedError,
   LeaseLostError,
   NotFoundError,
   PermanentError,
@@ -91,6 +101,7 @@ export {
   StateError,
   StoreError,
   StoreUnavailableError,
+  TimeoutError,
   ValidationError,
 } from "./src/errors.ts";
 export type { ErrandErrorCode } from "./src/errors.ts";

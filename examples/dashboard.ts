@@ -48,13 +48,13 @@ const errand = createErrand({
   },
   topics: { orders: { partitions: 8 } },
   handlers: {
-    sendWelcome: async () => await new Promise((r) => setTimeout(r, 20)),
-    resizeImage: async () => await new Promise((r) => setTimeout(r, 50)),
+    sendWelcome: async () => await new Promise<void>((r) => setTimeout(r, 20)),
+    resizeImage: async () => await new Promise<void>((r) => setTimeout(r, 50)),
     chargeCard: (_payload, job) => {
       if (job.attempt === 1) throw new PermanentError("Card declined <b>by the demo</b>");
     },
-    applyOrder: async () => await new Promise((r) => setTimeout(r, 10)),
-    callCrm: async () => await new Promise((r) => setTimeout(r, 300)),
+    applyOrder: async () => await new Promise<void>((r) => setTimeout(r, 10)),
+    callCrm: async () => await new Promise<void>((r) => setTimeout(r, 300)),
   },
 });
 await errand.start();

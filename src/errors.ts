@@ -14,7 +14,9 @@ export type ErrandErrorCode =
   | "permanent"
   | "state"
   | "not_found"
-  | "lease_lost";
+  | "lease_lost"
+  | "job_failed"
+  | "timeout";
 
 /**
  * Base class of every error errand throws.
@@ -123,6 +125,59 @@ export class LeaseLostError extends ErrandError {
   /** Creates the error; the message names the job and the call. */
   constructor(message: string, options?: { cause?: unknown }) {
     super("lease_lost", message, options);
+  }
+}
+
+/**
+ * A job awaited with `errand.result()` ended without a result: it failed
+ * (attempts used up, or discarded) or was cancelled. `state` says which,
+ * `error` is its last run's error, `reason` why errand cancelled or failed it.
+ *
+ * @example Tell a failed job from a slow one
+ * ```ts
+ * import { JobFailedError, TimeoutError } from "@errand/errand";
+ *
+ * async function awaitRender(result: Promise<{ url: string }>): Promise<string | null> {
+ *   try {
+ *     return (await result).url;
+ *   } catch (err) {
+ *     if (err instanceof JobFailedError) return null; // err.state, err.error?.message
+ *     if (err instanceof TimeoutError) return null; // still running; ask again later
+ *     throw err;
+ *   }
+ * }
+ * ```
+ */
+export class JobFailedError extends ErrandError {
+  /** The job's id. */
+  readonly jobId: string;
+  /** How it ended: `failed` or `cancelled`. */
+  readonly state: "failed" | "cancelled";
+  /** Its last run's error (name and message), or null (a job cancelled before it ran). */
+  readonly error: { readonly name: string; readonly message: string } | null;
+  /** Why errand cancelled or failed it (a continuation whose parent failed, a forced head), or null. */
+  readonly reason: string | null;
+  /** Creates the error; the message names the job, its state and its last error. */
+  constructor(
+    jobId: string,
+    state: "failed" | "cancelled",
+    error: { readonly name: string; readonly message: string } | null,
+    reason: string | null,
+  ) {
+    const why = reason ?? (error ? `${error.name}: ${error.message}` : null);
+    super("job_failed", `Job "${jobId}" ${state === "failed" ? "failed" : "was cancelled"}${why ? `: ${why}` : ""}`);
+    this.jobId = jobId;
+    this.state = state;
+    this.error = error;
+    this.reason = reason;
+  }
+}
+
+/** A wait gave up after its `timeout` (`errand.result()`); what it waited for goes on. */
+export class TimeoutError extends ErrandError {
+  /** Creates the error; the message says what was waited for and how long. */
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("timeout", message, options);
   }
 }
 

@@ -74,7 +74,7 @@ describe("errors", () => {
     const refused: [Promise<unknown>, RegExp][] = [
       [
         errand.enqueue("ping", getter),
-        /The payload of "ping" cannot be read: getter exploded; payloads must be plain data/,
+        /The payload of "ping" cannot be read: getter exploded; it must be plain data/,
       ],
       [errand.enqueue("ping", trap), /The payload of "ping" cannot be read: trap exploded/],
       [

@@ -130,7 +130,7 @@ describe("OpenTelemetry traces", () => {
       broken: () => {
         throw new PermanentError("no");
       },
-      slow: (_p, job) => new Promise((resolve) => job.signal.addEventListener("abort", resolve)),
+      slow: (_p, job) => new Promise<void>((resolve) => job.signal.addEventListener("abort", () => resolve())),
     });
     await errand.enqueue("broken", null);
     await errand.step();

@@ -9,6 +9,7 @@ import type { InValue, Transaction } from "@libsql/client";
 import type { JobClaimParams, JobFinishParams } from "../../src/store/store.ts";
 import type { ClaimedJob, FinishedJob, JobFinish } from "../../src/store/records.ts";
 import { CLAIMED_COLUMNS, toClaimedJob, toFinishedJob } from "../sql/rows.ts";
+import { toHex } from "../sql/hex.ts";
 import type { LibsqlConnection } from "./connection.ts";
 
 /**
@@ -112,6 +113,9 @@ export async function finishJobs(
   const run = field((f) => f.run ? JSON.stringify(f.run) : null);
   const uncount = field((f) => f.uncountAttempt ? 1 : null);
   const expiredBefore = field((f) => f.leaseExpiredBefore ?? null);
+  // Results as hex text (JSON holds no bytes), turned back into a blob by unhex().
+  const result = field((f) => f.result === undefined ? null : toHex(f.result));
+  const progress = field((f) => f.progress ?? null);
   args[0] = JSON.stringify(items);
   const set = [
     `state = ${state.sql}`,
@@ -123,6 +127,8 @@ export async function finishJobs(
     ...run.absent
       ? []
       : [`runs = CASE WHEN ${run.sql} IS NULL THEN j.runs ELSE json_insert(j.runs, '$[#]', json(${run.sql})) END`],
+    ...result.absent ? [] : [`result = coalesce(unhex(${result.sql}), j.result)`],
+    ...progress.absent ? [] : [`progress = coalesce(${progress.sql}, j.progress)`],
   ];
   const rs = await db.write({
     sql: `UPDATE errand_jobs AS j SET ${set.join(", ")}

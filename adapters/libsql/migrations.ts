@@ -202,6 +202,11 @@ export const LIBSQL_MIGRATIONS: readonly LibsqlMigration[] = [
       ) WITHOUT ROWID`,
     ],
   },
+  {
+    version: 10,
+    name: "results and progress",
+    statements: ["ALTER TABLE errand_jobs ADD COLUMN result BLOB", "ALTER TABLE errand_jobs ADD COLUMN progress TEXT"],
+  },
 ];
 
 /** The newest schema version this errand understands. */

@@ -29,6 +29,7 @@
 import type { Client, Transaction } from "@libsql/client";
 import { SchemaVersionError } from "../../src/errors.ts";
 import type {
+  ChangesListenParams,
   FlowPruneParams,
   GroupHeldParams,
   GroupListParams,
@@ -39,8 +40,10 @@ import type {
   JobGetParams,
   JobInsertParams,
   JobListParams,
+  JobProgressParams,
   JobRenewLeasesParams,
   JobTransitionParams,
+  JobWatchParams,
   LeaderAcquireParams,
   ListenParams,
   PartitionListParams,
@@ -56,6 +59,7 @@ import type {
   FinishedJob,
   GroupHeldRow,
   GroupRow,
+  JobChange,
   JobCount,
   JobInsertResult,
   JobRelatives,
@@ -67,12 +71,15 @@ import type {
 import { LISTED_STATES, LISTED_STATES_SQL } from "../sql/listed_states.ts";
 import type { WorkerInfo } from "../../src/jobs/types.ts";
 import {
+  CHANGE_COLUMNS,
   EXPIRED_COLUMNS,
   JOB_COLUMNS,
+  JOB_DETAIL_COLUMNS,
   SCHEDULE_COLUMNS,
   scheduleValues,
   toActivityRow,
   toExpiredJob,
+  toJobChange,
   toJobCount,
   toJobRow,
   toPartitionRow,
@@ -186,7 +193,7 @@ export class LibsqlStore implements StoreFor<Transaction> {
 
   async jobGet({ id }: JobGetParams): Promise<JobRow | null> {
     const rs = await this.#db.read({
-      sql: `SELECT ${JOB_COLUMNS.join(", ")} FROM errand_jobs WHERE id = ? AND namespace = ?`,
+      sql: `SELECT ${JOB_DETAIL_COLUMNS.join(", ")} FROM errand_jobs WHERE id = ? AND namespace = ?`,
       args: [id, this.namespace],
     });
     return rs.rows.length ? toJobRow(rs.rows[0]) : null;
@@ -553,6 +560,31 @@ export class LibsqlStore implements StoreFor<Transaction> {
 
   jobRenewLeases(p: JobRenewLeasesParams): Promise<string[]> {
     return this.#renew(p);
+  }
+
+  async jobProgress(p: JobProgressParams): Promise<boolean> {
+    const rs = await this.#db.writeUnsynced({
+      sql: `UPDATE errand_jobs SET progress = ? WHERE id = ? AND namespace = ? AND state = 'running' AND fence = ?
+            RETURNING id`,
+      args: [p.progress, p.id, this.namespace, p.fence],
+    });
+    return rs.rows.length > 0;
+  }
+
+  /** A read: libSQL pushes no changes, so `mark` has nothing to do. */
+  async jobWatch(p: JobWatchParams): Promise<JobChange[]> {
+    if (p.ids.length === 0) return [];
+    const rs = await this.#db.read({
+      sql: `SELECT ${CHANGE_COLUMNS.join(", ")}, runs -> '$[#-1].error' AS last_error FROM errand_jobs
+            WHERE id IN (SELECT value FROM json_each(?)) AND namespace = ?`,
+      args: [JSON.stringify(p.ids), this.namespace],
+    });
+    return rs.rows.map(toJobChange);
+  }
+
+  /** libSQL cannot push changes across processes: waiters poll. */
+  changesListen(_params: ChangesListenParams): Promise<null> {
+    return Promise.resolve(null);
   }
 
   /** libSQL cannot push wake-ups across processes: workers in other processes poll. */

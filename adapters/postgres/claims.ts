@@ -10,6 +10,7 @@ import type { TransactionSql } from "postgres";
 import type { JobClaimParams, JobFinishParams } from "../../src/store/store.ts";
 import type { ClaimedJob, FinishedJob } from "../../src/store/records.ts";
 import { CLAIMED_COLUMNS, toClaimedJob, toFinishedJob } from "../sql/rows.ts";
+import { toHex } from "../sql/hex.ts";
 import type { PostgresConnection, StoreTarget } from "./connection.ts";
 
 /** Claims due jobs for {@link PostgresStore.jobClaim}: one statement, its commit not waiting for the flush. */
@@ -106,6 +107,8 @@ export async function finishJobs(
 ): Promise<FinishedJob[]> {
   if (p.finishes.length === 0) return [];
   const f = p.finishes;
+  // Results and progress go in only when the batch has some (most batches have neither): a second statement.
+  const valued = f.some((x) => x.result !== undefined || x.progress !== undefined);
   const rows = await db.query(
     `UPDATE ${target.tables.jobs} AS j SET
        state = f.state,
@@ -114,9 +117,17 @@ export async function finishJobs(
        attempt = j.attempt - f.uncount,
        lease_until = NULL,
        worker_id = NULL,
-       runs = CASE WHEN f.run IS NULL THEN j.runs ELSE j.runs || jsonb_build_array(f.run::jsonb) END
-     FROM unnest($1::text[], $2::int[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::int[], $8::bigint[])
-       AS f(id, fence, state, at, run_at, run, uncount, expired_before)
+       runs = CASE WHEN f.run IS NULL THEN j.runs ELSE j.runs || jsonb_build_array(f.run::jsonb) END${
+      valued
+        ? `,
+       result = coalesce(f.result::bytea, j.result),
+       progress = coalesce(f.progress, j.progress)`
+        : ""
+    }
+     FROM unnest($1::text[], $2::int[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::int[], $8::bigint[]${
+      valued ? ", $10::text[], $11::text[]" : ""
+    })
+       AS f(id, fence, state, at, run_at, run, uncount, expired_before${valued ? ", result, progress" : ""})
      WHERE j.id = f.id AND j.namespace = $9 AND j.state = 'running' AND j.fence = f.fence
        AND (f.expired_before IS NULL OR j.lease_until < f.expired_before)
      RETURNING j.id, j.has_children`,
@@ -130,6 +141,13 @@ export async function finishJobs(
       f.map((x) => (x.uncountAttempt ? 1 : 0)),
       f.map((x) => x.leaseExpiredBefore ?? null),
       target.namespace,
+      ...(valued
+        ? [
+          // bytea's hex input form: results go as text, like payloads.
+          f.map((x) => (x.result === undefined ? null : `\\x${toHex(x.result)}`)),
+          f.map((x) => x.progress ?? null),
+        ]
+        : []),
     ],
     tx,
   );

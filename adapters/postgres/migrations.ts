@@ -27,6 +27,9 @@ CREATE TABLE IF NOT EXISTS {schema}.migrations (
   applied_at timestamptz NOT NULL DEFAULT now()
 );`;
 
+/** The start of the channel that watched jobs' changes are announced on; the schema's name follows. */
+export const CHANGES_CHANNEL_PREFIX = "errand_changes:";
+
 /** Every migration, oldest first. */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   {
@@ -191,6 +194,26 @@ CREATE TABLE {schema}.group_pauses (
     name: "limited claim function",
     // Generated: a change to the function must come with a migration that installs it again.
     sql: claimLimitedFunctionSql(),
+  },
+  {
+    version: 11,
+    name: "results, progress and watched jobs",
+    // A watched job's change NOTIFYs the schema's changes channel (CHANGES_CHANNEL_PREFIX + schema,
+    // cut to PostgreSQL's 63 bytes), with no payload, when its transaction commits. Unwatched jobs
+    // (all but those someone awaits) cost the trigger's WHEN test only.
+    sql: `ALTER TABLE {schema}.jobs ADD COLUMN result bytea, ADD COLUMN progress text,
+  ADD COLUMN watched boolean NOT NULL DEFAULT false;
+CREATE FUNCTION {schema}.notify_watched() RETURNS trigger LANGUAGE plpgsql AS $notify$
+BEGIN
+  PERFORM pg_notify(left('${CHANGES_CHANNEL_PREFIX}' || TG_TABLE_SCHEMA, 63), '');
+  RETURN NULL;
+END
+$notify$;
+CREATE TRIGGER jobs_watched_changed AFTER UPDATE ON {schema}.jobs FOR EACH ROW
+  WHEN (NEW.watched AND (OLD.state IS DISTINCT FROM NEW.state OR OLD.progress IS DISTINCT FROM NEW.progress))
+  EXECUTE FUNCTION {schema}.notify_watched();
+CREATE TRIGGER jobs_watched_deleted AFTER DELETE ON {schema}.jobs FOR EACH ROW
+  WHEN (OLD.watched) EXECUTE FUNCTION {schema}.notify_watched();`,
   },
 ];
 

@@ -20,6 +20,7 @@
 import type { Sql, TransactionSql } from "postgres";
 import { SchemaVersionError } from "../../src/errors.ts";
 import type {
+  ChangesListenParams,
   FlowPruneParams,
   GroupHeldParams,
   GroupListParams,
@@ -30,8 +31,10 @@ import type {
   JobGetParams,
   JobInsertParams,
   JobListParams,
+  JobProgressParams,
   JobRenewLeasesParams,
   JobTransitionParams,
+  JobWatchParams,
   LeaderAcquireParams,
   ListenParams,
   PartitionListParams,
@@ -47,6 +50,7 @@ import type {
   FinishedJob,
   GroupHeldRow,
   GroupRow,
+  JobChange,
   JobCount,
   JobInsertResult,
   JobRelatives,
@@ -58,12 +62,15 @@ import type {
 import { LISTED_STATES, LISTED_STATES_SQL } from "../sql/listed_states.ts";
 import type { WorkerInfo } from "../../src/jobs/types.ts";
 import {
+  CHANGE_COLUMNS,
   EXPIRED_COLUMNS,
   JOB_COLUMNS,
+  JOB_DETAIL_COLUMNS,
   SCHEDULE_COLUMNS,
   scheduleValues,
   toActivityRow,
   toExpiredJob,
+  toJobChange,
   toJobCount,
   toJobRow,
   toPartitionRow,
@@ -78,7 +85,13 @@ import { claimJobs, finishJobs } from "./claims.ts";
 import { countHeld, listGroups, pauseGroup, pruneFlow } from "./flow.ts";
 import { claimLimitedJobs } from "./limited_claim.ts";
 import { insertJobs } from "./insert.ts";
-import { BOOTSTRAP_SQL, POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION, quoteIdentifier } from "./migrations.ts";
+import {
+  BOOTSTRAP_SQL,
+  CHANGES_CHANNEL_PREFIX,
+  POSTGRES_MIGRATIONS,
+  POSTGRES_SCHEMA_VERSION,
+  quoteIdentifier,
+} from "./migrations.ts";
 
 /** Settings of the PostgreSQL store, resolved. */
 export interface PostgresStoreSettings {
@@ -118,7 +131,8 @@ export class PostgresStore implements StoreFor<TransactionSql> {
     this.#schedules = `${this.#schema}.schedules`;
     this.#leaders = `${this.#schema}.leaders`;
     this.#partitions = `${this.#schema}.partitions`;
-    this.#channel = `errand:${settings.schema}:${settings.namespace}`;
+    // PostgreSQL refuses channel names over 63 bytes; two namespaces cut to the same name only share wake-ups.
+    this.#channel = `errand:${settings.schema}:${settings.namespace}`.slice(0, 63);
     this.#target = {
       schema: this.#schema,
       namespace: settings.namespace,
@@ -199,7 +213,7 @@ export class PostgresStore implements StoreFor<TransactionSql> {
 
   async jobGet({ id }: JobGetParams): Promise<JobRow | null> {
     const rows = await this.#db.query(
-      `SELECT ${JOB_COLUMNS.join(", ")} FROM ${this.#jobs} WHERE id = $1 AND namespace = $2`,
+      `SELECT ${JOB_DETAIL_COLUMNS.join(", ")} FROM ${this.#jobs} WHERE id = $1 AND namespace = $2`,
       [
         id,
         this.namespace,
@@ -566,6 +580,44 @@ export class PostgresStore implements StoreFor<TransactionSql> {
       tx,
     );
     return rows.map((r) => String(r.id));
+  }
+
+  async jobProgress(p: JobProgressParams): Promise<boolean> {
+    const rows = await this.#db.query(
+      `UPDATE ${this.#jobs} SET progress = $1
+       WHERE id = $2 AND namespace = $3 AND state = 'running' AND fence = $4
+       RETURNING (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit`,
+      [p.progress, p.id, this.namespace, p.fence],
+    );
+    return rows.length > 0;
+  }
+
+  async jobWatch(p: JobWatchParams): Promise<JobChange[]> {
+    if (p.ids.length === 0) return [];
+    const columns = `${CHANGE_COLUMNS.join(", ")}, runs -> -1 -> 'error' AS last_error`;
+    // The mark's RETURNING reads each job after any change that committed while the mark waited for
+    // its row, so that change is either read here or (committing later) NOTIFYs.
+    const rows = await this.#db.query(
+      p.mark
+        ? `WITH marked AS (
+             UPDATE ${this.#jobs} SET watched = true WHERE id = ANY($1::text[]) AND namespace = $2 AND NOT watched
+             RETURNING ${columns})
+           SELECT * FROM marked
+           UNION ALL
+           SELECT ${columns} FROM ${this.#jobs}
+           WHERE id = ANY($1::text[]) AND namespace = $2 AND id NOT IN (SELECT id FROM marked)`
+        : `SELECT ${columns} FROM ${this.#jobs} WHERE id = ANY($1::text[]) AND namespace = $2`,
+      [p.ids, this.namespace],
+    );
+    return rows.map(toJobChange);
+  }
+
+  /** LISTENs on the schema's changes channel; null with `notify: false`. */
+  async changesListen({ onChange }: ChangesListenParams): Promise<(() => Promise<void>) | null> {
+    if (!this.#settings.notify) return null;
+    const channel = `${CHANGES_CHANNEL_PREFIX}${this.#settings.schema}`.slice(0, 63);
+    const request = await this.#db.run(() => this.#db.sql.listen(channel, () => onChange(), onChange));
+    return () => request.unlisten();
   }
 
   /** LISTENs on the namespace's channel (postgres.js re-listens after reconnecting); null with `notify: false`. */

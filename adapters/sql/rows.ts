@@ -12,6 +12,7 @@ import {
   EXPIRED_JOB_FIELDS,
   type ExpiredJob,
   type FinishedJob,
+  type JobChange,
   type JobCount,
   type JobFields,
   type JobInsertRow,
@@ -21,7 +22,7 @@ import {
   type ResolvedWaiting,
   type ScheduleRecord,
 } from "../../src/store/records.ts";
-import type { JobState, RunRecord, WorkerInfo } from "../../src/jobs/types.ts";
+import type { JobState, RunError, RunRecord, WorkerInfo } from "../../src/jobs/types.ts";
 
 /** A row as a driver returns it: values by column name. */
 export type StoredRow = Readonly<Record<string, unknown>>;
@@ -55,6 +56,8 @@ const COLUMN_OF = {
   seq: "seq",
   group: "grp",
   trace: "trace",
+  progress: "progress",
+  result: "result",
 } as const satisfies Record<Exclude<keyof (JobRow & ClaimedJob), "unreadable">, string>;
 
 /** The columns of `fields`. */
@@ -94,7 +97,17 @@ export const JOB_COLUMNS: readonly string[] = columnsOf([
   "partition",
   "seq",
   "group",
+  "progress",
 ]);
+
+/** The columns {@link toJobRow} reads for one job: {@link JOB_COLUMNS} and its result. */
+export const JOB_DETAIL_COLUMNS: readonly string[] = [...JOB_COLUMNS, COLUMN_OF.result];
+
+/**
+ * The columns {@link toJobChange} reads but `last_error`, which each dialect
+ * selects from the latest entry of `runs` (JSON of a run's `error`, or null).
+ */
+export const CHANGE_COLUMNS: readonly string[] = columnsOf(["id", "kind", "state", "progress", "result", "reason"]);
 
 /** The columns {@link toExpiredJob} reads. */
 export const EXPIRED_COLUMNS: readonly string[] = columnsOf(EXPIRED_JOB_FIELDS);
@@ -135,7 +148,23 @@ export function toJobRow(r: StoredRow): JobRow {
     partition: numberOrNull(r.partition),
     seq: numberOrNull(r.seq),
     group: textOrNull(r.grp),
+    progress: textOrNull(r.progress),
+    ...("result" in r ? { result: toBytes(r.result) ?? null } : {}),
   });
+}
+
+/** A job as a waiter sees it, from a row with {@link CHANGE_COLUMNS} and `last_error`. */
+export function toJobChange(r: StoredRow): JobChange {
+  const error = typeof r.last_error === "string" ? JSON.parse(r.last_error) : r.last_error;
+  return {
+    id: String(r.id),
+    kind: String(r.kind),
+    state: String(r.state) as JobState,
+    progress: textOrNull(r.progress),
+    result: toBytes(r.result) ?? null,
+    error: (error ?? null) as RunError | null,
+    reason: textOrNull(r.reason),
+  };
 }
 
 /** An expired job from a row with {@link EXPIRED_COLUMNS}. */

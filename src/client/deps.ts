@@ -12,6 +12,7 @@ import type { Tracing } from "../observability/tracing.ts";
 import type { Workers } from "../running/workers.ts";
 import type { StoreFor } from "../store/store.ts";
 import type { ServiceDeps } from "../services.ts";
+import type { Watchers } from "../results/watchers.ts";
 
 /** What the insert path, the worker pool and the operator calls work with. */
 export interface ClientDeps<TTx> extends ServiceDeps<StoreFor<TTx>> {
@@ -26,6 +27,8 @@ export interface ClientDeps<TTx> extends ServiceDeps<StoreFor<TTx>> {
   readonly tracing: Tracing;
   /** This instance's id (heartbeat, leadership, claims). */
   readonly workerId: string;
+  /** Those waiting for jobs in this instance (`result()`, `watch()`), told of changes made here. */
+  readonly watchers: Watchers;
   /** Makes job ids. */
   readonly newId: (now: number) => string;
   /** Resolves once the store's schema is ready and tracing was looked for. */

@@ -9,11 +9,11 @@
  *
  * @module
  */
-import type { EnqueueItem, EnqueueOptions, KindKey } from "../enqueue/enqueue.ts";
+import type { EnqueueItem, EnqueueOptions, EnqueueResult, KindKey } from "../enqueue/enqueue.ts";
 import { Inserter } from "../enqueue/inserter.ts";
 import { idFactory } from "../encoding/ids.ts";
 import { StateError } from "../errors.ts";
-import type { JobDefinitions, PayloadOf } from "../jobs/job.ts";
+import type { JobDefinitions, PayloadOf, ResultOf } from "../jobs/job.ts";
 import { Telemetry } from "../observability/telemetry.ts";
 import { Tracing } from "../observability/tracing.ts";
 import { Workers } from "../running/workers.ts";
@@ -30,6 +30,17 @@ import type { GroupValue } from "../flow/limits.ts";
 import { type StepReport, WorkerPool } from "./pool.ts";
 import { ScheduleCalls } from "./schedule_calls.ts";
 import type { Errand, ShutdownOptions } from "./errand_interface.ts";
+import { Watchers } from "../results/watchers.ts";
+import {
+  awaitResult,
+  type JobUpdate,
+  type ResultOptions,
+  type WaitEnv,
+  watchJob,
+  type WatchOptions,
+} from "../results/waits.ts";
+import { withDeadline } from "../store/deadline.ts";
+import { checkId } from "../checks/arguments.ts";
 
 export type { Errand, ShutdownOptions } from "./errand_interface.ts";
 
@@ -76,6 +87,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
   readonly #partitions: PartitionCalls<TTx>;
   readonly #schedules: ScheduleCalls<TTx>;
   readonly #groups: GroupCalls<TTx>;
+  readonly #waits: WaitEnv;
 
   constructor(options: ErrandOptions<J, Ctx, TTx>) {
     const resolved = resolveOptions(options);
@@ -93,9 +105,16 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
       telemetry: new Telemetry(resolved.observer, resolved.logger),
       tracing: this.#tracing,
       workerId: newId(resolved.clock.now()).slice(-10),
+      watchers: new Watchers({
+        store: withDeadline(options.store, resolved.storeTimeoutMs),
+        clock: resolved.clock,
+        logger: resolved.logger,
+        pollMs: resolved.resultPollMs,
+      }),
       newId,
       ready: () => this.#ensureReady(),
     };
+    this.#waits = { watchers: deps.watchers, clock: deps.clock };
     this.#inserter = new Inserter(deps);
     this.#pool = new WorkerPool({ ...deps, inserter: this.#inserter, context: options.context });
     this.#partitions = new PartitionCalls(deps);
@@ -151,16 +170,26 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
   }
 
   enqueue = async <K extends KindKey<J>>(kind: K, payload: PayloadOf<J[K]>, options?: EnqueueOptions<TTx>) =>
-    await this.#open().enqueue(undefined, kind, payload, options);
+    await this.#open().enqueue(undefined, kind, payload, options) as EnqueueResult<ResultOf<J[K]>>;
   enqueueAfter = async <K extends KindKey<J>>(
     parents: string | readonly string[],
     kind: K,
     payload: PayloadOf<J[K]>,
     options?: EnqueueOptions<TTx>,
-  ) => await this.#open().enqueue(parents, kind, payload, options);
+  ) => await this.#open().enqueue(parents, kind, payload, options) as EnqueueResult<ResultOf<J[K]>>;
   enqueueMany = async (items: readonly EnqueueItem<J>[], options?: { tx?: TTx }) =>
     await this.#open().enqueueMany(items, options);
   get = (id: string) => this.#operators.get(id);
+  // The stored result is the handler's return value, whose type the kind declares: typed at this edge.
+  result = (async (id: string, options?: ResultOptions) => {
+    checkId("result", id);
+    await this.#ensureReady();
+    return await awaitResult(this.#waits, id, options);
+  }) as Errand<J, TTx>["result"];
+  watch = ((id: string, options?: WatchOptions) => {
+    checkId("watch", id);
+    return this.#watch(id, options);
+  }) as Errand<J, TTx>["watch"];
   list = (options?: ListOptions) => this.#operators.list(options);
   retry = (id: string) => this.#operators.retry(id);
   cancel = (id: string) => this.#operators.cancel(id);
@@ -195,6 +224,11 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
   topics = () => this.#partitions.topics();
   addWorkers = (queue: string, n: number) => this.#pool.addWorkers(this.mode, queue, n);
   removeWorkers = (queue: string, n: number) => this.#pool.removeWorkers(queue, n);
+
+  async *#watch(id: string, options: WatchOptions | undefined): AsyncGenerator<JobUpdate> {
+    await this.#ensureReady();
+    yield* watchJob(this.#waits, id, options);
+  }
 
   /** Prepares the store's schema (once; again after a failure) and looks for `@opentelemetry/api`. */
   #ensureReady(): Promise<void> {

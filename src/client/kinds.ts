@@ -18,8 +18,8 @@ export function identity(name: string, version: number): string {
 }
 
 interface Kind {
-  readonly definition: JobDefinition<unknown>;
-  readonly handler: Handler<unknown, unknown, unknown> | undefined;
+  readonly definition: JobDefinition<unknown, unknown>;
+  readonly handler: Handler<unknown, unknown, unknown, unknown> | undefined;
 }
 
 /** The kinds of one errand instance. */
@@ -49,7 +49,7 @@ export class KindRegistry {
           `Two job kinds are "${name}" version ${definition.version}; define them with defineJobs(), which names each kind once`,
         );
       }
-      const handler = handlers?.[key] as Handler<unknown, unknown, unknown> | undefined;
+      const handler = handlers?.[key] as Handler<unknown, unknown, unknown, unknown> | undefined;
       this.#kinds.set(id, { definition, handler });
     }
   }
@@ -58,7 +58,7 @@ export class KindRegistry {
    * The definition of the kind with key `key` (its key in `defineJobs`).
    * @throws {ValidationError} When there is no such kind.
    */
-  definition(key: string): JobDefinition<unknown> {
+  definition(key: string): JobDefinition<unknown, unknown> {
     if (typeof key === "string" && Object.hasOwn(this.#jobs, key)) return this.#jobs[key];
     const known = Object.keys(this.#jobs).map((k) => `"${k}"`).join(", ");
     throw new ValidationError(`Unknown job kind "${String(key)}"; known kinds are ${known}`);
@@ -69,7 +69,7 @@ export class KindRegistry {
     const kind = this.#kinds.get(identity(name, version));
     if (!kind?.handler) return undefined;
     return {
-      handler: kind.handler as Handler<unknown, unknown, TTx>,
+      handler: kind.handler as Handler<unknown, unknown, unknown, TTx>,
       retry: kind.definition.retry ?? this.#fallbackRetry,
       timeoutMs: kind.definition.timeoutMs,
       validate: kind.definition.validate,

@@ -14,6 +14,7 @@ import { releaseChildren } from "../cluster/continuations.ts";
 import { liveWorkers } from "../cluster/heartbeat.ts";
 import { NotFoundError, StateError, ValidationError } from "../errors.ts";
 import { toJobInfo } from "../jobs/job_info.ts";
+import { payloadForDisplay } from "../encoding/codec.ts";
 import { JOB_STATES, type JobInfo, type JobState, type WorkerInfo } from "../jobs/types.ts";
 import { type ErrandStats, STATS_WINDOW_MS, toStats } from "../observability/stats.ts";
 import type { Snapshot } from "../observability/telemetry.ts";
@@ -53,6 +54,8 @@ export interface JobPage {
 
 /** A job as `get()` returns it: with its parents and first 25 children (continuations). */
 export interface JobDetails extends JobInfo {
+  /** Its handler's result once it has completed (what the handler returned), else undefined. */
+  readonly result: unknown;
   /** The jobs it waits (or waited) for. */
   readonly parents: readonly string[];
   /** The first 25 continuations waiting (or that waited) for it, oldest first. */
@@ -123,7 +126,12 @@ export class OperatorCalls<TTx> {
     const row = await this.#store.jobGet({ id });
     if (!row) return null;
     const { parents, children } = await this.#store.jobRelatives({ id, limit: CHILDREN_SHOWN });
-    return { ...toJobInfo(row), parents, children };
+    return {
+      ...toJobInfo(row),
+      parents,
+      children,
+      result: row.result ? payloadForDisplay(row.result) : undefined,
+    };
   }
 
   /** See `Errand.list()`. */
@@ -171,7 +179,7 @@ export class OperatorCalls<TTx> {
   async delete(id: string): Promise<void> {
     checkId("delete", id);
     await this.#deps.ready();
-    if (await this.#store.jobDelete({ id })) return;
+    if (await this.#store.jobDelete({ id })) return this.#deps.watchers.changed(id);
     const job = await this.#store.jobGet({ id });
     if (!job) throw new NotFoundError(`There is no job with id "${id}"`);
     throw new StateError(`Job "${id}" is running; cancel it before deleting it`);
@@ -263,6 +271,7 @@ export class OperatorCalls<TTx> {
       );
     }
     if (transition.state === "available") this.#deps.workers.wake(row.queue);
+    this.#deps.watchers.changed(id);
     return toJobInfo(row);
   }
 }

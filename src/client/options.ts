@@ -9,7 +9,7 @@ import { type Clock, systemClock } from "../time/clock.ts";
 import { type Duration, parseDuration } from "../time/duration.ts";
 import { ValidationError } from "../errors.ts";
 import type { Handler } from "../running/executor.ts";
-import type { JobDefinitions, PayloadOf } from "../jobs/job.ts";
+import type { JobDefinitions, PayloadOf, ResultOf } from "../jobs/job.ts";
 import { checkCount } from "../checks/limits.ts";
 import { consoleLogger, type Logger } from "../observability/logger.ts";
 import type { MaintenanceIntervals, Retention } from "../cluster/maintenance.ts";
@@ -40,9 +40,9 @@ export interface QueueOptions {
   rateLimit?: RateLimit;
 }
 
-/** The handlers of a set of job kinds, by key; payload types come from the definitions. */
+/** The handlers of a set of job kinds, by key; payload and result types come from the definitions. */
 export type Handlers<J extends JobDefinitions, Ctx, TTx> = {
-  [K in keyof J]?: Handler<PayloadOf<J[K]>, Ctx, TTx, J>;
+  [K in keyof J]?: Handler<PayloadOf<J[K]>, ResultOf<J[K]>, Ctx, TTx, J>;
 };
 
 /** Options of `createErrand`. */
@@ -110,6 +110,28 @@ export interface ErrandOptions<J extends JobDefinitions, Ctx, TTx> {
    */
   maxPayloadBytes?: number;
   /**
+   * Largest encoded result a handler may return, in bytes; a larger one
+   * fails the attempt with an error that says so.
+   * @default {262_144} 256 KiB
+   */
+  maxResultBytes?: number;
+  /**
+   * Least time between two writes of one run's `job.progress()`; values
+   * reported in between are not written, but the latest is (and the last
+   * one always, when the run ends).
+   * @default {"1s"}
+   */
+  progressInterval?: Duration;
+  /**
+   * How often `result()` and `watch()` read the jobs they wait for when the
+   * store cannot push changes (libSQL, and PostgreSQL with `notify: false`).
+   * On PostgreSQL with NOTIFY they are woken by it instead, and read every
+   * 5 s besides in case a notification was missed. One read serves every
+   * waiter of this instance. Changes made by this instance wake them at once.
+   * @default {"250ms"}
+   */
+  resultPollInterval?: Duration;
+  /**
    * The retry policy of kinds that do not name one.
    * @default {backoff.exponential()}
    */
@@ -152,6 +174,9 @@ export interface ResolvedOptions {
   readonly storeTimeoutMs: number;
   readonly claimBatch: number;
   readonly maxPayloadBytes: number;
+  readonly maxResultBytes: number;
+  readonly progressIntervalMs: number;
+  readonly resultPollMs: number;
   readonly retry: RetryPolicy;
   readonly retention: Retention;
   /** Most finished jobs kept per partition, or undefined for no cap. */
@@ -237,6 +262,13 @@ export function resolveOptions<J extends JobDefinitions, Ctx, TTx>(
     storeTimeoutMs: atLeast("storeTimeout", parseDuration(options.storeTimeout ?? "30s", "storeTimeout"), 100),
     claimBatch: checkCount("claimBatch", options.claimBatch ?? 32, 1),
     maxPayloadBytes: checkCount("maxPayloadBytes", options.maxPayloadBytes ?? 256 * 1024, 1),
+    maxResultBytes: checkCount("maxResultBytes", options.maxResultBytes ?? 256 * 1024, 1),
+    progressIntervalMs: parseDuration(options.progressInterval ?? "1s", "progressInterval"),
+    resultPollMs: atLeast(
+      "resultPollInterval",
+      parseDuration(options.resultPollInterval ?? "250ms", "resultPollInterval"),
+      10,
+    ),
     retry: options.retry === undefined ? defaultRetryPolicy : checkRetryPolicy(options.retry),
     observer: checkObserver(options.observer),
     retention: {

@@ -38,6 +38,7 @@ import type { ClaimedJob, FinishedJob, HeadFilter, JobFinish } from "../store/re
 import type { StoreFor } from "../store/store.ts";
 import { every, type Periodic } from "../time/periodic.ts";
 import { Ownership } from "../topics/ownership.ts";
+import { readParentResults } from "../results/waits.ts";
 import type { ClientDeps } from "./deps.ts";
 import { unhandledOf } from "./operators.ts";
 import type { ErrandMode } from "./options.ts";
@@ -279,6 +280,7 @@ export class WorkerPool<TTx> implements RunEnds {
     const outcome = written ? outcomeOf(saved.finish) : "lost";
     const error = written ? saved.finish.run?.error ?? null : null;
     const run = { outcome, error, runAt: saved.finish.runAt };
+    if (written) this.#deps.watchers.changed(saved.finish.id);
     this.#deps.telemetry.runEnded(claim, saved.finish.at, run, saved.status === "unsaved");
     this.#stepRuns?.push({ ...stepRun(claim), outcome, error });
     if (!written) return;
@@ -316,7 +318,8 @@ export class WorkerPool<TTx> implements RunEnds {
   }
 
   #worker(queue: string, slots: number, run: boolean): QueueWorker<TTx> {
-    const { clock, logger, options, kinds, workers, telemetry, tracing, inserter, context, workerId } = this.#deps;
+    const { clock, logger, options, kinds, workers, telemetry, tracing, inserter, context, workerId, watchers } =
+      this.#deps;
     const { leaseMs, pollMs, claimBatch, storeTimeoutMs } = options;
     const worker = new QueueWorker(queue, slots, {
       store: this.#store,
@@ -338,6 +341,10 @@ export class WorkerPool<TTx> implements RunEnds {
       claims: telemetry,
       partitions: this,
       flow: this.#flow,
+      maxResultBytes: options.maxResultBytes,
+      progressIntervalMs: options.progressIntervalMs,
+      changed: (id) => watchers.changed(id),
+      parentResults: (id) => readParentResults(this.#store, id),
     });
     workers.add(worker);
     if (run) worker.start();

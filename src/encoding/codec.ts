@@ -1,5 +1,5 @@
 /**
- * Payload encoding: msgpack written by msgpackr with no extension types but
+ * Payload and result encoding: msgpack written by msgpackr with no extension types but
  * `Date` and `undefined`, and read back by errand's strict decoder, so
  * decoding bytes from the database never builds class instances, never
  * touches a prototype and never recurses without bound.
@@ -22,32 +22,57 @@ export const MAX_PAYLOAD_DEPTH = 64;
  * @throws {ValidationError} Naming the offending path or the size.
  */
 export function encodePayload(kind: string, payload: unknown, maxBytes: number): Uint8Array {
+  return encodeValue(payload, maxBytes, {
+    what: `The payload of "${kind}"`,
+    path: "payload",
+    tooLarge: `store large data elsewhere and enqueue a reference, or raise "maxPayloadBytes"`,
+  });
+}
+
+/**
+ * Encodes a handler's result by the payload rules, refusing results over `maxBytes`.
+ * @throws {ValidationError} Naming the offending path or the size.
+ */
+export function encodeResult(kind: string, result: unknown, maxBytes: number): Uint8Array {
+  return encodeValue(result, maxBytes, {
+    what: `The result of "${kind}"`,
+    path: "result",
+    tooLarge: `store large data elsewhere and return a reference, or raise "maxResultBytes"`,
+  });
+}
+
+/** How the errors of {@link encodeValue} name the value and the fix for one too large. */
+interface ValueWords {
+  readonly what: string;
+  readonly path: string;
+  readonly tooLarge: string;
+}
+
+function encodeValue(value: unknown, maxBytes: number, words: ValueWords): Uint8Array {
   let bad: { path: string; why: string } | undefined;
   try {
-    bad = unencodable(payload, 0);
+    bad = unencodable(value, 0);
   } catch (err) {
     // A getter or a Proxy trap that throws.
     throw new ValidationError(
-      `The payload of "${kind}" cannot be read: ${
-        err instanceof Error ? err.message : String(err)
-      }; payloads must be plain data`,
+      `${words.what} cannot be read: ${err instanceof Error ? err.message : String(err)}; it must be plain data`,
       { cause: err },
     );
   }
   if (bad) {
     throw new ValidationError(
-      `The payload of "${kind}" cannot be encoded: payload${bad.path} ${bad.why}; payloads must be plain data`,
+      `${words.what} cannot be encoded: ${words.path}${bad.path} ${bad.why}; it must be plain data`,
     );
   }
   let bytes: Uint8Array;
   try {
-    bytes = packr.pack(payload);
+    bytes = packr.pack(value);
   } catch (err) {
-    throw new ValidationError(`The payload of "${kind}" cannot be encoded: ${(err as Error).message}`, { cause: err });
+    throw new ValidationError(`${words.what} cannot be encoded: ${(err as Error).message}`, { cause: err });
   }
   if (bytes.byteLength > maxBytes) {
     throw new ValidationError(
-      `The payload of "${kind}" is ${bytes.byteLength} bytes, over the limit of ${maxBytes}; store large data elsewhere and enqueue a reference, or raise "maxPayloadBytes"`,
+      `${words.what} is ${bytes.byteLength} bytes, over the limit of ${maxBytes}; ${words.tooLarge}`,
     );
   }
   return bytes;

@@ -8,7 +8,7 @@
 import { encodePayload } from "../encoding/codec.ts";
 import { type Duration, parseDuration } from "../time/duration.ts";
 import { ValidationError } from "../errors.ts";
-import { checkPriority, type JobDefinition, type JobDefinitions, type PayloadOf } from "../jobs/job.ts";
+import { checkPriority, type JobDefinition, type JobDefinitions, type PayloadOf, type ResultOf } from "../jobs/job.ts";
 import { checkCount, MAX_TIMEOUT_MS } from "../checks/limits.ts";
 import { checkName } from "../checks/names.ts";
 import { groupOf } from "../flow/limits.ts";
@@ -53,10 +53,19 @@ export interface EnqueueOptions<TTx> extends JobEnqueueOptions {
 /** The keys of a set of job kinds. */
 export type KindKey<J extends JobDefinitions> = keyof J & string;
 
-/** What `enqueue` returns. */
-export interface EnqueueResult {
+/** A type-only key: it exists in no value, only in {@link JobId}'s type. */
+declare const resultOfJob: unique symbol;
+
+/**
+ * A job's id as `enqueue` returns it: a string (a ULID) whose type carries
+ * its kind's result type `R`, so `errand.result(id)` is typed by the kind.
+ */
+export type JobId<R = unknown> = string & { readonly [resultOfJob]: R };
+
+/** What `enqueue` returns; `R` is the kind's result type. */
+export interface EnqueueResult<R = unknown> {
   /** The job's id. */
-  readonly id: string;
+  readonly id: JobId<R>;
   /** Whether a new job was written. */
   readonly inserted: boolean;
 }
@@ -135,7 +144,7 @@ export interface Enqueuer<J extends JobDefinitions, TTx> {
     kind: K,
     payload: PayloadOf<J[K]>,
     options?: EnqueueOptions<TTx>,
-  ): Promise<EnqueueResult>;
+  ): Promise<EnqueueResult<ResultOf<J[K]>>>;
   /**
    * Enqueues a continuation: the job waits until every parent has completed,
    * then runs (after its own delay, if it has one). If a parent fails or is
@@ -178,7 +187,7 @@ export interface Enqueuer<J extends JobDefinitions, TTx> {
     kind: K,
     payload: PayloadOf<J[K]>,
     options?: EnqueueOptions<TTx>,
-  ): Promise<EnqueueResult>;
+  ): Promise<EnqueueResult<ResultOf<J[K]>>>;
 }
 
 /** What the row builder needs besides the call's arguments. */
@@ -199,7 +208,7 @@ export interface RowContext {
  */
 export async function buildInsertRow(
   key: string,
-  definition: JobDefinition<unknown>,
+  definition: JobDefinition<unknown, unknown>,
   payload: unknown,
   options: JobEnqueueOptions,
   ctx: RowContext,

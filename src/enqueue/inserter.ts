@@ -14,7 +14,13 @@ import { NotFoundError, StateError, ValidationError } from "../errors.ts";
 import { checkPayload } from "../jobs/validate.ts";
 import type { ClaimedJob, JobInsertRow } from "../store/records.ts";
 import { isSequentialTopic, type Placement } from "../topics/partition.ts";
-import { buildInsertRow, type EnqueueOptions, type EnqueueResult, type JobEnqueueOptions } from "./enqueue.ts";
+import {
+  buildInsertRow,
+  type EnqueueOptions,
+  type EnqueueResult,
+  type JobEnqueueOptions,
+  type JobId,
+} from "./enqueue.ts";
 import { claimOfInsert, pickLocalStarts } from "./local_start.ts";
 
 /** How often an enqueue tries a unique row whose key holder vanished while it was read. */
@@ -187,7 +193,7 @@ export class Inserter<TTx> {
     }
     const unstarted = rows.filter((r) => r.state === "available" && !started.has(r.id));
     for (const queue of new Set(unstarted.map((r) => r.queue))) workers.wake(queue);
-    const results = rows.map((r, i) => ({ id: holders[i]!, inserted: holders[i] === r.id }));
+    const results = rows.map((r, i) => ({ id: holders[i]! as JobId, inserted: holders[i] === r.id }));
     telemetry.enqueued(rows, results);
     return results;
   }

@@ -1,7 +1,8 @@
 /**
- * Job kinds: `job<Payload>(options)` declares a kind and its payload type,
- * `defineJobs({...})` names a set of kinds. Payload types then flow to
- * `enqueue` and to handlers.
+ * Job kinds: `job<Payload, Result>(options)` declares a kind, its payload
+ * type and the type its handler returns; `defineJobs({...})` names a set of
+ * kinds. Payload types then flow to `enqueue` and to handlers, result types
+ * to handlers' return values and to `result()`.
  *
  * @module
  */
@@ -81,8 +82,8 @@ export interface JobOptions<T = unknown> {
   rateLimit?: KindRateLimit;
 }
 
-/** A declared job kind, carrying its payload type `T`. */
-export interface JobDefinition<T> {
+/** A declared job kind, carrying its payload type `T` and its handler's result type `R`. */
+export interface JobDefinition<T, R = void> {
   /** The stored name; set from the key by `defineJobs` unless given. */
   readonly name: string | undefined;
   /** The queue its jobs run on. */
@@ -105,6 +106,8 @@ export interface JobDefinition<T> {
   readonly flow: KindFlow<T>;
   /** Type-only marker of the payload type; never set at run time. */
   readonly payloadType?: T;
+  /** Type-only marker of the result type; never set at run time. */
+  readonly resultType?: R;
 }
 
 /** A kind's topic, and how its payloads map to partition keys. */
@@ -116,13 +119,17 @@ export interface KindTopic<T> {
 }
 
 /** The payload type of a job definition. */
-export type PayloadOf<D> = D extends JobDefinition<infer T> ? T : never;
+export type PayloadOf<D> = D extends JobDefinition<infer T, unknown> ? T : never;
+
+/** The result type of a job definition: what its handler returns (`void` unless declared). */
+export type ResultOf<D> = D extends { readonly resultType?: infer R } ? R : never;
 
 /** A set of job kinds by key, as returned by {@link defineJobs}. */
-export type JobDefinitions = Readonly<Record<string, JobDefinition<unknown>>>;
+export type JobDefinitions = Readonly<Record<string, JobDefinition<unknown, unknown>>>;
 
 /**
- * Declares a job kind whose payload has type `T`.
+ * Declares a job kind whose payload has type `T` and whose handler returns a
+ * result of type `R` (stored with the job when it completes; `void` for none).
  *
  * @throws {ValidationError} When an option is invalid.
  *
@@ -131,8 +138,14 @@ export type JobDefinitions = Readonly<Record<string, JobDefinition<unknown>>>;
  * import { job } from "@errand/errand";
  * const sendWelcome = job<{ userId: number }>({ queue: "mail", attempts: 8, timeout: "30s" });
  * ```
+ *
+ * @example A kind with a result
+ * ```ts
+ * import { job } from "@errand/errand";
+ * const render = job<{ docId: string }, { url: string; pages: number }>();
+ * ```
  */
-export function job<T>(options: JobOptions<T> = {}): JobDefinition<T> {
+export function job<T, R = void>(options: JobOptions<T> = {}): JobDefinition<T, R> {
   const name = options.name === undefined ? undefined : checkName("job name", options.name);
   const attempts = checkCount("attempts", options.attempts ?? 10, 1);
   const priority = checkPriority(options.priority ?? 0);
@@ -181,9 +194,9 @@ export function job<T>(options: JobOptions<T> = {}): JobDefinition<T> {
  * });
  * ```
  */
-export function defineJobs<const D extends Record<string, JobDefinition<unknown>>>(definitions: D): D {
+export function defineJobs<const D extends Record<string, JobDefinition<unknown, unknown>>>(definitions: D): D {
   const seen = new Map<string, string>();
-  const named: Record<string, JobDefinition<unknown>> = {};
+  const named: Record<string, JobDefinition<unknown, unknown>> = {};
   for (const [key, definition] of Object.entries(definitions)) {
     const name = definition.name ?? checkName("job name", key);
     const other = seen.get(`${name}@${definition.version}`);

@@ -41,7 +41,18 @@ export function toJobInfo(row: JobRow): JobInfo {
     partition: row.partition,
     seq: row.seq,
     group: row.group === null ? null : splitGroupKey(row.group).group,
+    progress: progressOf(row.progress),
   };
+}
+
+/** Stored progress as its JSON value; null for none, or for text that is not JSON (written outside errand). */
+export function progressOf(json: string | null): unknown {
+  if (json === null) return null;
+  try {
+    return JSON.parse(json);
+  } catch {
+    return null;
+  }
 }
 
 function toRunInfo(run: RunRecord): RunInfo {

@@ -142,6 +142,8 @@ export interface JobInfo {
   readonly seq: number | null;
   /** Its group (from the kind's `group` option, as text), or null. */
   readonly group: string | null;
+  /** Its latest progress (`job.progress()`, any JSON value), or null. */
+  readonly progress: unknown;
 }
 
 /** One run of a job, as returned by `get()`. */

@@ -23,12 +23,37 @@ import type { JobStore } from "../store/store.ts";
 import type { ClaimedJob, FinishedJob, JobFinish } from "../store/records.ts";
 import { outcomeOf } from "../observability/telemetry.ts";
 import type { RunSpan } from "../observability/tracing.ts";
-import type { EnqueueOptions, Enqueuer, EnqueueResult } from "../enqueue/enqueue.ts";
-import type { JobDefinitions } from "../jobs/job.ts";
+import type { EnqueueOptions, Enqueuer, EnqueueResult, KindKey } from "../enqueue/enqueue.ts";
+import type { JobDefinitions, ResultOf } from "../jobs/job.ts";
 import { type AnyPayloadValidator, checkPayload } from "../jobs/validate.ts";
+import { encodeResult } from "../encoding/codec.ts";
+import { ProgressReporter } from "./progress.ts";
 
-/** What a handler learns about the job it runs, as its second argument. */
-export interface JobContext<Ctx = unknown, TTx = unknown, J extends JobDefinitions = JobDefinitions>
+/**
+ * What `job.snooze()`, `job.pauseGroup()`, `job.discard()` and
+ * `job.retryIn()` return: a handler may return it whatever its kind's result
+ * type, as in `return job.snooze("1m")`.
+ */
+export interface Decided {
+  /** The decision made. */
+  readonly decided: "snooze" | "pauseGroup" | "discard" | "retryIn";
+}
+
+/** What a handler of a kind with result type `R` returns: its result, or a decision, or a promise of either. */
+export type HandlerResult<R> = R | Decided | Promise<R | Decided>;
+
+/**
+ * What a decision method returns to a handler of a kind with result type
+ * `R`: {@link Decided}, or for a kind without a result `void`, so that
+ * `if (busy) return job.snooze("1m");` needs no other return.
+ */
+export type DecidedFor<R> = [R] extends [void] ? void : Decided;
+
+/** The rest of `job.complete(tx, result)`'s arguments: the result, optional for a kind without one. */
+export type CompleteResult<R> = [R] extends [void] ? [result?: undefined] : [result: R];
+
+/** What a handler learns about the job it runs, as its second argument; `R` is its kind's result type. */
+export interface JobContext<Ctx = unknown, TTx = unknown, J extends JobDefinitions = JobDefinitions, R = unknown>
   extends Enqueuer<J, TTx> {
   /** The job's id. */
   readonly id: string;
@@ -54,10 +79,13 @@ export interface JobContext<Ctx = unknown, TTx = unknown, J extends JobDefinitio
   readonly context: Ctx;
   /**
    * Marks the job completed inside the application's transaction `tx`, so
-   * the handler's writes and the completion commit together. If `tx` rolls
-   * back, the job's outcome is decided as if this was never called.
+   * the handler's writes and the completion commit together, with `result`
+   * as the job's result (for a kind with one). If `tx` rolls back, the job's
+   * outcome is decided as if this was never called; if it commits, what the
+   * handler returns afterwards is not stored.
    * @throws {LeaseLostError} When this run no longer holds the job (its lease
    * expired and another run took over, or it was cancelled): let `tx` roll back.
+   * @throws {ValidationError} When `result` cannot be stored (not plain data, or over `maxResultBytes`).
    *
    * @example Complete the job with the handler's own writes (postgres.js)
    * ```ts
@@ -81,7 +109,7 @@ export interface JobContext<Ctx = unknown, TTx = unknown, J extends JobDefinitio
    * });
    * ```
    */
-  complete(tx: TTx): Promise<void>;
+  complete(tx: TTx, ...result: CompleteResult<R>): Promise<void>;
   /**
    * Run the job again after `delay`; this attempt is not counted. Call it and
    * return: the decision applies when the handler returns (or throws).
@@ -98,7 +126,7 @@ export interface JobContext<Ctx = unknown, TTx = unknown, J extends JobDefinitio
    * };
    * ```
    */
-  snooze(delay: Duration): void;
+  snooze(delay: Duration): DecidedFor<R>;
   /**
    * Pause this job's group for `delay`: no job of the group (this kind,
    * this group value) starts in any process until then, and this job runs
@@ -118,7 +146,7 @@ export interface JobContext<Ctx = unknown, TTx = unknown, J extends JobDefinitio
    * };
    * ```
    */
-  pauseGroup(delay: Duration): void;
+  pauseGroup(delay: Duration): DecidedFor<R>;
   /**
    * Fail the job now, without retries, with `reason`. Call it and return.
    *
@@ -134,7 +162,7 @@ export interface JobContext<Ctx = unknown, TTx = unknown, J extends JobDefinitio
    * };
    * ```
    */
-  discard(reason: string): void;
+  discard(reason: string): DecidedFor<R>;
   /**
    * Count this attempt as failed and retry after `delay`, whatever the retry
    * policy says (when no attempts remain, the job fails). Call it and return.
@@ -156,7 +184,7 @@ export interface JobContext<Ctx = unknown, TTx = unknown, J extends JobDefinitio
    * };
    * ```
    */
-  retryIn(delay: Duration): void;
+  retryIn(delay: Duration): DecidedFor<R>;
   /**
    * Store `message` with this attempt's outcome in the job's history (in
    * `get(id).runs`). A later call replaces an earlier one.
@@ -172,13 +200,59 @@ export interface JobContext<Ctx = unknown, TTx = unknown, J extends JobDefinitio
    * ```
    */
   explain(message: string): void;
+  /**
+   * Reports how far the run has come: any JSON value (at most 64 KiB of
+   * JSON), shown by `get(id).progress`, `watch(id)` and the dashboard. The
+   * latest value is written at most once per `progressInterval`, and the
+   * last one always when the run ends; it stays with the job after.
+   * @throws {ValidationError} When `value` is not JSON or is too large.
+   *
+   * @example Report pages rendered
+   * ```ts
+   * import type { Handler } from "@errand/errand";
+   *
+   * const renderPage = async (_page: number) => {};
+   * const render: Handler<{ docId: string }, { pages: number }> = async (_payload, job) => {
+   *   for (let page = 1; page <= 10; page++) {
+   *     await renderPage(page);
+   *     job.progress({ page, of: 10 });
+   *   }
+   *   return { pages: 10 };
+   * };
+   * ```
+   */
+  progress(value: unknown): void;
+  /**
+   * The results of this job's parents (the jobs `enqueueAfter` made it
+   * wait for), in the order of their ids (enqueue order). A parent whose
+   * kind has no result gives `undefined`; one that is gone (pruned) too.
+   *
+   * @example Use what the parent returned
+   * ```ts
+   * import { defineJobs, type Handler, job } from "@errand/errand";
+   *
+   * const jobs = defineJobs({
+   *   render: job<{ docId: string }, { url: string; pages: number }>(),
+   *   notify: job<{ docId: string }>(),
+   * });
+   * const notify: Handler<{ docId: string }, void, unknown, unknown, typeof jobs> = async (_payload, job) => {
+   *   const [render] = await job.parentResults<"render">();
+   *   console.log(`rendered at ${render.url}`);
+   * };
+   * ```
+   */
+  parentResults<K extends KindKey<J>>(): Promise<ResultOf<J[K]>[]>;
 }
 
-/** A function that runs jobs of one kind. Throw to fail the attempt. */
-export type Handler<T, Ctx = unknown, TTx = unknown, J extends JobDefinitions = JobDefinitions> = (
+/**
+ * A function that runs jobs of one kind: it gets the payload (`T`) and
+ * returns the kind's result (`R`; nothing for a kind without one), or a
+ * decision of its `job`. Throw to fail the attempt.
+ */
+export type Handler<T, R = void, Ctx = unknown, TTx = unknown, J extends JobDefinitions = JobDefinitions> = (
   payload: T,
-  job: JobContext<Ctx, TTx, J>,
-) => unknown;
+  job: JobContext<Ctx, TTx, J, R>,
+) => HandlerResult<R>;
 
 /** What the executor needs from the rest of errand: each collaborator is an object with one role. */
 export interface ExecutorEnv<TTx> extends ServiceDeps<JobStore> {
@@ -193,6 +267,14 @@ export interface ExecutorEnv<TTx> extends ServiceDeps<JobStore> {
   readonly enqueuer: HandlerEnqueuer<TTx>;
   /** Starts the trace span of each run. */
   readonly tracing: { startRun(claim: ClaimedJob): RunSpan };
+  /** Most bytes of a stored result. */
+  readonly maxResultBytes: number;
+  /** Least time between two writes of one run's progress. */
+  readonly progressIntervalMs: number;
+  /** Told when a job's progress changed, so waiters in this process look at once. */
+  changed(id: string): void;
+  /** The results of job `id`'s parents, in the order of their ids (`job.parentResults()`). */
+  parentResults(id: string): Promise<unknown[]>;
 }
 
 /** Where the executor looks up the kind of a claimed job. */
@@ -231,7 +313,7 @@ export interface HandlerEnqueuer<TTx> {
 
 /** What the executor needs to run a kind. */
 export interface RunnableKind<TTx> {
-  readonly handler: Handler<unknown, unknown, TTx, JobDefinitions>;
+  readonly handler: Handler<unknown, unknown, unknown, TTx, JobDefinitions>;
   readonly retry: RetryPolicy;
   readonly timeoutMs: number | undefined;
   readonly validate: AnyPayloadValidator | undefined;
@@ -264,6 +346,8 @@ interface RunDecision {
   note: string | undefined;
   /** The completion `job.complete(tx)` wrote in the application's transaction (which may yet roll back). */
   completedInTx: { readonly finish: JobFinish; readonly applied: FinishedJob } | undefined;
+  /** The run's progress. */
+  readonly progress: ProgressReporter;
 }
 
 /**
@@ -279,7 +363,7 @@ interface RunDecision {
  * finished run would survive young-generation collections; one
  * `Object.assign` of the fields avoids both.
  */
-class RunContext<TTx> implements JobContext<unknown, TTx, JobDefinitions> {
+class RunContext<TTx> implements JobContext<unknown, TTx, JobDefinitions, unknown> {
   declare readonly id: string;
   declare readonly kind: string;
   declare readonly version: number;
@@ -290,12 +374,14 @@ class RunContext<TTx> implements JobContext<unknown, TTx, JobDefinitions> {
   declare readonly traceId: string | undefined;
   declare readonly spanId: string | undefined;
   declare readonly context: unknown;
-  declare readonly complete: (tx: TTx) => Promise<void>;
-  declare readonly snooze: (delay: Duration) => void;
-  declare readonly pauseGroup: (delay: Duration) => void;
-  declare readonly discard: (reason: string) => void;
-  declare readonly retryIn: (delay: Duration) => void;
+  declare readonly complete: (tx: TTx, result?: unknown) => Promise<void>;
+  declare readonly snooze: (delay: Duration) => Decided;
+  declare readonly pauseGroup: (delay: Duration) => Decided;
+  declare readonly discard: (reason: string) => Decided;
+  declare readonly retryIn: (delay: Duration) => Decided;
   declare readonly explain: (message: string) => void;
+  declare readonly progress: (value: unknown) => void;
+  declare readonly parentResults: () => Promise<unknown[]>;
   declare readonly enqueue: Enqueuer<JobDefinitions, TTx>["enqueue"];
   declare readonly enqueueAfter: Enqueuer<JobDefinitions, TTx>["enqueueAfter"];
   readonly #controller: AbortController;
@@ -308,13 +394,14 @@ class RunContext<TTx> implements JobContext<unknown, TTx, JobDefinitions> {
     decided: RunDecision,
   ) {
     this.#controller = controller;
-    const decide = (next: Decision) => {
+    const decide = (next: Decision): Decided => {
       if (decided.decision) {
         throw new StateError(
           `job.${next.type}() was called after job.${decided.decision.type}(); decide once per run`,
         );
       }
       decided.decision = next;
+      return DECIDED[next.type];
     };
     Object.assign(this, {
       id: claim.id,
@@ -327,8 +414,13 @@ class RunContext<TTx> implements JobContext<unknown, TTx, JobDefinitions> {
       traceId: span.traceId,
       spanId: span.spanId,
       context: env.context,
-      complete: async (tx: TTx) => {
-        const finish = completedFinish(claim, env.clock.now(), decided.note);
+      complete: async (tx: TTx, result?: unknown) => {
+        const stored = result === undefined ? undefined : encodeResult(claim.kind, result, env.maxResultBytes);
+        const finish = withValues(
+          completedFinish(claim, env.clock.now(), decided.note),
+          stored,
+          decided.progress.latest,
+        );
         const [applied] = await env.store.inTransaction(tx).jobFinishMany({ finishes: [finish] });
         if (!applied) throw staleRun(claim, "job.complete(tx)");
         decided.completedInTx = { finish, applied };
@@ -345,6 +437,8 @@ class RunContext<TTx> implements JobContext<unknown, TTx, JobDefinitions> {
       discard: (reason: string) => decide({ type: "discard", reason: checkText("discard", reason) }),
       retryIn: (delay: Duration) => decide({ type: "retryIn", delayMs: parseDuration(delay, "retryIn") }),
       explain: (message: string) => void (decided.note = checkText("explain", message)),
+      progress: (value: unknown) => decided.progress.report(value),
+      parentResults: () => env.parentResults(claim.id),
       enqueue: async (kind: string, payload: unknown, options?: EnqueueOptions<TTx>) => {
         await holdClaimIn(env, claim, options, "job.enqueue()");
         return await env.enqueuer.enqueue(undefined, kind, payload, options, undefined, span.carrier);
@@ -373,11 +467,29 @@ interface HandedOff {
 }
 
 type Ending =
-  | { type: "ok" }
+  | { type: "ok"; value: unknown }
   | { type: "error"; error: unknown }
   | { type: "interrupted" }
   | { type: "lost" }
   | { type: "cancelled" };
+
+/** What each decision method returns, one frozen object per decision. */
+const DECIDED: Readonly<Record<Decided["decided"], Decided>> = {
+  snooze: Object.freeze({ decided: "snooze" }),
+  pauseGroup: Object.freeze({ decided: "pauseGroup" }),
+  discard: Object.freeze({ decided: "discard" }),
+  retryIn: Object.freeze({ decided: "retryIn" }),
+};
+
+/** `finish` carrying the run's result and last progress, where it has them. */
+function withValues(finish: JobFinish, result: Uint8Array | undefined, progress: string | undefined): JobFinish {
+  if (result === undefined && progress === undefined) return finish;
+  return {
+    ...finish,
+    ...(result === undefined ? {} : { result }),
+    ...(progress === undefined ? {} : { progress }),
+  };
+}
 
 const STOP_ERRORS: Record<StopReason, [name: string, message: string]> = {
   interrupted: ["Interrupted", "The worker is shutting down"],
@@ -439,13 +551,15 @@ async function run<TTx>(
     controller.abort(error);
   }, timeoutMs);
   const span = env.tracing.startRun(claim);
-  const decided: RunDecision = { decision: undefined, note: undefined, completedInTx: undefined };
+  const progress = new ProgressReporter(claim.id, claim.fence, env);
+  const decided: RunDecision = { decision: undefined, note: undefined, completedInTx: undefined, progress };
   const jobContext = new RunContext(claim, env, controller, span, decided);
   Promise.resolve()
     .then(() => span.wrap(() => kind.handler(payload, jobContext)))
-    .then(() => settle({ type: "ok" }), (error) => settle({ type: "error", error }));
+    .then((value) => settle({ type: "ok", value }), (error) => settle({ type: "error", error }));
   const end = await ending;
   timer?.cancel();
+  progress.end();
   if (decided.completedInTx && await committed(env, claim)) {
     // The application's transaction committed the completion: that is the run's outcome, whatever came after.
     const { finish, applied } = decided.completedInTx;
@@ -464,7 +578,11 @@ async function run<TTx>(
   if (decided.decision?.type === "pauseGroup" && end.type !== "interrupted") {
     await pauseGroupOf(env, claim, now + decided.decision.delayMs);
   }
-  const finish = finishOf(claim, end, decided.decision, decided.note, kind.retry, now);
+  const finish = withValues(
+    finishOf(claim, end, decided.decision, decided.note, kind.retry, now, env.maxResultBytes),
+    undefined,
+    progress.latest,
+  );
   span.end(outcomeOf(finish), finish.run?.error ?? null);
   return { saved: env.runEnds.finished(finish, claim) };
 }
@@ -477,6 +595,7 @@ function finishOf(
   note: string | undefined,
   retry: RetryPolicy,
   now: number,
+  maxResultBytes: number,
 ): JobFinish {
   if (end.type === "interrupted") return interruptedFinish(claim, now);
   switch (decision?.type) {
@@ -496,7 +615,16 @@ function finishOf(
       return failedFinish(claim, error, now, retry, { retryInMs: decision.delayMs, note });
     }
   }
-  return end.type === "ok" ? completedFinish(claim, now, note) : failedFinish(claim, end.error, now, retry, { note });
+  if (end.type === "error") return failedFinish(claim, end.error, now, retry, { note });
+  if (end.value === undefined) return completedFinish(claim, now, note);
+  let result: Uint8Array;
+  try {
+    result = encodeResult(claim.kind, end.value, maxResultBytes);
+  } catch (err) {
+    const error = namedError("InvalidResult", (err as Error).message);
+    return failedFinish(claim, error, now, retry, { note });
+  }
+  return withValues(completedFinish(claim, now, note), result, undefined);
 }
 
 /**

@@ -20,4 +20,4 @@
  */
 export type * from "./store.ts";
 export type * from "./records.ts";
-export type { RunRecord } from "../jobs/types.ts";
+export type { RunError, RunRecord } from "../jobs/types.ts";

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { JobState, RunRecord } from "../jobs/types.ts";
+import type { JobState, RunError, RunRecord } from "../jobs/types.ts";
 
 /** Fields every stored job has (times in ms since the epoch). */
 export interface JobFields {
@@ -165,6 +165,10 @@ export interface JobFinish {
   readonly uncountAttempt?: boolean;
   /** Apply only if the lease expired before this time (rescue). */
   readonly leaseExpiredBefore?: number;
+  /** The handler's result (msgpack), stored with a completion. */
+  readonly result?: Uint8Array;
+  /** The run's last progress (JSON text), stored unless absent. */
+  readonly progress?: string;
 }
 
 /** A job that {@link Store.jobFinishMany} changed. */
@@ -217,6 +221,28 @@ export interface JobRow extends JobFields {
   readonly seq: number | null;
   /** Its group (see {@link JobInsertRow.group}), or null. */
   readonly group: string | null;
+  /** Its latest progress (JSON text), or null. */
+  readonly progress: string | null;
+  /** Its handler's result (msgpack), or null; read by `jobGet` only (absent from lists). */
+  readonly result?: Uint8Array | null;
+}
+
+/** A job as one who waits for it sees it, read by `WatchStore.jobWatch`. */
+export interface JobChange {
+  /** The job. */
+  readonly id: string;
+  /** The kind's stored name. */
+  readonly kind: string;
+  /** Its current state. */
+  readonly state: JobState;
+  /** Its latest progress (JSON text), or null. */
+  readonly progress: string | null;
+  /** Its handler's result (msgpack), or null. */
+  readonly result: Uint8Array | null;
+  /** Its latest run's error, or null. */
+  readonly error: RunError | null;
+  /** Why errand cancelled or failed it, or null. */
+  readonly reason: string | null;
 }
 
 /** What happened in a namespace since a time, as read by {@link Store.jobActivity}. */

@@ -8,8 +8,8 @@
  *
  * The operations come in role slices, each service of the core receiving
  * only the slice it uses: {@link JobStore} (the hot path), {@link OperatorStore},
- * {@link ClusterStore}, {@link ScheduleStore} and {@link SchemaStore}. Three of
- * them can also run inside the application's transaction, through
+ * {@link ClusterStore}, {@link ScheduleStore}, {@link WatchStore} and
+ * {@link SchemaStore}. Three of them can also run inside the application's transaction, through
  * {@link JobStore.inTransaction}. Operations are named noun first, listed
  * alphabetically within a slice, and take one `XxxParams` each.
  *
@@ -25,6 +25,7 @@ import type {
   GroupRow,
   HeadFilter,
   InsertClaim,
+  JobChange,
   JobCount,
   JobFinish,
   JobInsertResult,
@@ -198,6 +199,34 @@ export interface JobListParams {
   readonly before?: string;
   /** Most jobs to return. */
   readonly limit: number;
+}
+
+/** Parameters of {@link JobStore.jobProgress}. */
+export interface JobProgressParams {
+  /** The job. */
+  readonly id: string;
+  /** The fence of the claim whose run reports it: a stale run's progress is not written. */
+  readonly fence: number;
+  /** The progress, as JSON text. */
+  readonly progress: string;
+}
+
+/** Parameters of {@link WatchStore.jobWatch}. */
+export interface JobWatchParams {
+  /** The jobs. */
+  readonly ids: readonly string[];
+  /**
+   * Mark them as watched first, so that from then on every change of their
+   * state or progress, and their deletion, is pushed to `changesListen`
+   * (by a store that pushes; one that does not ignores it).
+   */
+  readonly mark: boolean;
+}
+
+/** Parameters of {@link WatchStore.changesListen}. */
+export interface ChangesListenParams {
+  /** Called after a watched job's state or progress changed, or it was deleted, in any process. */
+  onChange(): void;
 }
 
 /** Parameters of {@link ClusterStore.jobPromoteDue}. */
@@ -451,6 +480,11 @@ export interface JobStore {
   jobInsertMany(params: JobInsertParams): Promise<JobInsertResult>;
   /** Extends the leases of the given claims to `leaseUntil`; returns the ids still held (need not commit durably). */
   jobRenewLeases(params: JobRenewLeasesParams): Promise<string[]>;
+  /**
+   * Stores a run's progress if the job is still running under `fence`;
+   * returns whether it did (need not commit durably).
+   */
+  jobProgress(params: JobProgressParams): Promise<boolean>;
   /** Pauses a group until `until` (no claim takes its jobs before then), or with null resumes it. */
   groupPause(params: GroupPauseParams): Promise<void>;
 }
@@ -549,6 +583,23 @@ export interface ClusterStore {
   workerRemove(params: WorkerRemoveParams): Promise<void>;
 }
 
+/** What waiting for jobs reads: their states, progress and results, and pushed news of changes. */
+export interface WatchStore {
+  /**
+   * Reads the jobs of `ids` that exist (in any order), with their state,
+   * progress, result and latest error; with `mark`, marks them watched in
+   * the same statement, reading each as of after the mark (so a change
+   * that commits meanwhile is either read or pushed).
+   */
+  jobWatch(params: JobWatchParams): Promise<JobChange[]>;
+  /**
+   * Calls `onChange` whenever a watched job changes ({@link JobWatchParams.mark});
+   * resolves to a function that stops listening, or to null when the store
+   * cannot push changes (then waiters poll).
+   */
+  changesListen(params: ChangesListenParams): Promise<(() => Promise<void>) | null>;
+}
+
 /** Recurring jobs' definitions and progress. */
 export interface ScheduleStore {
   /** Cancels a schedule's pending occurrence; see {@link OperatorStore.jobTransition}. */
@@ -572,7 +623,7 @@ export interface SchemaStore {
 }
 
 /** The database operations errand needs; one implementation per dialect in `adapters/`. */
-export interface Store extends JobStore, OperatorStore, ClusterStore, ScheduleStore, SchemaStore {}
+export interface Store extends JobStore, OperatorStore, ClusterStore, ScheduleStore, WatchStore, SchemaStore {}
 
 /**
  * A store whose {@link JobStore.inTransaction} takes the application's

@@ -1,0 +1,164 @@
+/**
+ * Waiting for jobs: `result(id)` settles with a job's result (or its
+ * failure), `watch(id)` follows its state, progress and result until it is
+ * final, and `job.parentResults()` reads the results of a continuation's
+ * parents. All of them read through the instance's {@link Watchers}.
+ *
+ * @module
+ */
+import { decodePayload } from "../encoding/codec.ts";
+import { JobFailedError, NotFoundError, TimeoutError, ValidationError } from "../errors.ts";
+import type { JobState, RunError } from "../jobs/types.ts";
+import { progressOf } from "../jobs/job_info.ts";
+import type { JobChange } from "../store/records.ts";
+import type { OperatorStore, WatchStore } from "../store/store.ts";
+import type { Clock } from "../time/clock.ts";
+import { type Duration, parseDuration } from "../time/duration.ts";
+import type { Watchers } from "./watchers.ts";
+
+/** Options of `errand.result()`. */
+export interface ResultOptions {
+  /**
+   * Give up waiting after this long (the errand's clock) with a
+   * `TimeoutError`; the job goes on. Unset: wait until the job is final.
+   */
+  timeout?: Duration;
+  /** Stops the wait: it rejects with the signal's reason; the job goes on. */
+  signal?: AbortSignal;
+}
+
+/** Options of `errand.watch()`. */
+export interface WatchOptions {
+  /** Ends the iteration; the job goes on. */
+  signal?: AbortSignal;
+}
+
+/** A job as `watch()` sees it after a change; `R` is its kind's result type. */
+export interface JobUpdate<R = unknown> {
+  /** Its state. */
+  readonly state: JobState;
+  /** Its latest progress (`job.progress()`), or null. */
+  readonly progress: unknown;
+  /** Its result, once it has completed. */
+  readonly result?: R;
+  /** Its latest run's error, while it is not completed and has failed before. */
+  readonly error?: RunError;
+}
+
+const FINAL_STATES: ReadonlySet<JobState> = new Set(["completed", "failed", "cancelled"]);
+
+/** What waits need: the waiters and the clock timeouts are counted on. */
+export interface WaitEnv {
+  readonly watchers: Watchers;
+  readonly clock: Clock;
+}
+
+/** See `Errand.result()`. */
+export function awaitResult(env: WaitEnv, id: string, options: ResultOptions = {}): Promise<unknown> {
+  checkWaitOptions("result()", options);
+  const timeoutMs = options.timeout === undefined ? undefined : parseDuration(options.timeout, "timeout");
+  const { signal } = options;
+  if (signal?.aborted) return Promise.reject(signal.reason);
+  return new Promise((resolve, reject) => {
+    const settle = (outcome: () => void) => {
+      unsubscribe();
+      timer?.cancel();
+      signal?.removeEventListener("abort", onAbort);
+      outcome();
+    };
+    const onAbort = () => settle(() => reject(signal!.reason));
+    const unsubscribe = env.watchers.subscribe(id, (change) => {
+      if (change === null) settle(() => reject(gone(id)));
+      else if (change.state === "completed") settle(() => resolve(resultOf(change)));
+      else if (change.state === "failed" || change.state === "cancelled") {
+        settle(() =>
+          reject(new JobFailedError(id, change.state as "failed" | "cancelled", change.error, change.reason))
+        );
+      }
+    });
+    const timer = timeoutMs === undefined
+      ? undefined
+      : env.clock.setTimer(() =>
+        settle(() =>
+          reject(new TimeoutError(`Job "${id}" did not finish within ${timeoutMs} ms of waiting; it goes on`))
+        ), timeoutMs);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/** See `Errand.watch()`. */
+export async function* watchJob(env: WaitEnv, id: string, options: WatchOptions = {}): AsyncGenerator<JobUpdate> {
+  checkWaitOptions("watch()", options);
+  const { signal } = options;
+  if (signal?.aborted) return;
+  const pending: (JobChange | null)[] = [];
+  let wake: (() => void) | undefined;
+  const unsubscribe = env.watchers.subscribe(id, (change) => {
+    pending.push(change);
+    wake?.();
+  });
+  const onAbort = () => wake?.();
+  signal?.addEventListener("abort", onAbort, { once: true });
+  let last: string | undefined;
+  try {
+    while (!signal?.aborted) {
+      const change = pending.shift();
+      if (change === undefined) {
+        await new Promise<void>((resolve) => wake = resolve);
+        wake = undefined;
+        continue;
+      }
+      if (change === null) throw gone(id);
+      const update = toUpdate(change);
+      // One per change: the loop also reads jobs that did not change.
+      const seen = `${change.state}\u0000${change.progress}\u0000${change.result?.byteLength ?? -1}`;
+      if (seen === last) continue;
+      last = seen;
+      yield update;
+      if (FINAL_STATES.has(change.state)) return;
+    }
+  } finally {
+    unsubscribe();
+    signal?.removeEventListener("abort", onAbort);
+  }
+}
+
+/**
+ * The results of the parents of job `id`, in the order of their ids
+ * (`job.parentResults()`): undefined for one without a result, or gone.
+ */
+export async function readParentResults(
+  store: WatchStore & Pick<OperatorStore, "jobRelatives">,
+  id: string,
+): Promise<unknown[]> {
+  const { parents } = await store.jobRelatives({ id, limit: 0 });
+  if (parents.length === 0) return [];
+  const found = new Map((await store.jobWatch({ ids: parents, mark: false })).map((c) => [c.id, c]));
+  return parents.map((parent) => {
+    const change = found.get(parent);
+    return change ? resultOf(change) : undefined;
+  });
+}
+
+function toUpdate(change: JobChange): JobUpdate {
+  const progress = progressOf(change.progress);
+  if (change.state === "completed") return { state: change.state, progress, result: resultOf(change) };
+  return change.error ? { state: change.state, progress, error: change.error } : { state: change.state, progress };
+}
+
+function resultOf(change: JobChange): unknown {
+  return change.result === null ? undefined : decodePayload(change.result);
+}
+
+function gone(id: string): NotFoundError {
+  return new NotFoundError(`Job "${id}" does not exist (it was never enqueued here, or was deleted or pruned)`);
+}
+
+function checkWaitOptions(call: string, options: ResultOptions): void {
+  if (typeof options !== "object" || options === null) {
+    throw new ValidationError(`${call} takes an options object such as { timeout: "30s" }`);
+  }
+  if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
+    throw new ValidationError(`Option "signal" of ${call} must be an AbortSignal`);
+  }
+}
