@@ -4,6 +4,7 @@
  *
  * @module
  */
+import type { RunError } from "./jobs/types.ts";
 
 /** Stable machine-readable codes carried by every {@link ErrandError}. */
 export type ErrandErrorCode =
@@ -153,15 +154,15 @@ export class JobFailedError extends ErrandError {
   readonly jobId: string;
   /** How it ended: `failed` or `cancelled`. */
   readonly state: "failed" | "cancelled";
-  /** Its last run's error (name and message), or null (a job cancelled before it ran). */
-  readonly error: { readonly name: string; readonly message: string } | null;
+  /** Its last run's error, or null (a job cancelled before it ran). */
+  readonly error: RunError | null;
   /** Why errand cancelled or failed it (a continuation whose parent failed, a forced head), or null. */
   readonly reason: string | null;
   /** Creates the error; the message names the job, its state and its last error. */
   constructor(
     jobId: string,
     state: "failed" | "cancelled",
-    error: { readonly name: string; readonly message: string } | null,
+    error: RunError | null,
     reason: string | null,
   ) {
     const why = reason ?? (error ? `${error.name}: ${error.message}` : null);

@@ -596,18 +596,23 @@ export class PostgresStore implements StoreFor<TransactionSql> {
     if (p.ids.length === 0) return [];
     const columns = `${CHANGE_COLUMNS.join(", ")}, runs -> -1 -> 'error' AS last_error`;
     // The mark's RETURNING reads each job after any change that committed while the mark waited for
-    // its row, so that change is either read here or (committing later) NOTIFYs.
+    // its row, so that change is either read here or (committing later) NOTIFYs. While the mark holds
+    // a row, a claim skips it (SKIP LOCKED) and may find nothing: marking an available job wakes the
+    // workers, as its insert did.
+    const wake = this.#settings.notify
+      ? `, (SELECT pg_notify($3, '') FROM marked WHERE state = 'available' LIMIT 1) AS wake`
+      : "";
     const rows = await this.#db.query(
       p.mark
         ? `WITH marked AS (
              UPDATE ${this.#jobs} SET watched = true WHERE id = ANY($1::text[]) AND namespace = $2 AND NOT watched
              RETURNING ${columns})
-           SELECT * FROM marked
+           SELECT *${wake} FROM marked
            UNION ALL
-           SELECT ${columns} FROM ${this.#jobs}
+           SELECT ${columns}${wake ? ", NULL" : ""} FROM ${this.#jobs}
            WHERE id = ANY($1::text[]) AND namespace = $2 AND id NOT IN (SELECT id FROM marked)`
         : `SELECT ${columns} FROM ${this.#jobs} WHERE id = ANY($1::text[]) AND namespace = $2`,
-      [p.ids, this.namespace],
+      p.mark && wake ? [p.ids, this.namespace, this.#channel] : [p.ids, this.namespace],
     );
     return rows.map(toJobChange);
   }

@@ -60,7 +60,7 @@ export class Watchers {
     if (!callbacks) this.#subscribers.set(id, callbacks = new Set());
     callbacks.add(callback);
     this.#wakeup.notify();
-    this.#loop ??= this.#run().finally(() => this.#loop = undefined);
+    this.#startLoop();
     return () => {
       callbacks.delete(callback);
       if (callbacks.size === 0 && this.#subscribers.get(id) === callbacks) {
@@ -73,6 +73,14 @@ export class Watchers {
   /** Job `id` changed in this instance: read it at once if anyone waits for it. */
   changed(id: string): void {
     if (this.#subscribers.has(id)) this.#wakeup.notify();
+  }
+
+  /** Starts the loop unless it runs; one that ends while a subscription came meanwhile starts again. */
+  #startLoop(): void {
+    this.#loop ??= this.#run().finally(() => {
+      this.#loop = undefined;
+      if (this.#subscribers.size) this.#startLoop();
+    });
   }
 
   async #run(): Promise<void> {

@@ -14,6 +14,7 @@ import { leaseCases } from "./leases.ts";
 import { lifecycleCases } from "./lifecycle.ts";
 import { operatorCases } from "./operators.ts";
 import { poisonCases } from "./poison.ts";
+import { resultCases } from "./results.ts";
 import { retentionCases } from "./retention.ts";
 import { scheduleCases } from "./schedules.ts";
 import { statsCases } from "./stats.ts";
@@ -45,5 +46,6 @@ export function runConformance(kind: StoreKind<unknown>): void {
     topicCases(kind);
     statsCases(kind);
     flowControlCases(kind);
+    resultCases(kind);
   });
 }
