@@ -2,7 +2,7 @@
  * `createErrand`: the object an application holds. It is a facade: every
  * call is one line handed to the owner that does the work:
  * - the insert path (`enqueue/inserter.ts`): enqueue, enqueueAfter, enqueueMany;
- * - the operator calls (`operators.ts`, `partitions.ts`, `schedule_calls.ts`);
+ * - the operator calls (`operators.ts`, `bulk_calls.ts`, `partitions.ts`, `schedule_calls.ts`);
  * - the worker pool (`pool.ts`): workers, the shared services, `step()`.
  * This file holds the lifecycle (the interface is in `errand_interface.ts`):
  * `new` → (`start()`) `started` → (`shutdown()`) `stopping` → `stopped`.
@@ -29,6 +29,7 @@ import { describeLimits } from "./limits.ts";
 import type { GroupValue } from "../flow/limits.ts";
 import { type StepReport, WorkerPool } from "./pool.ts";
 import { ScheduleCalls } from "./schedule_calls.ts";
+import { BulkCalls, type BulkFilter } from "./bulk_calls.ts";
 import type { Errand, ShutdownOptions } from "./errand_interface.ts";
 
 export type { Errand, ShutdownOptions } from "./errand_interface.ts";
@@ -76,6 +77,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
   readonly #partitions: PartitionCalls<TTx>;
   readonly #schedules: ScheduleCalls<TTx>;
   readonly #groups: GroupCalls<TTx>;
+  readonly #bulk: BulkCalls<TTx>;
 
   constructor(options: ErrandOptions<J, Ctx, TTx>) {
     const resolved = resolveOptions(options);
@@ -101,6 +103,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     this.#partitions = new PartitionCalls(deps);
     this.#groups = new GroupCalls(deps);
     this.#operators = new OperatorCalls(deps, this.#partitions);
+    this.#bulk = new BulkCalls(deps);
     this.#schedules = new ScheduleCalls(deps, this.#inserter, this.#pool.schedules);
   }
 
@@ -165,6 +168,9 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
   retry = (id: string) => this.#operators.retry(id);
   cancel = (id: string) => this.#operators.cancel(id);
   delete = (id: string) => this.#operators.delete(id);
+  retryMany = (filter: BulkFilter) => this.#bulk.retryMany(filter);
+  cancelMany = (filter: BulkFilter) => this.#bulk.cancelMany(filter);
+  deleteMany = (filter: BulkFilter) => this.#bulk.deleteMany(filter);
   counts = () => this.#operators.counts();
   workers = () => this.#operators.workers();
   pauseQueue = (queue: string) => this.#operators.pauseQueue(queue, true);
