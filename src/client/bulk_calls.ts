@@ -20,7 +20,8 @@ import { checkName } from "../checks/names.ts";
 import { releaseChildren } from "../cluster/continuations.ts";
 import { describeValue, ValidationError } from "../errors.ts";
 import { JOB_STATES, type JobState } from "../jobs/types.ts";
-import type { JobFilter, Store } from "../store/store.ts";
+import type { ChangedJob } from "../store/records.ts";
+import type { JobFilter, JobTransitionManyParams, Store } from "../store/store.ts";
 import type { ClientDeps } from "./deps.ts";
 import { CANCEL_FROM, RETRY_FROM } from "./operators.ts";
 
@@ -66,9 +67,7 @@ export class BulkCalls<TTx> {
   /** See `Errand.retryMany()`. */
   async retryMany(filter: BulkFilter): Promise<BulkResult> {
     return await this.#inBatches("retryMany", filter, RETRY_FROM, async (jobs, now) => {
-      const changed = await this.#store.jobTransitionMany({
-        filter: jobs,
-        limit: BULK_BATCH,
+      const changed = await this.#change(jobs, {
         state: "available",
         runAt: now,
         finishedAt: null,
@@ -83,13 +82,7 @@ export class BulkCalls<TTx> {
   async cancelMany(filter: BulkFilter): Promise<BulkResult> {
     const from = CANCEL_FROM.filter((s) => s !== "running");
     return await this.#inBatches("cancelMany", filter, from, async (jobs, now) => {
-      const changed = await this.#store.jobTransitionMany({
-        filter: jobs,
-        limit: BULK_BATCH,
-        state: "cancelled",
-        finishedAt: now,
-      });
-      const ids = changed.map((c) => c.id);
+      const ids = (await this.#change(jobs, { state: "cancelled", finishedAt: now })).map((c) => c.id);
       if (ids.length) await releaseChildren(this.#deps, ids);
       return ids;
     });
@@ -104,6 +97,11 @@ export class BulkCalls<TTx> {
       from,
       (jobs) => this.#store.jobDeleteMany({ filter: jobs, limit: BULK_BATCH }),
     );
+  }
+
+  /** Applies `change` to one batch of the jobs of `jobs`. */
+  #change(jobs: JobFilter, change: Omit<JobTransitionManyParams, "filter" | "limit">): Promise<ChangedJob[]> {
+    return this.#store.jobTransitionMany({ filter: jobs, limit: BULK_BATCH, ...change });
   }
 
   /** Checks `filter`, then runs `batch` until a batch changes fewer than {@link BULK_BATCH} jobs. */
