@@ -36,6 +36,7 @@
 export { createErrand } from "./src/client/errand.ts";
 export type { Errand, ShutdownOptions } from "./src/client/errand.ts";
 export type { JobCounts, JobDetails, JobPage, ListOptions, UnhandledCount } from "./src/client/operators.ts";
+export type { BulkFilter, BulkResult } from "./src/client/bulk_calls.ts";
 export type { StepReport, StepRun } from "./src/client/pool.ts";
 export type { GroupInfo, GroupListOptions } from "./src/client/group_calls.ts";
 export type { ErrandLimits, KindLimitsInfo, QueueLimitsInfo, RateLimitInfo } from "./src/client/limits.ts";

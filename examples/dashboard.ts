@@ -26,7 +26,7 @@ declare const Bun: {
 
 const jobs = defineJobs({
   ...appJobs,
-  /** Fails its first attempt, so the dashboard's Retry button has something to do. */
+  /** Fails its first attempt, so the dashboard's Retry buttons have something to do. */
   chargeCard: job<{ orderId: string }>({ attempts: 1 }),
   applyOrder: job<{ customerId: string; orderId: string }>({ topic: "orders", partitionKey: (o) => o.customerId }),
   /** Flow control: at most 2 calls per tenant at once and 5 per second each, for the queue's page. */
@@ -62,7 +62,10 @@ await errand.enqueueMany(Array.from({ length: 20 }, (_, i) => ({
   kind: "sendWelcome" as const,
   payload: { userId: i, email: `user${i}@example.com` },
 })));
-await errand.enqueue("chargeCard", { orderId: "o-1" });
+// Three failures: one for a job page's Retry, the rest for "Retry all N failed".
+await errand.enqueueMany(
+  ["o-1", "o-2", "o-3"].map((orderId) => ({ kind: "chargeCard" as const, payload: { orderId } })),
+);
 await errand.enqueue("resizeImage", { url: "https://example.com/cat.png", width: 640 }, { delay: "1h" });
 await errand.enqueueMany(Array.from({ length: 12 }, (_, i) => ({
   kind: "applyOrder" as const,

@@ -2,8 +2,9 @@
  * The dashboard in a real browser: the demo app (examples/dashboard.ts) runs
  * as its own Bun process, and headless Chromium (Debian's `chromium`, driven
  * by playwright-core) loads the page, filters the jobs table, opens a failed
- * job, presses Retry and sees the job complete; then opens a queue's limits
- * and groups and pauses and resumes a group. The page must run under its
+ * job, presses Retry and sees the job complete; opens a queue's limits
+ * and groups and pauses and resumes a group; presses "Retry all N failed",
+ * confirms, and sees the failed jobs retried and complete. The page must run under its
  * Content-Security-Policy with no violation. A screenshot is saved and its
  * path printed. Runs on Node (playwright-core is a Node library).
  */
@@ -13,6 +14,7 @@ import { existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
+import type { Dialog } from "playwright-core";
 import { eventually } from "./support/wait.ts";
 
 /** The browser: `CHROMIUM_PATH`, else Debian's. */
@@ -51,6 +53,20 @@ describe(
       demo?.kill("SIGTERM");
     });
 
+    /**
+     * A new page in its own headless Chromium, collecting script errors and CSP
+     * violations in `problems`; `onDialog` answers its dialogs.
+     */
+    async function openPage(onDialog: (dialog: Dialog) => void) {
+      const browser = await launch();
+      const page = await browser.newPage();
+      const problems: string[] = [];
+      page.on("console", (m) => m.type() === "error" && problems.push(m.text()));
+      page.on("pageerror", (e) => problems.push(String(e)));
+      page.on("dialog", onDialog);
+      return { browser, page, problems };
+    }
+
     /** Headless Chromium. */
     async function launch() {
       const { chromium } = await import("playwright-core");
@@ -69,14 +85,8 @@ describe(
     }
 
     it("shows seeded jobs, opens a failed one, retries it and sees it complete", async () => {
-      const browser = await launch();
+      const { browser, page, problems } = await openPage((d) => void d.accept());
       try {
-        const page = await browser.newPage();
-        const problems: string[] = [];
-        page.on("console", (m) => m.type() === "error" && problems.push(m.text()));
-        page.on("pageerror", (e) => problems.push(String(e)));
-        page.on("dialog", (d) => void d.accept());
-
         await page.goto(url);
         await page.waitForSelector("#job-table tbody tr");
         assert.ok((await page.locator("#job-table tbody tr").count()) > 0, "the seeded jobs are listed");
@@ -113,18 +123,12 @@ describe(
     });
 
     it("opens a queue's limits and groups, pauses a group for the duration typed in, and resumes it", async () => {
-      const browser = await launch();
+      const prompts: string[] = [];
+      const { browser, page, problems } = await openPage((d) => {
+        prompts.push(d.message());
+        void d.accept(d.type() === "prompt" ? "45m" : undefined);
+      });
       try {
-        const page = await browser.newPage();
-        const problems: string[] = [];
-        page.on("console", (m) => m.type() === "error" && problems.push(m.text()));
-        page.on("pageerror", (e) => problems.push(String(e)));
-        const prompts: string[] = [];
-        page.on("dialog", (d) => {
-          prompts.push(d.message());
-          void d.accept(d.type() === "prompt" ? "45m" : undefined);
-        });
-
         await page.goto(url);
         const link = page.locator('#queues tr[data-queue="crm"] a.queue-link');
         assert.match((await link.textContent()) ?? "", /6 at once, 20 per 1s, 1 grouped kind/);
@@ -148,6 +152,45 @@ describe(
         await row.locator("button.resume").click();
         await page.waitForSelector('#groups-table tr[data-group="tenant-3"] button.pause');
         assert.equal(await row.locator("td").nth(4).textContent(), "–");
+        assert.deepEqual(problems, [], "no script errors or CSP violations");
+      } finally {
+        await browser.close();
+      }
+    });
+
+    it('"Retry all N failed" asks for confirmation, then retries every failed job, which complete', async () => {
+      const confirms: string[] = [];
+      let accept = false;
+      const { browser, page, problems } = await openPage((d) => {
+        confirms.push(d.message());
+        void (accept ? d.accept() : d.dismiss());
+      });
+      try {
+        await page.goto(url);
+        const button = page.locator("#counts button.retry-all");
+        await button.waitFor();
+        const failed = Number(await page.textContent('#counts [data-state="failed"]'));
+        assert.ok(failed >= 1, "the demo's failed chargeCard jobs");
+        assert.equal(await button.textContent(), `Retry all ${failed} failed`);
+
+        // Dismissing the confirmation changes nothing.
+        await button.click();
+        assert.match(confirms.at(-1) ?? "", new RegExp(`^Retry all ${failed} failed jobs\\?`));
+        assert.equal(await page.textContent("#status"), "");
+        assert.equal(Number(await page.textContent('#counts [data-state="failed"]')), failed);
+
+        accept = true;
+        await button.click();
+        await page.locator("#status", { hasText: /^Retried/ }).waitFor();
+        assert.equal(await page.textContent("#status"), `Retried ${failed} failed jobs`);
+        // The retried jobs run again (the demo's chargeCard succeeds on its second attempt): none is failed.
+        await page.waitForSelector("#counts button.retry-all", { state: "detached", timeout: 15_000 });
+        assert.equal(Number(await page.textContent('#counts [data-state="failed"]')), 0);
+
+        await page.selectOption('select[name="state"]', "completed");
+        await page.fill('input[name="kind"]', "chargeCard");
+        await Promise.all([page.waitForURL(/state=completed/), page.click('form.filters button[type="submit"]')]);
+        assert.equal(await page.locator("#job-table tbody tr").count(), 3, "all three charges completed");
         assert.deepEqual(problems, [], "no script errors or CSP violations");
       } finally {
         await browser.close();

@@ -1,14 +1,18 @@
 /**
- * The JSON admin API: jobs, counts, schedules, topics, stats, and flow
- * control's limits and groups, each route a thin call to the errand.
- * Errors become JSON bodies in the router's error handler.
+ * The JSON admin API: jobs (one at a time and in bulk), counts, schedules,
+ * topics, stats, and flow control's limits and groups, each route a thin
+ * call to the errand. Every state-changing route reports what it changed to
+ * the router's audit hook. Errors become JSON bodies in the router's error
+ * handler.
  *
  * @module
  */
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import { type KindLimitsInfo, NotFoundError, type QueueLimitsInfo, ValidationError } from "../../mod.ts";
+import type { Record } from "./audit.ts";
 import {
   type AdminErrand,
+  bulkFilter,
   groupedKind,
   groupPage,
   jobDurations,
@@ -23,11 +27,16 @@ export interface ApiSettings {
   readonly showPayloads: boolean;
   /** Largest page of jobs. */
   readonly maxPageSize: number;
+  /** Reports each change to the audit hook. */
+  readonly record: Record;
 }
+
+/** The bulk actions, by the last segment of their route. */
+const BULK = { retry: "retryMany", cancel: "cancelMany", delete: "deleteMany" } as const;
 
 /** The routes under `/api`. */
 export function apiRoutes(errand: AdminErrand, settings: ApiSettings): Hono {
-  const { showPayloads, maxPageSize } = settings;
+  const { showPayloads, maxPageSize, record } = settings;
   const api = new Hono();
 
   api.get("/jobs", async (c) => {
@@ -39,14 +48,29 @@ export function apiRoutes(errand: AdminErrand, settings: ApiSettings): Hono {
     if (!job) throw new NotFoundError(`There is no job "${c.req.param("id")}"`);
     return c.json({ ...withoutPayload(job, showPayloads), durations: jobDurations(job, Date.now()) });
   });
-  api.post("/jobs/:id/retry", async (c) => c.json(withoutPayload(await errand.retry(c.req.param("id")), showPayloads)));
-  api.post(
-    "/jobs/:id/cancel",
-    async (c) => c.json(withoutPayload(await errand.cancel(c.req.param("id")), showPayloads)),
-  );
+  for (const [route, action] of Object.entries(BULK) as [keyof typeof BULK, typeof BULK[keyof typeof BULK]][]) {
+    api.post(`/jobs/${route}`, async (c) => {
+      const filter = bulkFilter(await jsonBody(c));
+      const { count } = await errand[action](filter);
+      await record(c, { action, filter, count });
+      return c.json({ count });
+    });
+  }
+  api.post("/jobs/:id/retry", async (c) => {
+    const job = await errand.retry(c.req.param("id"));
+    await record(c, { action: "retry", id: job.id });
+    return c.json(withoutPayload(job, showPayloads));
+  });
+  api.post("/jobs/:id/cancel", async (c) => {
+    const job = await errand.cancel(c.req.param("id"));
+    await record(c, { action: "cancel", id: job.id });
+    return c.json(withoutPayload(job, showPayloads));
+  });
   api.delete("/jobs/:id", async (c) => {
-    await errand.delete(c.req.param("id"));
-    return c.json({ deleted: c.req.param("id") });
+    const id = c.req.param("id");
+    await errand.delete(id);
+    await record(c, { action: "delete", id });
+    return c.json({ deleted: id });
   });
 
   api.get("/counts", async (c) => c.json(await errand.counts()));
@@ -54,7 +78,11 @@ export function apiRoutes(errand: AdminErrand, settings: ApiSettings): Hono {
   api.get("/workers", async (c) => c.json(await errand.workers()));
 
   api.get("/schedules", async (c) => c.json((await errand.schedules()).map((s) => withoutPayload(s, showPayloads))));
-  api.post("/schedules/:id/trigger", async (c) => c.json({ jobId: await errand.trigger(c.req.param("id")) }));
+  api.post("/schedules/:id/trigger", async (c) => {
+    const [schedule, jobId] = [c.req.param("id"), await errand.trigger(c.req.param("id"))];
+    await record(c, { action: "triggerSchedule", schedule, jobId });
+    return c.json({ jobId });
+  });
 
   api.get("/topics", async (c) => c.json(await errand.topics()));
   api.get("/topics/:topic/partitions", async (c) => {
@@ -66,6 +94,7 @@ export function apiRoutes(errand: AdminErrand, settings: ApiSettings): Hono {
     const n = c.req.param("n");
     if (!/^\d{1,4}$/.test(n)) throw new ValidationError(`A partition is a whole number, got "${n}"`);
     const failed = await errand.forceFailPartitionHead(topic, Number(n));
+    await record(c, { action: "forceFailPartitionHead", topic, partition: Number(n), jobId: failed?.id ?? null });
     return c.json({ failed: failed && withoutPayload(failed, showPayloads) });
   });
 
@@ -77,12 +106,15 @@ export function apiRoutes(errand: AdminErrand, settings: ApiSettings): Hono {
   );
   api.post("/groups/:kind/:group/pause", async (c) => {
     const [kind, group] = [c.req.param("kind"), c.req.param("group")];
-    await errand.pauseGroup(groupedKind(errand, kind), group, pauseDuration(c.req.query("duration")));
+    const duration = pauseDuration(c.req.query("duration"));
+    await errand.pauseGroup(groupedKind(errand, kind), group, duration);
+    await record(c, { action: "pauseGroup", kind, group, duration });
     return c.json({ kind, group, paused: true });
   });
   api.post("/groups/:kind/:group/resume", async (c) => {
     const [kind, group] = [c.req.param("kind"), c.req.param("group")];
     await errand.resumeGroup(groupedKind(errand, kind), group);
+    await record(c, { action: "resumeGroup", kind, group });
     return c.json({ kind, group, paused: false });
   });
   return api;
@@ -97,6 +129,17 @@ function queueLimits(
   const limits = queues.find((q) => q.queue === queue);
   if (!limits) throw new NotFoundError(`There is no queue "${queue}" in this errand's options or kinds`);
   return { ...limits, kinds: kinds.filter((k) => k.queue === queue) };
+}
+
+/** The request's JSON body. @throws {ValidationError} When it is not JSON. */
+async function jsonBody(c: Context): Promise<unknown> {
+  try {
+    return await c.req.json();
+  } catch (err) {
+    throw new ValidationError('The body must be a JSON filter such as {"state":"failed","queue":"mail"}', {
+      cause: err,
+    });
+  }
 }
 
 /** `topic` if it is configured. @throws {NotFoundError} Otherwise. */

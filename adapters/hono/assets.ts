@@ -57,9 +57,10 @@ dl.facts dd { margin: 0; }
 /**
  * The page's script: refreshes the live part of the page every few seconds
  * (unless the user is editing a filter), and sends the action buttons'
- * requests as JSON, then refreshes. A button with `data-prompt` first asks
- * for a value (`data-default` filled in) and sends it as the query
- * parameter `data-param`.
+ * requests as JSON (`data-body`, or `{}`), then refreshes. A button with
+ * `data-confirm` asks first; one with `data-prompt` first asks for a value
+ * (`data-default` filled in) and sends it as the query parameter
+ * `data-param`. `{count}` in `data-done` becomes the answer's `count`.
  */
 export const DASHBOARD_JS = `
 (() => {
@@ -96,11 +97,12 @@ export const DASHBOARD_JS = `
       const res = await fetch(base + action, {
         method: button.dataset.method || "POST",
         headers: { "content-type": "application/json" },
-        body: "{}",
+        body: button.dataset.body || "{}",
         credentials: "same-origin",
       });
       const answer = await res.json().catch(() => ({}));
-      say(res.ok ? (button.dataset.done || "Done") : (answer.error || "Failed: HTTP " + res.status), !res.ok);
+      const done = (button.dataset.done || "Done").replace("{count}", String(answer.count));
+      say(res.ok ? done : (answer.error || "Failed: HTTP " + res.status), !res.ok);
       if (res.ok && button.dataset.then) location.href = base + button.dataset.then;
       else await refresh();
     } finally {

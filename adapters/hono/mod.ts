@@ -30,11 +30,13 @@ import { type Context, Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { NotFoundError, StateError, ValidationError } from "../../mod.ts";
 import { apiRoutes } from "./api.ts";
+import { type Audit, recorder } from "./audit.ts";
 import { mountBase, sendPage } from "./page.ts";
 import { type AdminErrand, listOptions } from "./present.ts";
 import { type Authorize, guardChanges, jsonError, requireAuthorization } from "./security.ts";
 import { jobPage, overview, queuePage, topicPage } from "./views.ts";
 
+export type { AdminAction, Audit } from "./audit.ts";
 export type { AdminErrand } from "./present.ts";
 export type { Authorize } from "./security.ts";
 
@@ -107,6 +109,40 @@ export interface AdminRouterOptions {
    */
   showPayloads?: boolean;
   /**
+   * Called after every state-changing request that the router carried out
+   * (retry, cancel and delete of a job or in bulk, a schedule's trigger, a
+   * partition head's force-fail, a group's pause and resume), with the
+   * request's context and what it changed; the response waits for it. A
+   * request refused before any change (by `authorize`, the guards, bad input,
+   * a state conflict) is not reported. When `audit` throws or rejects, the
+   * change has already been made: the router logs the error and answers 500
+   * with a message saying the change was applied but not recorded.
+   *
+   * @example Write every change to the application's audit log
+   * ```ts
+   * import type { Context } from "hono";
+   * import { createClient } from "@libsql/client";
+   * import { createErrand, defineJobs, job } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   * import { type AdminAction, adminRouter } from "@errand/errand/hono";
+   *
+   * const jobs = defineJobs({ sendWelcome: job<{ userId: number }>() });
+   * const errand = createErrand({ jobs, store: libsqlStore(createClient({ url: ":memory:" })) });
+   * // The application's own session lookup and audit log.
+   * const sessions = { find: (_c: Context) => ({ user: "ada", role: "admin" }) };
+   * const auditLog: { at: Date; user: string; action: AdminAction }[] = [];
+   *
+   * const admin = adminRouter(errand, {
+   *   authorize: (c) => sessions.find(c).role === "admin",
+   *   audit: (c, action) => {
+   *     auditLog.push({ at: new Date(), user: sessions.find(c).user, action });
+   *     if (action.action === "retryMany") console.log(`${action.count} jobs retried`, action.filter);
+   *   },
+   * });
+   * ```
+   */
+  audit?: Audit;
+  /**
    * Largest page of jobs a request gets, whatever it asks for.
    * @default {100}
    */
@@ -138,6 +174,10 @@ export function adminRouter(errand: AdminErrand, options: AdminRouterOptions): H
   const maxBodyBytes = whole("maxBodyBytes", options.maxBodyBytes ?? 16_384, 2);
   const refreshSeconds = whole("refreshSeconds", options.refreshSeconds ?? 5, 0);
   const showPayloads = options.showPayloads === true;
+  if (options.audit !== undefined && typeof options.audit !== "function") {
+    throw new ValidationError('Option "audit" must be a function (c, action) => void that records each change');
+  }
+  const record = recorder(options.audit);
   const view = (c: Context, pattern: string) => ({ base: mountBase(c, pattern), showPayloads });
 
   const app = new Hono();
@@ -151,7 +191,7 @@ export function adminRouter(errand: AdminErrand, options: AdminRouterOptions): H
   });
   app.notFound((c) => jsonError(c, 404, `No admin route ${c.req.method} ${c.req.path}`));
   app.use("*", requireAuthorization(options.authorize), guardChanges(maxBodyBytes));
-  app.route("/api", apiRoutes(errand, { showPayloads, maxPageSize }));
+  app.route("/api", apiRoutes(errand, { showPayloads, maxPageSize, record }));
   app.get(
     "/metrics",
     async (c) => c.body(await errand.metrics(), 200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" }),

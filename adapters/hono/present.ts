@@ -6,6 +6,7 @@
  * @module
  */
 import {
+  type BulkFilter,
   type Duration,
   type Errand,
   type GroupInfo,
@@ -26,6 +27,9 @@ export type AdminErrand = Pick<
   | "retry"
   | "cancel"
   | "delete"
+  | "retryMany"
+  | "cancelMany"
+  | "deleteMany"
   | "counts"
   | "workers"
   | "schedules"
@@ -110,6 +114,31 @@ export function groupedKind(errand: AdminErrand, kind: string): string {
 export function pauseDuration(text: string | undefined): Duration {
   if (!text) throw new ValidationError('Pausing a group needs "duration" in the query, such as ?duration=10m');
   return /^\d{1,15}$/.test(text) ? Number(text) : text as Duration;
+}
+
+/**
+ * A bulk action's filter from a request's JSON body: `before` and `after`
+ * are ISO 8601 times or milliseconds since the epoch; the errand checks the
+ * rest (and says what it takes).
+ * @throws {ValidationError} When `before` or `after` is not a time.
+ */
+export function bulkFilter(body: unknown): BulkFilter {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) return body as BulkFilter;
+  const filter: { [key: string]: unknown } = { ...body };
+  for (const name of ["before", "after"]) {
+    const value = filter[name];
+    if (value === undefined) continue;
+    const date = typeof value === "string" || typeof value === "number" ? new Date(value) : undefined;
+    if (!date || Number.isNaN(date.getTime())) {
+      throw new ValidationError(
+        `Filter "${name}" must be an ISO 8601 time such as "2026-12-01T00:00:00Z" or milliseconds since the epoch, got ${
+          JSON.stringify(value)
+        }`,
+      );
+    }
+    filter[name] = date;
+  }
+  return filter as unknown as BulkFilter;
 }
 
 /** `value` without its `payload` unless payloads are shown. */

@@ -1,6 +1,6 @@
 /**
- * The dashboard's views: the overview (counts, activity, workers,
- * schedules, topics and the jobs table), a job's page, a topic's
+ * The dashboard's views: the overview (counts with "Retry all N failed",
+ * activity, workers, schedules, topics and the jobs table), a job's page, a topic's
  * partitions, and a queue's limits and groups. Every number comes from the
  * store, so every instance sharing the database shows the same page (the
  * limits are the serving instance's options).
@@ -53,7 +53,7 @@ export async function overview(errand: AdminErrand, view: ViewContext, filters: 
         </tr>
       `
     )
-  }</tbody></table></section>
+  }</tbody></table>${retryAll(counts.byState.failed)}</section>
   <section class="panel" id="activity"><h2>Last 60 s</h2>${chart(stats)}
     <dl class="facts">
       <dt>completed</dt><dd>${sum(stats, "completed")}</dd>
@@ -307,7 +307,8 @@ export async function topicPage(errand: AdminErrand, view: ViewContext, topic: s
 /**
  * A queue's page: its limits as this instance is configured, the limits
  * of the kinds that send jobs to it, and a page of its groups with their
- * running and queued jobs and pauses, each with a pause or resume button.
+ * running and queued jobs and pauses, each with a pause or resume button;
+ * its failed jobs, with "Retry all N failed".
  */
 export async function queuePage(
   errand: AdminErrand,
@@ -344,6 +345,7 @@ export async function queuePage(
             ? ""
             : ` of ${own.globalConcurrency}`}</dd>
           <dt>available</dt><dd>${byState?.available ?? 0}</dd>
+          <dt>failed</dt><dd>${byState?.failed ?? 0} ${retryAll(byState?.failed ?? 0, queue)}</dd>
           <dt>global concurrency</dt><dd data-limit="globalConcurrency">${own.globalConcurrency ?? "none"}</dd>
           <dt>rate limit</dt><dd data-limit="rateLimit">${own.rateLimit ? rate(own.rateLimit) : "none"}</dd>
           <dt>slots here</dt><dd>${own.concurrency ?? "none: this instance runs no worker for it"}</dd>
@@ -414,6 +416,19 @@ export async function queuePage(
         : ""} ${page.cursor ? html`<a id="next-groups" href="${pageLink(page.cursor)}">Next page</a>` : ""}</p>
     </div>
   `;
+}
+
+/**
+ * "Retry all N failed" (of `queue`, or of every queue), asking for
+ * confirmation first; nothing when none failed.
+ */
+function retryAll(failed: number, queue?: string): Html | string {
+  if (failed === 0) return "";
+  const of = queue === undefined ? "" : ` of queue ${queue}`;
+  const filter = queue === undefined ? { state: "failed" } : { state: "failed", queue };
+  return html`<p><button class="retry-all" data-action="/api/jobs/retry" data-body="${JSON.stringify(filter)}"
+  data-confirm="Retry all ${failed} failed jobs${of}? Each runs again now, with one more attempt if it used up its attempts."
+  data-done="Retried {count} failed jobs${of}">Retry all ${failed} failed</button></p>`;
 }
 
 /** One row of the overview's queues table: jobs by state (none when `byState` is absent), and a link to its limits and groups. */

@@ -36,12 +36,14 @@ import type {
   GroupPauseParams,
   JobActivityParams,
   JobClaimParams,
+  JobDeleteManyParams,
   JobFinishParams,
   JobGetParams,
   JobInsertParams,
   JobListParams,
   JobProgressParams,
   JobRenewLeasesParams,
+  JobTransitionManyParams,
   JobTransitionParams,
   JobWatchParams,
   LeaderAcquireParams,
@@ -54,6 +56,7 @@ import type {
 } from "../../src/store/store.ts";
 import type {
   ActivityRow,
+  ChangedJob,
   ClaimedJob,
   ExpiredJob,
   FinishedJob,
@@ -90,6 +93,7 @@ import {
   workerInfoColumn,
 } from "../sql/rows.ts";
 import { checkTransaction, LibsqlConnection } from "./connection.ts";
+import { deleteJobs, deleteParentLinks, transitionJobs } from "./bulk.ts";
 import { claimJobs, finishJobs } from "./claims.ts";
 import { claimLimitedJobs, countHeld, listGroups, pauseGroup, pruneFlow } from "./flow.ts";
 import { insertJobs } from "./insert.ts";
@@ -229,6 +233,14 @@ export class LibsqlStore implements StoreFor<Transaction> {
     );
   }
 
+  jobDeleteMany(p: JobDeleteManyParams): Promise<string[]> {
+    return deleteJobs(this.#db, this.namespace, p);
+  }
+
+  jobTransitionMany(p: JobTransitionManyParams): Promise<ChangedJob[]> {
+    return transitionJobs(this.#db, this.namespace, p);
+  }
+
   async jobTransition(p: JobTransitionParams): Promise<boolean> {
     const rs = await this.#db.write({
       sql: `UPDATE errand_jobs SET state = ?, run_at = coalesce(?, run_at), finished_at = ?, fence = fence + 1,
@@ -315,12 +327,7 @@ export class LibsqlStore implements StoreFor<Transaction> {
                 RETURNING id`,
           args: [this.namespace, p.topic ?? null, p.topic ?? null, p.partition ?? null, p.keep, p.limit],
         });
-        if (gone.rows.length) {
-          await tx.execute({
-            sql: "DELETE FROM errand_job_parents WHERE namespace = ? AND job_id IN (SELECT value FROM json_each(?))",
-            args: [this.namespace, JSON.stringify(gone.rows.map((r) => r.id))],
-          });
-        }
+        await deleteParentLinks(tx, this.namespace, gone.rows.map((r) => r.id));
         return gone.rows.length;
       })
     );
@@ -505,12 +512,7 @@ export class LibsqlStore implements StoreFor<Transaction> {
                 RETURNING id`,
           args: [this.namespace, p.state, p.before, p.limit],
         });
-        if (gone.rows.length) {
-          await tx.execute({
-            sql: "DELETE FROM errand_job_parents WHERE namespace = ? AND job_id IN (SELECT value FROM json_each(?))",
-            args: [this.namespace, JSON.stringify(gone.rows.map((r) => r.id))],
-          });
-        }
+        await deleteParentLinks(tx, this.namespace, gone.rows.map((r) => r.id));
         return gone.rows.length;
       })
     );

@@ -27,12 +27,14 @@ import type {
   GroupPauseParams,
   JobActivityParams,
   JobClaimParams,
+  JobDeleteManyParams,
   JobFinishParams,
   JobGetParams,
   JobInsertParams,
   JobListParams,
   JobProgressParams,
   JobRenewLeasesParams,
+  JobTransitionManyParams,
   JobTransitionParams,
   JobWatchParams,
   LeaderAcquireParams,
@@ -45,6 +47,7 @@ import type {
 } from "../../src/store/store.ts";
 import type {
   ActivityRow,
+  ChangedJob,
   ClaimedJob,
   ExpiredJob,
   FinishedJob,
@@ -81,6 +84,7 @@ import {
   workerInfoColumn,
 } from "../sql/rows.ts";
 import { checkTransaction, PostgresConnection, type Querier, type StoreTarget } from "./connection.ts";
+import { deleteJobs, transitionJobs } from "./bulk.ts";
 import { claimJobs, finishJobs } from "./claims.ts";
 import { countHeld, listGroups, pauseGroup, pruneFlow } from "./flow.ts";
 import { claimLimitedJobs } from "./limited_claim.ts";
@@ -243,6 +247,14 @@ export class PostgresStore implements StoreFor<TransactionSql> {
       [p.id, this.namespace],
     );
     return rows.length > 0;
+  }
+
+  jobDeleteMany(p: JobDeleteManyParams): Promise<string[]> {
+    return deleteJobs(this.#db, this.#target, p);
+  }
+
+  jobTransitionMany(p: JobTransitionManyParams): Promise<ChangedJob[]> {
+    return transitionJobs(this.#db, this.#target, p);
   }
 
   async jobTransition(p: JobTransitionParams): Promise<boolean> {

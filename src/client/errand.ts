@@ -2,7 +2,7 @@
  * `createErrand`: the object an application holds. It is a facade: every
  * call is one line handed to the owner that does the work:
  * - the insert path (`enqueue/inserter.ts`): enqueue, enqueueAfter, enqueueMany;
- * - the operator calls (`operators.ts`, `partitions.ts`, `schedule_calls.ts`);
+ * - the operator calls (`operators.ts`, `bulk_calls.ts`, `partitions.ts`, `schedule_calls.ts`);
  * - the worker pool (`pool.ts`): workers, the shared services, `step()`.
  * This file holds the lifecycle (the interface is in `errand_interface.ts`):
  * `new` → (`start()`) `started` → (`shutdown()`) `stopping` → `stopped`.
@@ -29,6 +29,7 @@ import { describeLimits } from "./limits.ts";
 import type { GroupValue } from "../flow/limits.ts";
 import { type StepReport, WorkerPool } from "./pool.ts";
 import { ScheduleCalls } from "./schedule_calls.ts";
+import { BulkCalls, type BulkFilter } from "./bulk_calls.ts";
 import type { Errand, ShutdownOptions } from "./errand_interface.ts";
 import { Watchers } from "../results/watchers.ts";
 import {
@@ -88,6 +89,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
   readonly #schedules: ScheduleCalls<TTx>;
   readonly #groups: GroupCalls<TTx>;
   readonly #waits: WaitEnv;
+  readonly #bulk: BulkCalls<TTx>;
 
   constructor(options: ErrandOptions<J, Ctx, TTx>) {
     const resolved = resolveOptions(options);
@@ -120,6 +122,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
     this.#partitions = new PartitionCalls(deps);
     this.#groups = new GroupCalls(deps);
     this.#operators = new OperatorCalls(deps, this.#partitions);
+    this.#bulk = new BulkCalls(deps);
     this.#schedules = new ScheduleCalls(deps, this.#inserter, this.#pool.schedules);
   }
 
@@ -194,6 +197,9 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
   retry = (id: string) => this.#operators.retry(id);
   cancel = (id: string) => this.#operators.cancel(id);
   delete = (id: string) => this.#operators.delete(id);
+  retryMany = (filter: BulkFilter) => this.#bulk.retryMany(filter);
+  cancelMany = (filter: BulkFilter) => this.#bulk.cancelMany(filter);
+  deleteMany = (filter: BulkFilter) => this.#bulk.deleteMany(filter);
   counts = () => this.#operators.counts();
   workers = () => this.#operators.workers();
   pauseQueue = (queue: string) => this.#operators.pauseQueue(queue, true);

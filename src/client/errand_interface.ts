@@ -19,6 +19,7 @@ import type { GroupInfo, GroupListOptions } from "./group_calls.ts";
 import type { ErrandLimits } from "./limits.ts";
 import type { GroupValue } from "../flow/limits.ts";
 import type { StepReport } from "./pool.ts";
+import type { BulkFilter, BulkResult } from "./bulk_calls.ts";
 
 /** Options of `shutdown()`. */
 export interface ShutdownOptions {
@@ -232,6 +233,79 @@ export interface Errand<J extends JobDefinitions, TTx> extends Enqueuer<J, TTx> 
    * @throws {StateError} When the job is running.
    */
   delete(id: string): Promise<void>;
+  /**
+   * Runs again now every job `filter` matches, as {@link Errand.retry} does
+   * each: `state` must be "failed", "cancelled", "completed" or "scheduled".
+   * Works in batches of 1,000 jobs (each a short write of its own), wakes the
+   * workers of the queues, and resolves with how many jobs it retried. Jobs
+   * enqueued after the call began are left alone. Not atomic: a failure
+   * midway leaves the batches done so far retried; call it again for the rest.
+   * @throws {ValidationError} When the filter lacks `state`, names a state
+   * `retry` does not apply to, has a key it does not take, a bad queue or
+   * kind name, or invalid dates; nothing is written then.
+   *
+   * @example Redrive a queue's dead letters
+   * ```ts
+   * import { createClient } from "@libsql/client";
+   * import { createErrand, defineJobs, job } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   *
+   * const jobs = defineJobs({ sendWelcome: job<{ userId: number }>({ queue: "mail" }) });
+   * const errand = createErrand({ jobs, store: libsqlStore(createClient({ url: ":memory:" })) });
+   * // Every job of "mail" that failed in the last 24 hours, not those before.
+   * const { count } = await errand.retryMany({
+   *   state: "failed",
+   *   queue: "mail",
+   *   after: new Date(Date.now() - 86_400_000),
+   *   before: new Date(),
+   * });
+   * console.log(`${count} jobs retried`);
+   * ```
+   */
+  retryMany(filter: BulkFilter): Promise<BulkResult>;
+  /**
+   * Cancels every job `filter` matches, as {@link Errand.cancel} does each,
+   * except running ones: a bulk action never touches a running job's lease,
+   * so `state` must be "scheduled", "available" or "waiting" (cancel a running
+   * job with {@link Errand.cancel}). Continuations waiting for a cancelled
+   * job are cancelled in turn (they are not counted). Works in batches as
+   * {@link Errand.retryMany} does; resolves with how many jobs it cancelled.
+   * @throws {ValidationError} As {@link Errand.retryMany} does, for its own states.
+   *
+   * @example Drop the queued jobs of a kind
+   * ```ts
+   * import { createClient } from "@libsql/client";
+   * import { createErrand, defineJobs, job } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   *
+   * const jobs = defineJobs({ render: job<{ docId: string }>() });
+   * const errand = createErrand({ jobs, store: libsqlStore(createClient({ url: ":memory:" })) });
+   * await errand.enqueue("render", { docId: "d1" });
+   * const { count } = await errand.cancelMany({ kind: "render", state: "available" });
+   * console.log(count); // 1
+   * ```
+   */
+  cancelMany(filter: BulkFilter): Promise<BulkResult>;
+  /**
+   * Deletes every job `filter` matches, as {@link Errand.delete} does each:
+   * `state` may be any state but "running". Works in batches as
+   * {@link Errand.retryMany} does; resolves with how many jobs it deleted.
+   * @throws {ValidationError} As {@link Errand.retryMany} does, for its own states.
+   *
+   * @example Clear out cancelled jobs older than a week
+   * ```ts
+   * import { createClient } from "@libsql/client";
+   * import { createErrand, defineJobs, job } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   *
+   * const jobs = defineJobs({ sendWelcome: job<{ userId: number }>() });
+   * const errand = createErrand({ jobs, store: libsqlStore(createClient({ url: ":memory:" })) });
+   * const weekAgo = new Date(Date.now() - 7 * 86_400_000);
+   * const { count } = await errand.deleteMany({ state: "cancelled", before: weekAgo });
+   * console.log(`${count} jobs deleted`);
+   * ```
+   */
+  deleteMany(filter: BulkFilter): Promise<BulkResult>;
   /**
    * Counts jobs by state and by queue, and the available jobs no live worker can run.
    *

@@ -98,6 +98,12 @@ export function unhandledOf(counts: readonly JobCount[], workers: readonly Worke
     .map(({ queue, kind, version, count }) => ({ queue, kind, version, count }));
 }
 
+/** The states `retry()` (and `retryMany()`) applies to. */
+export const RETRY_FROM: readonly JobState[] = ["failed", "cancelled", "completed", "scheduled"];
+
+/** The states `cancel()` applies to; `cancelMany()` takes them but `running`. */
+export const CANCEL_FROM: readonly JobState[] = ["scheduled", "available", "running", "waiting"];
+
 /** How many children `get()` shows. */
 const CHILDREN_SHOWN = 25;
 
@@ -155,7 +161,7 @@ export class OperatorCalls<TTx> {
   /** See `Errand.retry()`. */
   async retry(id: string): Promise<JobInfo> {
     return await this.#transition(id, "retry", (now) => ({
-      from: ["failed", "cancelled", "completed", "scheduled"],
+      from: RETRY_FROM,
       state: "available",
       runAt: now,
       finishedAt: null,
@@ -166,7 +172,7 @@ export class OperatorCalls<TTx> {
   /** See `Errand.cancel()`. */
   async cancel(id: string): Promise<JobInfo> {
     const job = await this.#transition(id, "cancel", (now) => ({
-      from: ["scheduled", "available", "running", "waiting"],
+      from: CANCEL_FROM,
       state: "cancelled",
       finishedAt: now,
     }));

@@ -295,6 +295,14 @@ export interface ResolvedWaiting {
   readonly cancelled: readonly string[];
 }
 
+/** A job a bulk change applied to, as returned by {@link Store.jobTransitionMany}. */
+export interface ChangedJob {
+  /** The job. */
+  readonly id: string;
+  /** Its queue. */
+  readonly queue: string;
+}
+
 /** How many jobs of one queue, kind and version are in one state, as counted by {@link Store.jobCounts}. */
 export interface JobCount {
   /** The queue. */

@@ -18,6 +18,7 @@
 import type { JobState, WorkerInfo } from "../jobs/types.ts";
 import type {
   ActivityRow,
+  ChangedJob,
   ClaimedJob,
   ExpiredJob,
   FinishedJob,
@@ -155,6 +156,33 @@ export interface JobDeleteParams {
   readonly id: string;
 }
 
+/**
+ * Which jobs a bulk operation ({@link OperatorStore.jobTransitionMany},
+ * {@link OperatorStore.jobDeleteMany}) applies to: every condition given holds.
+ */
+export interface JobFilter {
+  /** Only jobs in one of these states (never empty). */
+  readonly states: readonly JobState[];
+  /** Only jobs on this queue. */
+  readonly queue?: string;
+  /** Only jobs of this kind (its stored name). */
+  readonly kind?: string;
+  /** Only jobs created at or after this time. */
+  readonly createdFrom?: number;
+  /** Only jobs created before this time. */
+  readonly createdBefore?: number;
+  /** Only ids greater than this (the last id of the previous batch). */
+  readonly afterId?: string;
+}
+
+/** Parameters of {@link OperatorStore.jobDeleteMany}. */
+export interface JobDeleteManyParams {
+  /** The jobs to delete; a running job never is, whatever the filter says. */
+  readonly filter: JobFilter;
+  /** Most jobs to delete. */
+  readonly limit: number;
+}
+
 /** Parameters of {@link JobStore.jobFinishMany}. */
 export interface JobFinishParams {
   /** The outcomes to apply, each on its own condition. */
@@ -289,6 +317,14 @@ export interface JobTransitionParams {
   readonly grantAttempt?: boolean;
   /** Why, stored as the job's `reason`; unchanged when absent. */
   readonly reason?: string;
+}
+
+/** An operator's state change of many jobs ({@link OperatorStore.jobTransitionMany}): as {@link JobTransitionParams} for each. */
+export interface JobTransitionManyParams extends Omit<JobTransitionParams, "id" | "from"> {
+  /** The jobs to change; `filter.states` plays the part of `from`. */
+  readonly filter: JobFilter;
+  /** Most jobs to change. */
+  readonly limit: number;
 }
 
 /** Parameters of {@link ClusterStore.leaderAcquire}. */
@@ -497,6 +533,13 @@ export interface OperatorStore {
   jobCounts(): Promise<JobCount[]>;
   /** Deletes a job unless it is running; returns whether one was deleted. */
   jobDelete(params: JobDeleteParams): Promise<boolean>;
+  /**
+   * Deletes at most `limit` jobs matching `filter`, taken in id order, never
+   * a running one, with their links to their parents, in one atomic write
+   * (a short one: the core calls it batch after batch). A store with row
+   * locks skips jobs another transaction holds. Returns the ids deleted.
+   */
+  jobDeleteMany(params: JobDeleteManyParams): Promise<string[]>;
   /** Reads one job, or null. */
   jobGet(params: JobGetParams): Promise<JobRow | null>;
   /** Lists jobs, newest first. */
@@ -505,6 +548,16 @@ export interface OperatorStore {
   jobRelatives(params: JobRelativesParams): Promise<JobRelatives>;
   /** Applies an operator's state change if the job is in one of `from`; returns whether it applied. */
   jobTransition(params: JobTransitionParams): Promise<boolean>;
+  /**
+   * Applies an operator's state change, as {@link OperatorStore.jobTransition}
+   * does to one job, to at most `limit` jobs matching `filter` (its `states`
+   * are the states the change applies from), taken in id order, in one
+   * atomic statement (a short one: the core calls it batch after batch). A
+   * store with row locks skips jobs another transaction holds. Wakes
+   * listening processes when jobs became available. Returns the jobs changed,
+   * in any order.
+   */
+  jobTransitionMany(params: JobTransitionManyParams): Promise<ChangedJob[]>;
   /** The partitions of `topic` that have had jobs (or only `partition`), by number, each with its head. */
   partitionList(params: PartitionListParams): Promise<PartitionRow[]>;
   /**

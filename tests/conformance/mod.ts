@@ -5,6 +5,7 @@
  */
 import { describe, it } from "node:test";
 import type { StoreKind } from "../support/stores.ts";
+import { bulkActionCases } from "./bulk_actions.ts";
 import { continuationCases } from "./continuations.ts";
 import { controlCases } from "./controls.ts";
 import { enqueueCases } from "./enqueue.ts";
@@ -34,6 +35,7 @@ export function runConformance(kind: StoreKind<unknown>): void {
     executionCases(kind);
     controlCases(kind);
     operatorCases(kind);
+    bulkActionCases(kind);
     uniqueCases(kind);
     continuationCases(kind);
     versionCases(kind);

@@ -1,0 +1,26 @@
+/**
+ * The `WHERE` conditions of a bulk operation's {@link JobFilter}, the same in
+ * both dialects: each dialect binds the values its own way (`$n` or `?`).
+ *
+ * @module
+ */
+import type { JobFilter } from "../../src/store/store.ts";
+import { LISTED_STATES, LISTED_STATES_SQL } from "./listed_states.ts";
+
+/**
+ * The conditions of `filter` on the jobs table (unqualified columns, the
+ * namespace left to the caller), joined by `AND`; `bind` adds a value to the
+ * statement's arguments and returns its placeholder, called in the order the
+ * placeholders appear.
+ */
+export function jobFilterSql(filter: JobFilter, bind: (value: string | number) => string): string {
+  const where = [`state IN (${filter.states.map(bind).join(", ")})`];
+  if (filter.queue !== undefined) where.push(`queue = ${bind(filter.queue)}`);
+  if (filter.kind !== undefined) where.push(`kind = ${bind(filter.kind)}`);
+  if (filter.createdFrom !== undefined) where.push(`created_at >= ${bind(filter.createdFrom)}`);
+  if (filter.createdBefore !== undefined) where.push(`created_at < ${bind(filter.createdBefore)}`);
+  if (filter.afterId !== undefined) where.push(`id > ${bind(filter.afterId)}`);
+  // Listed states' jobs come from the listing index in id order (spelled out for SQLite and generic plans).
+  if (filter.states.every((s) => LISTED_STATES.includes(s))) where.push(LISTED_STATES_SQL);
+  return where.join(" AND ");
+}
