@@ -6,7 +6,7 @@
  * @module
  */
 import { Hono } from "hono";
-import { type KindLimitsInfo, NotFoundError, type QueueLimitsInfo, ValidationError } from "../../mod.ts";
+import { type KindLimitsInfo, NotFoundError, type QueueLimitsInfo, STATS_MINUTES, ValidationError } from "../../mod.ts";
 import {
   type AdminErrand,
   groupedKind,
@@ -14,6 +14,7 @@ import {
   jobDurations,
   listOptions,
   pauseDuration,
+  statsMinutes,
   withoutPayload,
 } from "./present.ts";
 
@@ -50,7 +51,10 @@ export function apiRoutes(errand: AdminErrand, settings: ApiSettings): Hono {
   });
 
   api.get("/counts", async (c) => c.json(await errand.counts()));
-  api.get("/stats", async (c) => c.json(await errand.stats()));
+  api.get(
+    "/stats",
+    async (c) => c.json(await errand.stats({ minutes: statsMinutes(c.req.query("minutes"), STATS_MINUTES, 1) })),
+  );
   api.get("/workers", async (c) => c.json(await errand.workers()));
 
   api.get("/schedules", async (c) => c.json((await errand.schedules()).map((s) => withoutPayload(s, showPayloads))));
