@@ -55,7 +55,14 @@ export type { UniqueOptions } from "./src/enqueue/unique.ts";
 export type { ScheduleInfo, ScheduleOptions } from "./src/schedules/schedules.ts";
 export { partitionOf } from "./src/topics/partition.ts";
 export type { PartitionInfo, PartitionKey, TopicInfo, TopicOptions } from "./src/topics/partition.ts";
-export type { ErrandStats, ThroughputSecond, WaitStats } from "./src/observability/stats.ts";
+export { STATS_MINUTES } from "./src/observability/stats.ts";
+export type {
+  ErrandStats,
+  StatsMinutes,
+  StatsOptions,
+  ThroughputSecond,
+  WaitStats,
+} from "./src/observability/stats.ts";
 export type { FinishOutcome, ObservedJob, ObservedRun, Observer } from "./src/observability/telemetry.ts";
 export type { ErrandMode, ErrandOptions, Handlers, QueueOptions } from "./src/client/options.ts";
 export { defineJobs, job } from "./src/jobs/job.ts";

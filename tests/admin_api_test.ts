@@ -219,6 +219,66 @@ describe("admin API", () => {
     assert.equal((await request("/jobs/nothing-here", unknownPost)).status, 404);
   });
 
+  it("GET /api/stats?minutes= reads the last 1, 5 or 60 minutes in 60 buckets; any other value is a 400", async () => {
+    for (
+      const [query, windowMs, bucketMs] of [["", 60_000, 1_000], ["?minutes=1", 60_000, 1_000], [
+        "?minutes=5",
+        300_000,
+        5_000,
+      ], ["?minutes=60", 3_600_000, 60_000]] as const
+    ) {
+      const { status, body } = await json(`/jobs/api/stats${query}`);
+      assert.equal(status, 200, query);
+      assert.deepEqual([body.windowMs, body.bucketMs, body.throughput.length], [windowMs, bucketMs, 60], query);
+      const completed = body.throughput.reduce((n: number, s: { completed: number }) => n + s.completed, 0);
+      assert.ok(completed >= 13, `${query}: ${completed} completed`);
+    }
+    for (const bad of ["7", "0", "abc", "60.0", "-5", "5m"]) {
+      assert.deepEqual(await json(`/jobs/api/stats?minutes=${encodeURIComponent(bad)}`), {
+        status: 400,
+        body: { error: `"minutes" must be 1, 5 or 60 (the window in minutes), got "${bad}"` },
+      });
+    }
+  });
+
+  it("draws the overview's chart over the last 5 minutes, or 60 with ?minutes=60, and refuses other windows", async () => {
+    const chart = (page: string) => ({
+      minutes: /<svg class="chart"[^>]*data-minutes="(\d+)"/.exec(page)?.[1],
+      bucket: /data-bucket-seconds="(\d+)"/.exec(page)?.[1],
+      x: [...page.matchAll(/<text class="x-label"[^>]*>([^<]*)</g)].map((m) => m[1]),
+      y: [...page.matchAll(/<text class="y-label"[^>]*>([^<]*)</g)].map((m) => m[1]),
+      legend: [...page.matchAll(/<li><span class="key (\w+)"><\/span>(\w+)<\/li>/g)].map((m) => m[2]),
+      current: /<a [^>]*aria-current="true" data-minutes="(\d+)"/.exec(page)?.[1],
+    });
+    const five = chart(await (await request("/jobs/")).text());
+    assert.deepEqual({ ...five, y: five.y[0] }, {
+      minutes: "5",
+      bucket: "5",
+      x: ["-5m", "-4m", "-3m", "-2m", "-1m", "now"],
+      y: "0",
+      legend: ["started", "completed", "failed"],
+      current: "5",
+    });
+    assert.ok(five.y.length >= 3 && five.y.slice(1).every((t) => /^[\d.]+k?\/s$/.test(t)), five.y.join(" "));
+
+    const hourPage = await (await request("/jobs/?state=completed&minutes=60")).text();
+    const hour = chart(hourPage);
+    assert.deepEqual([hour.minutes, hour.bucket, hour.x, hour.current], [
+      "60",
+      "60",
+      ["-60m", "-45m", "-30m", "-15m", "now"],
+      "60",
+    ]);
+    assert.match(hourPage, /<h2>Last 60 minutes<\/h2>/);
+    assert.match(hourPage, /<title id="chart-title">Jobs per second over the last 60 minutes<\/title>/);
+    assert.ok(hourPage.includes('href="/jobs/?state=completed"'), "the 5-minute link keeps the filter");
+    assert.ok(hourPage.includes('<input type="hidden" name="minutes" value="60">'), "filtering keeps the window");
+
+    const bad = await request("/jobs/?minutes=1");
+    assert.equal(bad.status, 400);
+    assert.deepEqual(await bad.json(), { error: '"minutes" must be 5 or 60 (the window in minutes), got "1"' });
+  });
+
   it("returns payloads only when showPayloads is set", async () => {
     const open = new Hono().route("/", adminRouter(errand, { insecure: true, showPayloads: true }));
     const body = await (await open.request(`/api/jobs/${failedId}`)).json();

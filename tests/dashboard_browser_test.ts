@@ -2,11 +2,12 @@
  * The dashboard in a real browser: the demo app (examples/dashboard.ts) runs
  * as its own Bun process, and headless Chromium (Debian's `chromium`, driven
  * by playwright-core) loads the page, filters the jobs table, opens a failed
- * job, presses Retry and sees the job complete; opens a queue's limits
- * and groups and pauses and resumes a group; presses "Retry all N failed",
- * confirms, and sees the failed jobs retried and complete. The page must run under its
- * Content-Security-Policy with no violation. A screenshot is saved and its
- * path printed. Runs on Node (playwright-core is a Node library).
+ * job, presses Retry and sees the job complete; reads the activity chart's
+ * axes and legend and switches it to the last 60 minutes; then opens a
+ * queue's limits and groups and pauses and resumes a group; presses "Retry
+ * all N failed", confirms, and sees the failed jobs retried and complete. The
+ * page must run under its Content-Security-Policy with no violation. A
+ * screenshot is saved and its path printed. Runs on Node (playwright-core is a Node library).
  */
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
@@ -117,6 +118,68 @@ describe(
         const shot = `${tmpdir()}/errand-dashboard-${Date.now()}.png`;
         await page.screenshot({ path: shot, fullPage: true });
         console.log(`dashboard screenshot: ${shot}`);
+      } finally {
+        await browser.close();
+      }
+    });
+
+    /** A new page of `browser`, and the script errors and CSP violations it logs. */
+    async function watchedPage(browser: Awaited<ReturnType<typeof launch>>) {
+      const page = await browser.newPage();
+      const problems: string[] = [];
+      page.on("console", (m) => m.type() === "error" && problems.push(m.text()));
+      page.on("pageerror", (e) => problems.push(String(e)));
+      return { page, problems };
+    }
+
+    it("draws the activity chart with axes and a legend, and redraws it for the last 60 minutes", async () => {
+      const browser = await launch();
+      try {
+        const { page, problems } = await watchedPage(browser);
+        const texts = (selector: string) => page.locator(selector).allTextContents();
+
+        await page.goto(url);
+        const chart = page.locator("#activity svg.chart");
+        await chart.waitFor();
+        assert.equal(await page.textContent("#activity h2"), "Last 5 minutes");
+        assert.equal(await chart.locator("title").textContent(), "Jobs per second over the last 5 minutes");
+        assert.match((await chart.locator("desc").textContent()) ?? "", /in 60 bars of 5 s each/);
+        assert.deepEqual(await texts("#activity text.x-label"), ["-5m", "-4m", "-3m", "-2m", "-1m", "now"]);
+        const y = await texts("#activity text.y-label");
+        assert.equal(y[0], "0");
+        assert.ok(y.length >= 3 && y.slice(1).every((t) => /^[\d.]+k?\/s$/.test(t)), `y axis: ${y.join(" ")}`);
+        // The legend is text, each name beside a key of its series' colour; the colours differ.
+        assert.deepEqual((await texts("#activity ul.legend li")).slice(0, 3), ["started", "completed", "failed"]);
+        const colour = (series: string, property: string) =>
+          page.evaluate<string>(
+            `getComputedStyle(document.querySelector("#activity .key.${series}")).getPropertyValue("${property}")`,
+          );
+        const keys = [
+          await colour("started", "border-top-color"),
+          await colour("completed", "background-color"),
+          await colour("failed", "background-color"),
+        ];
+        assert.equal(new Set(keys).size, 3, `legend colours ${keys.join(", ")}`);
+        // The demo's seeded jobs complete: there are bars.
+        await eventually(async () => (await chart.locator("rect.completed").count()) > 0, "bars of completed jobs");
+        const completedIn5 = Number(await page.textContent("#activity dl.facts dd"));
+
+        await Promise.all([page.waitForURL(/minutes=60/), page.click('#activity nav.window a[data-minutes="60"]')]);
+        await chart.waitFor();
+        assert.equal(await page.textContent("#activity h2"), "Last 60 minutes");
+        assert.equal(await page.getAttribute('#activity nav.window a[aria-current="true"]', "data-minutes"), "60");
+        assert.equal(await chart.getAttribute("data-bucket-seconds"), "60");
+        assert.equal(await chart.locator("title").textContent(), "Jobs per second over the last 60 minutes");
+        assert.match((await chart.locator("desc").textContent()) ?? "", /in 60 bars of 60 s each/);
+        assert.deepEqual(await texts("#activity text.x-label"), ["-60m", "-45m", "-30m", "-15m", "now"]);
+        assert.ok((await chart.locator("rect.completed").count()) > 0, "bars of completed jobs");
+        assert.ok(Number(await page.textContent("#activity dl.facts dd")) >= completedIn5, "an hour holds 5 minutes");
+
+        // The page's own refresh keeps the window.
+        const counts = await page.textContent("#counts");
+        await eventually(async () => (await page.textContent("#counts")) !== counts, "the page to refresh itself");
+        assert.deepEqual(await texts("#activity text.x-label"), ["-60m", "-45m", "-30m", "-15m", "now"]);
+        assert.deepEqual(problems, [], "no script errors or CSP violations");
       } finally {
         await browser.close();
       }

@@ -8,7 +8,7 @@
  * @module
  */
 import { type Context, Hono } from "hono";
-import { type KindLimitsInfo, NotFoundError, type QueueLimitsInfo, ValidationError } from "../../mod.ts";
+import { type KindLimitsInfo, NotFoundError, type QueueLimitsInfo, STATS_MINUTES, ValidationError } from "../../mod.ts";
 import type { Record } from "./audit.ts";
 import {
   type AdminErrand,
@@ -18,6 +18,7 @@ import {
   jobDurations,
   listOptions,
   pauseDuration,
+  statsMinutes,
   withoutPayload,
 } from "./present.ts";
 
@@ -74,7 +75,10 @@ export function apiRoutes(errand: AdminErrand, settings: ApiSettings): Hono {
   });
 
   api.get("/counts", async (c) => c.json(await errand.counts()));
-  api.get("/stats", async (c) => c.json(await errand.stats()));
+  api.get(
+    "/stats",
+    async (c) => c.json(await errand.stats({ minutes: statsMinutes(c.req.query("minutes"), STATS_MINUTES, 1) })),
+  );
   api.get("/workers", async (c) => c.json(await errand.workers()));
 
   api.get("/schedules", async (c) => c.json((await errand.schedules()).map((s) => withoutPayload(s, showPayloads))));

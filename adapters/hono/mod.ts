@@ -31,8 +31,9 @@ import { HTTPException } from "hono/http-exception";
 import { NotFoundError, StateError, ValidationError } from "../../mod.ts";
 import { apiRoutes } from "./api.ts";
 import { type Audit, recorder } from "./audit.ts";
+import { CHART_MINUTES, DEFAULT_CHART_MINUTES } from "./chart.ts";
 import { mountBase, sendPage } from "./page.ts";
-import { type AdminErrand, listOptions } from "./present.ts";
+import { type AdminErrand, listOptions, statsMinutes } from "./present.ts";
 import { type Authorize, guardChanges, jsonError, requireAuthorization } from "./security.ts";
 import { jobPage, overview, queuePage, topicPage } from "./views.ts";
 
@@ -221,7 +222,9 @@ export function adminRouter(errand: AdminErrand, options: AdminRouterOptions): H
     const v = view(c, "/*");
     if (c.req.path.length > v.base.length + 1) return jsonError(c, 404, `No admin route GET ${c.req.path}`);
     const filters = listOptions((name) => c.req.query(name), maxPageSize);
-    return await sendPage(c, { ...v, title: "Overview", refreshSeconds, live: await overview(errand, v, filters) });
+    const minutes = statsMinutes(c.req.query("minutes"), CHART_MINUTES, DEFAULT_CHART_MINUTES);
+    const live = await overview(errand, v, filters, minutes);
+    return await sendPage(c, { ...v, title: "Overview", refreshSeconds, live });
   });
   return app;
 }

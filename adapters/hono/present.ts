@@ -16,6 +16,7 @@ import {
   type JobState,
   type ListOptions,
   NotFoundError,
+  type StatsMinutes,
   ValidationError,
 } from "../../mod.ts";
 
@@ -68,6 +69,24 @@ function pageSize(limitText: string | undefined, what: string, maxPageSize: numb
     throw new ValidationError(`"limit" must be a whole number of ${what} per page, got "${limitText}"`);
   }
   return Math.max(1, Math.min(maxPageSize, Number(limitText)));
+}
+
+/**
+ * The window of `stats()` the query's `minutes` asks for, one of `allowed`;
+ * `fallback` without one. @throws {ValidationError} For any other value.
+ */
+export function statsMinutes(
+  text: string | undefined,
+  allowed: readonly StatsMinutes[],
+  fallback: StatsMinutes,
+): StatsMinutes {
+  if (!text) return fallback;
+  const minutes = allowed.find((m) => String(m) === text);
+  if (minutes === undefined) {
+    const choices = `${allowed.slice(0, -1).join(", ")} or ${allowed[allowed.length - 1]}`;
+    throw new ValidationError(`"minutes" must be ${choices} (the window in minutes), got "${text}"`);
+  }
+  return minutes;
 }
 
 /** A page of a queue's groups, and the cursor of the next (null on the last page). */

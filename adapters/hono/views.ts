@@ -15,7 +15,9 @@ import {
   type JobState,
   type ListOptions,
   type QueueLimitsInfo,
+  type StatsMinutes,
 } from "../../mod.ts";
+import { activityChart, DEFAULT_CHART_MINUTES, windowLinks, windowName } from "./chart.ts";
 import { bytes, duration, type Html, jobLink, rate, stateLabel, when } from "./page.ts";
 import { type AdminErrand, groupPage, jobDurations } from "./present.ts";
 
@@ -27,11 +29,19 @@ export interface ViewContext {
   readonly showPayloads: boolean;
 }
 
-/** The overview: counts, activity, workers, storage, schedules, topics, then jobs filtered by `filters`. */
-export async function overview(errand: AdminErrand, view: ViewContext, filters: ListOptions): Promise<Html> {
+/**
+ * The overview: counts, activity over the last `minutes`, workers, storage,
+ * schedules, topics, then jobs filtered by `filters`.
+ */
+export async function overview(
+  errand: AdminErrand,
+  view: ViewContext,
+  filters: ListOptions,
+  minutes: StatsMinutes,
+): Promise<Html> {
   const [counts, stats, schedules, topics, page] = await Promise.all([
     errand.counts(),
-    errand.stats(),
+    errand.stats({ minutes }),
     errand.schedules(),
     errand.topics(),
     errand.list(filters),
@@ -40,7 +50,13 @@ export async function overview(errand: AdminErrand, view: ViewContext, filters: 
   const limits = errand.limits();
   const queues = [...new Set([...Object.keys(counts.byQueue), ...limits.queues.map((q) => q.queue)])].sort();
   const totalBusy = stats.workers.reduce((n, w) => n + w.queues.reduce((m, q) => m + q.busy, 0), 0);
-  const pageLink = (cursor: string) => `${base}/?${new URLSearchParams({ ...textFilters(filters), cursor })}#jobs`;
+  /** The chart's window in a link: none for the default. */
+  const windowParam = (m: StatsMinutes): Record<string, string> =>
+    m === DEFAULT_CHART_MINUTES ? {} : { minutes: String(m) };
+  const pageLink = (cursor: string) =>
+    `${base}/?${new URLSearchParams({ ...textFilters(filters), ...windowParam(minutes), cursor })}#jobs`;
+  const windowLink = (m: StatsMinutes) =>
+    `${base}/?${new URLSearchParams({ ...textFilters(filters), ...windowParam(m) })}`;
   return html`<div id="live">
 <div class="grid">
   <section class="panel" id="counts"><h2>Jobs by state</h2>
@@ -54,7 +70,9 @@ export async function overview(errand: AdminErrand, view: ViewContext, filters: 
       `
     )
   }</tbody></table>${retryAll(counts.byState.failed)}</section>
-  <section class="panel" id="activity"><h2>Last 60 s</h2>${chart(stats)}
+  <section class="panel" id="activity"><div class="panel-head"><h2>Last ${windowName(minutes)}</h2>${
+    windowLinks(minutes, windowLink)
+  }</div>${activityChart(stats)}
     <dl class="facts">
       <dt>completed</dt><dd>${sum(stats, "completed")}</dd>
       <dt>failed</dt><dd>${sum(stats, "failed")}</dd>
@@ -133,7 +151,7 @@ ${
   }
 
 <h2 id="jobs">Jobs</h2>
-${filterForm(base, filters, queues, topics.map((t) => t.topic))}
+${filterForm(base, filters, queues, topics.map((t) => t.topic), windowParam(minutes).minutes)}
 <table id="job-table"><thead><tr><th>id</th><th>state</th><th>kind</th><th>queue</th><th class="num">attempt</th><th>created (UTC)</th><th>run at (UTC)</th></tr></thead>
 <tbody>${
     page.jobs.map((j) =>
@@ -460,7 +478,14 @@ function limitsSummary(limits: ErrandLimits, queue: string): string {
   return parts.length === 0 ? "none" : parts.join(", ");
 }
 
-function filterForm(base: string, filters: ListOptions, queues: string[], topics: string[]): Html {
+/** The jobs table's filters; `minutes`, when given, keeps the chart's window across a filter. */
+function filterForm(
+  base: string,
+  filters: ListOptions,
+  queues: string[],
+  topics: string[],
+  minutes: string | undefined,
+): Html {
   const options = (values: readonly string[], selected: string | undefined) =>
     values.map((v) =>
       html`
@@ -480,6 +505,7 @@ ${
         options(topics, filters.topic)
       }</select></label>`
   }
+${minutes === undefined ? "" : html`<input type="hidden" name="minutes" value="${minutes}">`}
 <button type="submit">Filter</button></form>`;
 }
 
@@ -497,28 +523,4 @@ function textFilters(filters: ListOptions): Record<string, string> {
 
 function sum(stats: ErrandStats, what: "completed" | "failed" | "started" | "enqueued"): number {
   return stats.throughput.reduce((n, s) => n + s[what], 0);
-}
-
-/** Completed (green), failed (red) and started (faint) per second over the window, as SVG bars. */
-function chart(stats: ErrandStats): Html {
-  const seconds = stats.throughput;
-  const peak = Math.max(1, ...seconds.map((s) => Math.max(s.started, s.completed + s.failed)));
-  const h = 80;
-  const bar = (i: number, value: number, y0: number, cls: string) => {
-    const height = (value / peak) * h;
-    return height <= 0
-      ? ""
-      : html`<rect class="${cls}" x="${i * 10}" y="${(y0 - height).toFixed(1)}" width="9" height="${
-        height.toFixed(1)
-      }"></rect>`;
-  };
-  return html`<svg class="chart" viewBox="0 0 ${seconds.length * 10} ${h}" preserveAspectRatio="none" role="img"
-  aria-label="jobs per second over the last 60 s">${
-    seconds.map((s, i) => {
-      const done = h - (s.completed / peak) * h;
-      return html`${bar(i, s.started, h, "started")}${bar(i, s.completed, h, "completed")}${
-        bar(i, s.failed, done, "failed")
-      }`;
-    })
-  }</svg>`;
 }

@@ -363,15 +363,15 @@ export class LibsqlStore implements StoreFor<Transaction> {
   async jobActivity(p: JobActivityParams): Promise<ActivityRow> {
     const [events, waits, storageBytes] = await Promise.all([
       this.#db.read({
-        sql: `SELECT 'enqueued' AS what, (created_at - ?2) / 1000 AS second, count(*) AS count FROM errand_jobs
+        sql: `SELECT 'enqueued' AS what, (created_at - ?2) / ?3 AS bucket, count(*) AS count FROM errand_jobs
                 WHERE namespace = ?1 AND created_at >= ?2 GROUP BY 2
               UNION ALL
-              SELECT 'started', (started_at - ?2) / 1000, count(*) FROM errand_jobs
+              SELECT 'started', (started_at - ?2) / ?3, count(*) FROM errand_jobs
                 WHERE namespace = ?1 AND started_at >= ?2 GROUP BY 2
               UNION ALL
-              SELECT state, (finished_at - ?2) / 1000, count(*) FROM errand_jobs
+              SELECT state, (finished_at - ?2) / ?3, count(*) FROM errand_jobs
                 WHERE namespace = ?1 AND finished_at >= ?2 GROUP BY 1, 2`,
-        args: [this.namespace, p.since],
+        args: [this.namespace, p.since, p.bucketMs],
       }),
       this.#db.read({
         sql: `SELECT topic IS NOT NULL AS partitioned, count(*) AS count,

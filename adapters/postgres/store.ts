@@ -369,15 +369,15 @@ export class PostgresStore implements StoreFor<TransactionSql> {
   async jobActivity(p: JobActivityParams): Promise<ActivityRow> {
     const [events, waits, storageBytes] = await Promise.all([
       this.#db.query(
-        `SELECT 'enqueued' AS what, (created_at - $2) / 1000 AS second, count(*) AS count FROM ${this.#jobs}
+        `SELECT 'enqueued' AS what, (created_at - $2) / $3::bigint AS bucket, count(*) AS count FROM ${this.#jobs}
            WHERE namespace = $1 AND created_at >= $2 GROUP BY 2
          UNION ALL
-         SELECT 'started', (started_at - $2) / 1000, count(*) FROM ${this.#jobs}
+         SELECT 'started', (started_at - $2) / $3::bigint, count(*) FROM ${this.#jobs}
            WHERE namespace = $1 AND started_at >= $2 GROUP BY 2
          UNION ALL
-         SELECT state, (finished_at - $2) / 1000, count(*) FROM ${this.#jobs}
+         SELECT state, (finished_at - $2) / $3::bigint, count(*) FROM ${this.#jobs}
            WHERE namespace = $1 AND finished_at >= $2 GROUP BY 1, 2`,
-        [this.namespace, p.since],
+        [this.namespace, p.since, p.bucketMs],
       ),
       this.#db.query(
         `SELECT topic IS NOT NULL AS partitioned, count(*) AS count,

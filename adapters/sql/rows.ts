@@ -395,7 +395,7 @@ export function toActivityRow(
 ): ActivityRow {
   return {
     storageBytes,
-    events: events.map((r) => ({ what: String(r.what), second: Number(r.second), count: Number(r.count) })),
+    events: events.map((r) => ({ what: String(r.what), bucket: Number(r.bucket), count: Number(r.count) })),
     waits: waits.map((r) => ({
       partitioned: r.partitioned === true || Number(r.partitioned) === 1,
       count: Number(r.count),

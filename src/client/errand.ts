@@ -14,6 +14,7 @@ import { Inserter } from "../enqueue/inserter.ts";
 import { idFactory } from "../encoding/ids.ts";
 import { StateError } from "../errors.ts";
 import type { JobDefinitions, PayloadOf, ResultOf } from "../jobs/job.ts";
+import type { StatsOptions } from "../observability/stats.ts";
 import { Telemetry } from "../observability/telemetry.ts";
 import { Tracing } from "../observability/tracing.ts";
 import { Workers } from "../running/workers.ts";
@@ -210,7 +211,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
   resumeGroup = (kind: KindKey<J>, group: GroupValue) => this.#groups.resumeGroup(kind, group);
   groups = (queue: string, options?: GroupListOptions) => this.#groups.groups(queue, options);
   limits = () => this.#groups.limits();
-  stats = () => this.#operators.stats();
+  stats = (options?: StatsOptions) => this.#operators.stats(options);
   metrics = () => this.#operators.metrics();
   schedule = <K extends KindKey<J>>(
     id: string,

@@ -9,7 +9,7 @@ import type { EnqueueItem, Enqueuer, EnqueueResult, JobId, KindKey } from "../en
 import type { JobUpdate, ResultOptions, WatchOptions } from "../results/waits.ts";
 import type { JobDefinitions, PayloadOf, ResultOf } from "../jobs/job.ts";
 import type { JobInfo, WorkerInfo } from "../jobs/types.ts";
-import type { ErrandStats } from "../observability/stats.ts";
+import type { ErrandStats, StatsOptions } from "../observability/stats.ts";
 import type { ScheduleInfo, ScheduleOptions } from "../schedules/schedules.ts";
 import type { Duration } from "../time/duration.ts";
 import type { PartitionInfo, TopicInfo } from "../topics/partition.ts";
@@ -562,7 +562,11 @@ export interface Errand<J extends JobDefinitions, TTx> extends Enqueuer<J, TTx> 
   /**
    * Activity over the last 60 s, read from the store (so every instance sees
    * the same): jobs enqueued, started and finished per second, dispatch wait,
-   * live workers and the database's size.
+   * live workers and the database's size. With `{ minutes: 5 }` or
+   * `{ minutes: 60 }` it covers the last 5 minutes or the last hour, still
+   * in 60 buckets (of 5 s or 1 min: `bucketMs`).
+   *
+   * @throws {ValidationError} For `minutes` other than 1, 5 or 60.
    *
    * @example Sum up the last minute
    * ```ts
@@ -578,8 +582,22 @@ export interface Errand<J extends JobDefinitions, TTx> extends Enqueuer<J, TTx> 
    * console.log(`${completed} completed, ${failed} failed in ${stats.windowMs / 1000} s`);
    * console.log(`average wait ${stats.dispatchWait.regular.avgMs ?? 0} ms, ${stats.storageBytes ?? "?"} bytes on disk`);
    * ```
+   *
+   * @example The last hour, minute by minute
+   * ```ts
+   * import { createClient } from "@libsql/client";
+   * import { createErrand, defineJobs, job } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   *
+   * const jobs = defineJobs({ sendWelcome: job<{ userId: number }>() });
+   * const errand = createErrand({ jobs, store: libsqlStore(createClient({ url: ":memory:" })) });
+   * const hour = await errand.stats({ minutes: 60 });
+   * console.log(hour.windowMs, hour.bucketMs, hour.throughput.length); // 3600000 60000 60
+   * const busiest = Math.max(...hour.throughput.map((m) => m.completed));
+   * console.log(`at most ${busiest / (hour.bucketMs / 1000)} completed per second in any minute`);
+   * ```
    */
-  stats(): Promise<ErrandStats>;
+  stats(options?: StatsOptions): Promise<ErrandStats>;
   /**
    * This instance's metrics in the Prometheus text format: counters and
    * histograms of what it did, its slots, and the store's job counts and

@@ -16,7 +16,7 @@ import { NotFoundError, StateError, ValidationError } from "../errors.ts";
 import { toJobInfo } from "../jobs/job_info.ts";
 import { payloadForDisplay } from "../encoding/codec.ts";
 import { JOB_STATES, type JobInfo, type JobState, type WorkerInfo } from "../jobs/types.ts";
-import { type ErrandStats, STATS_WINDOW_MS, toStats } from "../observability/stats.ts";
+import { type ErrandStats, STATS_BUCKETS, STATS_MINUTES, type StatsOptions, toStats } from "../observability/stats.ts";
 import type { Snapshot } from "../observability/telemetry.ts";
 import type { JobTransitionParams, Store } from "../store/store.ts";
 import type { JobCount } from "../store/records.ts";
@@ -226,14 +226,22 @@ export class OperatorCalls<TTx> {
   }
 
   /** See `Errand.stats()`. */
-  async stats(): Promise<ErrandStats> {
+  async stats(options: StatsOptions = {}): Promise<ErrandStats> {
+    checkOptions("stats()", options);
+    const minutes = options.minutes ?? 1;
+    if (!STATS_MINUTES.includes(minutes)) {
+      throw new ValidationError(`Option "minutes" must be one of ${STATS_MINUTES.join(", ")}, got "${minutes}"`);
+    }
     await this.#deps.ready();
-    const since = this.#deps.clock.now() - STATS_WINDOW_MS;
+    const windowMs = minutes * 60_000;
+    const bucketMs = windowMs / STATS_BUCKETS;
+    const now = this.#deps.clock.now();
+    const since = now - windowMs;
     const [activity, workers] = await Promise.all([
-      this.#store.jobActivity({ since }),
-      liveWorkers(this.#store, since + STATS_WINDOW_MS),
+      this.#store.jobActivity({ since, bucketMs }),
+      liveWorkers(this.#store, now),
     ]);
-    return toStats(activity, workers, since);
+    return toStats(activity, workers, { since, windowMs, bucketMs });
   }
 
   /** See `Errand.metrics()`. */

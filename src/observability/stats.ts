@@ -1,20 +1,52 @@
 /**
- * What happened in the last minute, for operators and the dashboard: jobs
- * enqueued, started and finished per second, how long due jobs waited for a
- * worker, the live workers and the database's size. Everything is read from
- * the store, so every instance sharing the database reports the same.
+ * What happened in the last 1, 5 or 60 minutes, for operators and the
+ * dashboard: jobs enqueued, started and finished in 60 equal buckets (a
+ * second each in the last minute, 5 s in the last 5 minutes, a minute in
+ * the last hour), how long due jobs waited for a worker, the live workers
+ * and the database's size. Everything is read from the store, so every
+ * instance sharing the database reports the same.
  *
  * @module
  */
 import type { ActivityRow } from "../store/records.ts";
 import type { WorkerInfo } from "../jobs/types.ts";
 
-/** The window {@link ErrandStats} covers. */
-export const STATS_WINDOW_MS = 60_000;
+/** How many minutes `stats()` can look back: the last minute, the last 5, or the last hour. */
+export type StatsMinutes = 1 | 5 | 60;
 
-/** One second of activity. */
+/**
+ * The windows `stats({ minutes })` accepts, shortest first.
+ *
+ * @example Check a window read from a request
+ * ```ts
+ * import { STATS_MINUTES, type StatsMinutes } from "@errand/errand";
+ *
+ * const asked = Number("5");
+ * const minutes = STATS_MINUTES.find((m) => m === asked) as StatsMinutes | undefined;
+ * console.log(minutes); // 5
+ * ```
+ */
+export const STATS_MINUTES: readonly StatsMinutes[] = [1, 5, 60];
+
+/** How many buckets a window's throughput has, whatever its length. */
+export const STATS_BUCKETS = 60;
+
+/** Options of `stats()`. */
+export interface StatsOptions {
+  /**
+   * The window, in minutes: 1, 5 or 60. Its throughput always has 60
+   * buckets, of `minutes` seconds each.
+   * @default {1}
+   */
+  minutes?: StatsMinutes;
+}
+
+/**
+ * One bucket of activity: a second in the 1-minute window, 5 s in the
+ * 5-minute window, a minute in the 60-minute window ({@link ErrandStats.bucketMs}).
+ */
 export interface ThroughputSecond {
-  /** The second's start. */
+  /** The bucket's start. */
   readonly at: Date;
   /** Jobs enqueued. */
   readonly enqueued: number;
@@ -38,13 +70,15 @@ export interface WaitStats {
   readonly maxMs: number | null;
 }
 
-/** Activity over the last minute, as `stats()` returns it. */
+/** Activity over the last 1, 5 or 60 minutes, as `stats()` returns it. */
 export interface ErrandStats {
   /** When it was read. */
   readonly at: Date;
-  /** The window in ms (60 s). */
+  /** The window in ms: 60,000 by default, 300,000 or 3,600,000 with `minutes: 5` or `60`. */
   readonly windowMs: number;
-  /** One entry per second of the window, oldest first. */
+  /** How long each entry of `throughput` covers, in ms: a sixtieth of the window (1,000, 5,000 or 60,000). */
+  readonly bucketMs: number;
+  /** 60 entries, each `bucketMs` long, oldest first. */
   readonly throughput: readonly ThroughputSecond[];
   /**
    * Dispatch wait of jobs started in the window: regular jobs, and
@@ -58,23 +92,24 @@ export interface ErrandStats {
   readonly storageBytes: number | null;
 }
 
-/** Builds the stats of the window that starts at `since` from what the store read. */
+/** Builds the stats of the window of `windowMs` that starts at `since` from what the store read in buckets of `bucketMs`. */
 export function toStats(
   activity: ActivityRow,
   workers: readonly WorkerInfo[],
-  since: number,
+  window: { readonly since: number; readonly windowMs: number; readonly bucketMs: number },
 ): ErrandStats {
-  const seconds = STATS_WINDOW_MS / 1000;
-  const throughput = Array.from({ length: seconds }, (_, i) => ({
-    at: new Date(since + i * 1000),
+  const { since, windowMs, bucketMs } = window;
+  const buckets = Math.ceil(windowMs / bucketMs);
+  const throughput = Array.from({ length: buckets }, (_, i) => ({
+    at: new Date(since + i * bucketMs),
     enqueued: 0,
     started: 0,
     completed: 0,
     failed: 0,
     cancelled: 0,
   }));
-  for (const { what, second, count } of activity.events) {
-    const bucket = throughput[Math.min(seconds - 1, second)];
+  for (const { what, bucket: index, count } of activity.events) {
+    const bucket = throughput[Math.min(buckets - 1, Math.floor(index))];
     if (bucket && what in bucket && what !== "at") bucket[what as Exclude<keyof ThroughputSecond, "at">] += count;
   }
   const wait = (partitioned: boolean): WaitStats => {
@@ -83,8 +118,9 @@ export function toStats(
     return { count: row.count, avgMs: row.totalMs / row.count, maxMs: row.maxMs };
   };
   return {
-    at: new Date(since + STATS_WINDOW_MS),
-    windowMs: STATS_WINDOW_MS,
+    at: new Date(since + windowMs),
+    windowMs,
+    bucketMs,
     throughput,
     dispatchWait: { regular: wait(false), partitioned: wait(true) },
     workers,

@@ -248,11 +248,12 @@ export interface JobChange {
 /** What happened in a namespace since a time, as read by {@link Store.jobActivity}. */
 export interface ActivityRow {
   /**
-   * Counts by second (`second` counts from `since`, from 0): jobs enqueued
-   * (`what` = "enqueued", by creation time), started ("started", by their
-   * latest start) and finished (`what` = the final state, by finish time).
+   * Counts by bucket of `bucketMs` (`bucket` counts from `since`, from 0):
+   * jobs enqueued (`what` = "enqueued", by creation time), started
+   * ("started", by their latest start) and finished (`what` = the final
+   * state, by finish time).
    */
-  readonly events: readonly { readonly what: string; readonly second: number; readonly count: number }[];
+  readonly events: readonly { readonly what: string; readonly bucket: number; readonly count: number }[];
   /** The space the store's tables take on disk in bytes, or null when the database cannot tell. */
   readonly storageBytes: number | null;
   /** How long jobs started since then had been due (run time to start), partitioned jobs apart. */

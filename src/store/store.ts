@@ -43,6 +43,8 @@ import type {
 export interface JobActivityParams {
   /** The start of the window. */
   readonly since: number;
+  /** The width of a bucket in ms (a whole number): events are counted by `floor((time - since) / bucketMs)`. */
+  readonly bucketMs: number;
 }
 
 /** Parameters of {@link JobStore.jobClaim}. */

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { defineJobs, job, PermanentError } from "../../mod.ts";
+import { defineJobs, type ErrandStats, job, PermanentError, ValidationError } from "../../mod.ts";
 import type { StoreKind } from "../support/stores.ts";
 import { errandOn, eventuallyOnClock, withDatabase } from "./harness.ts";
 
@@ -10,10 +10,10 @@ const jobs = defineJobs({
   order: job<{ customer: string }>({ topic: "orders", partitionKey: (p) => p.customer }),
 });
 
-/** Operator views read from the store: the last minute's activity, the database's size, topics. */
+/** Operator views read from the store: the last minute's (or 5 minutes', or hour's) activity, the database's size, topics. */
 export function statsCases(kind: StoreKind<unknown>): void {
   describe("stats and topics", () => {
-    it("stats() counts the last minute by second and the dispatch wait; topics() sums the partitions", () =>
+    it("stats() counts the last minute by second, or the last 5 or 60 minutes in 60 buckets, and the dispatch wait; topics() sums the partitions", () =>
       withDatabase(kind, async (db, track) => {
         let release!: () => void;
         const held = new Promise<void>((r) => (release = r));
@@ -43,9 +43,11 @@ export function statsCases(kind: StoreKind<unknown>): void {
 
         const stats = await errand.stats();
         assert.equal(stats.windowMs, 60_000);
+        assert.equal(stats.bucketMs, 1_000);
         assert.equal(stats.throughput.length, 60);
-        const total = (what: "enqueued" | "started" | "completed" | "failed") =>
-          stats.throughput.reduce((n, s) => n + s[what], 0);
+        const sumOf = (of: ErrandStats, what: "enqueued" | "started" | "completed" | "failed") =>
+          of.throughput.reduce((n, s) => n + s[what], 0);
+        const total = (what: "enqueued" | "started" | "completed" | "failed") => sumOf(stats, what);
         assert.deepEqual(
           [total("enqueued"), total("started"), total("completed"), total("failed")],
           [6, 5, 3, 1],
@@ -69,6 +71,33 @@ export function statsCases(kind: StoreKind<unknown>): void {
         const later = await errand.stats();
         assert.equal(later.throughput.reduce((n, s) => n + s.completed + s.enqueued, 0), 0);
         assert.deepEqual(later.dispatchWait.regular, { count: 0, avgMs: null, maxMs: null });
+
+        // The last 5 minutes, in buckets of 5 s, still hold them: about 63 s ago, the 48th bucket.
+        const five = await errand.stats({ minutes: 5 });
+        assert.deepEqual([five.windowMs, five.bucketMs, five.throughput.length], [300_000, 5_000, 60]);
+        assert.equal(five.throughput[1].at.getTime() - five.throughput[0].at.getTime(), 5_000);
+        assert.equal(five.throughput[59].at.getTime() + 5_000, five.at.getTime());
+        assert.deepEqual([sumOf(five, "enqueued"), sumOf(five, "completed"), sumOf(five, "failed")], [6, 3, 1]);
+        assert.ok([46, 47, 48].some((i) => five.throughput[i].enqueued === 6), "enqueued about 63 s ago");
+        assert.equal(five.dispatchWait.regular.count, 4);
+
+        // Half an hour on, only the last hour (by the minute) holds them: about 31 minutes ago, the 28th bucket.
+        clock.advance(30 * 60_000);
+        assert.equal(sumOf(await errand.stats({ minutes: 5 }), "enqueued"), 0);
+        const hour = await errand.stats({ minutes: 60 });
+        assert.deepEqual([hour.windowMs, hour.bucketMs, hour.throughput.length], [3_600_000, 60_000, 60]);
+        assert.deepEqual([sumOf(hour, "enqueued"), sumOf(hour, "failed")], [6, 1]);
+        assert.ok(sumOf(hour, "completed") >= 3);
+        assert.ok([27, 28].some((i) => hour.throughput[i].enqueued === 6), "enqueued about 31 minutes ago");
+
+        for (const minutes of [0, 2, 30, "5"]) {
+          await assert.rejects(
+            errand.stats({ minutes: minutes as never }),
+            (e: unknown) =>
+              e instanceof ValidationError &&
+              e.message === `Option "minutes" must be one of 1, 5, 60, got "${minutes}"`,
+          );
+        }
         release();
       }));
   });
