@@ -3,8 +3,10 @@
  * as its own Bun process, and headless Chromium (Debian's `chromium`, driven
  * by playwright-core) loads the page, filters the jobs table, opens a failed
  * job, presses Retry and sees the job complete; then opens a queue's limits
- * and groups and pauses and resumes a group. The page must run under its
- * Content-Security-Policy with no violation. A screenshot is saved and its
+ * and groups and pauses and resumes a group. A job's page, served from this
+ * process, follows the job's progress and result from its event stream
+ * without reloading. The page must run under its Content-Security-Policy
+ * with no violation. A screenshot is saved and its
  * path printed. Runs on Node (playwright-core is a Node library).
  */
 import assert from "node:assert/strict";
@@ -13,7 +15,13 @@ import { existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
-import { eventually } from "./support/wait.ts";
+import { createClient } from "@libsql/client";
+import { Hono } from "hono";
+import { createErrand, defineJobs, job } from "../mod.ts";
+import { libsqlStore } from "../adapters/libsql/mod.ts";
+import { adminRouter } from "../adapters/hono/mod.ts";
+import { listen } from "./support/serve.ts";
+import { eventually, quietLogger } from "./support/wait.ts";
 
 /** The browser: `CHROMIUM_PATH`, else Debian's. */
 const CHROMIUM = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
@@ -78,13 +86,15 @@ describe(
         page.on("dialog", (d) => void d.accept());
 
         await page.goto(url);
+        await page.evaluate(() => Object.assign(globalThis, { notReloaded: true }));
         await page.waitForSelector("#job-table tbody tr");
         assert.ok((await page.locator("#job-table tbody tr").count()) > 0, "the seeded jobs are listed");
         assert.ok(Number(await page.textContent('#counts [data-state="completed"]')) >= 0);
         assert.match((await page.textContent("#topics")) ?? "", /orders/);
-        // The page refreshes itself: the demo keeps enqueuing, so the counts move without a reload.
+        // The page follows its event stream: the demo keeps enqueuing, so the counts move without a reload.
         const counts = await page.textContent("#counts");
-        await eventually(async () => (await page.textContent("#counts")) !== counts, "the page to refresh itself");
+        await eventually(async () => (await page.textContent("#counts")) !== counts, "the page to update itself");
+        assert.equal(await page.evaluate(() => "notReloaded" in globalThis), true, "no reload");
 
         // Filter the table to failed jobs with the form, as a user would.
         await page.selectOption('select[name="state"]', "failed");
@@ -151,6 +161,69 @@ describe(
         assert.deepEqual(problems, [], "no script errors or CSP violations");
       } finally {
         await browser.close();
+      }
+    });
+
+    it("follows a running job's progress on its page and shows its result when it completes, without a reload", async () => {
+      const jobs = defineJobs({ render: job<{ docId: string }, { url: string; pages: number }>() });
+      let turnPage!: () => void;
+      const pageTurned = new Promise<void>((resolve) => (turnPage = resolve));
+      let finish!: () => void;
+      const finished = new Promise<void>((resolve) => (finish = resolve));
+      const errand = createErrand({
+        jobs,
+        store: libsqlStore(createClient({ url: ":memory:" })),
+        logger: quietLogger(),
+        progressInterval: "10ms",
+        handlers: {
+          render: async ({ docId }, job) => {
+            job.progress({ page: 1 });
+            await pageTurned;
+            job.progress({ page: 2 });
+            await finished;
+            return { url: `https://cdn.example.com/${docId}.pdf`, pages: 2 };
+          },
+        },
+      });
+      await errand.start();
+      const server = await listen(
+        new Hono().route("/jobs", adminRouter(errand, { insecure: true, showPayloads: true })),
+      );
+      const browser = await launch();
+      try {
+        const { id } = await errand.enqueue("render", { docId: "d7" });
+        await eventually(async () => (await errand.get(id))?.progress, "the job to report its first page");
+        const page = await browser.newPage();
+        const problems: string[] = [];
+        page.on("console", (m) => m.type() === "error" && problems.push(m.text()));
+        page.on("pageerror", (e) => problems.push(String(e)));
+        let navigations = 0;
+        page.on("framenavigated", (frame) => frame === page.mainFrame() && navigations++);
+
+        await page.goto(`${server.url}/jobs/job/${id}`);
+        await page.evaluate(() => Object.assign(globalThis, { notReloaded: true }));
+        const loaded = navigations;
+        await page.waitForSelector("h2 .state-running");
+        await page.locator("#progress", { hasText: '"page": 1' }).waitFor();
+        assert.equal(await page.textContent("#result"), "–");
+
+        turnPage();
+        await page.locator("#progress", { hasText: '"page": 2' }).waitFor();
+        finish();
+        await page.locator("#result", { hasText: "https://cdn.example.com/d7.pdf" }).waitFor();
+        await page.waitForSelector("h2 .state-completed");
+        assert.match((await page.textContent("#result")) ?? "", /"pages": 2/);
+        assert.equal(await page.locator("#runs tbody tr").count(), 1, "the runs table followed the final state");
+
+        assert.equal(navigations, loaded, "no navigation after the page loaded");
+        assert.equal(await page.evaluate(() => "notReloaded" in globalThis), true, "the page was not reloaded");
+        assert.deepEqual(problems, [], "no script errors or CSP violations");
+      } finally {
+        turnPage();
+        finish();
+        await browser.close();
+        await errand.shutdown({ drain: "5s" });
+        await server.close();
       }
     });
   },

@@ -17,7 +17,7 @@ import {
   type QueueLimitsInfo,
 } from "../../mod.ts";
 import { bytes, duration, type Html, jobLink, rate, stateLabel, when } from "./page.ts";
-import { type AdminErrand, groupPage, jobDurations } from "./present.ts";
+import { type AdminErrand, groupPage, jobDurations, jsonSafe } from "./present.ts";
 
 /** What every view knows about its request. */
 export interface ViewContext {
@@ -156,7 +156,7 @@ ${filterForm(base, filters, queues, topics.map((t) => t.topic))}
 </div>`;
 }
 
-/** A job's page: facts, durations, runs, relatives, payload when shown, and actions. */
+/** A job's page: facts, durations, runs, relatives, latest error, progress, result and payload when shown, and actions. */
 export async function jobPage(errand: AdminErrand, view: ViewContext, id: string): Promise<Html | null> {
   const job = await errand.get(id);
   if (!job) return null;
@@ -164,6 +164,8 @@ export async function jobPage(errand: AdminErrand, view: ViewContext, id: string
   const d = jobDurations(job, Date.now());
   const finished = job.state === "completed" || job.state === "failed" || job.state === "cancelled";
   const action = (what: string) => `/api/jobs/${encodeURIComponent(job.id)}/${what}`;
+  // As the job's event stream sends it: the latest run's error while the job is not completed.
+  const error = job.state === "completed" ? null : job.runs.at(-1)?.error;
   return html`<div id="live">
 <h2>Job <code>${job.id}</code> ${stateLabel(job.state)}</h2>
 <p>
@@ -177,6 +179,7 @@ ${
   data-confirm="Cancel this job?">Cancel</button>`
   }
 </p>
+<p id="job-error" class="error">${error ? `${error.name}: ${error.message}` : ""}</p>
 <div class="grid">
 <section class="panel"><dl class="facts">
   <dt>kind</dt><dd>${job.kind} <span class="muted">v${job.version}</span></dd>
@@ -228,6 +231,22 @@ ${
   }</dd>
 </dl></section>
 </div>
+${
+    view.showPayloads
+      ? html`
+        <div class="grid" id="contents">
+          <section class="panel">
+            <h2>Progress</h2>
+            <pre id="progress">${shown(job.progress)}</pre>
+          </section>
+          <section class="panel">
+            <h2>Result</h2>
+            <pre id="result">${shown(job.result)}</pre>
+          </section>
+        </div>
+      `
+      : ""
+  }
 <h2>Runs</h2>
 <table id="runs"><thead><tr><th class="num">attempt</th><th>started (UTC)</th><th>duration</th><th>outcome</th><th>error</th><th>note</th></tr></thead>
 <tbody>${
@@ -427,10 +446,15 @@ function queueRow(
   return html`
     <tr data-queue="${queue}">
       <td><a href="${base}/?queue=${q}#jobs">${queue}</a></td>
-      ${JOB_STATES.map((s) => html`<td class="num">${byState?.[s] ?? 0}</td>`)}
+      ${JOB_STATES.map((s) => html`<td class="num" data-state="${s}">${byState?.[s] ?? 0}</td>`)}
       <td><a class="queue-link" href="${base}/queue/${q}">${limitsSummary(limits, queue)}</a></td>
     </tr>
   `;
+}
+
+/** A job's progress or result as indented JSON, as the page's script shows it too; a dash for none. */
+function shown(value: unknown): string {
+  return value === undefined || value === null ? "–" : JSON.stringify(value, jsonSafe, 2);
 }
 
 /** The limits of `queue` in a few words, for the overview's queues table. */
