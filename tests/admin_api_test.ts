@@ -14,6 +14,7 @@ import { libsqlStore } from "../adapters/libsql/mod.ts";
 import { adminRouter } from "../adapters/hono/mod.ts";
 import { FakeClock } from "../src/testing.ts";
 import { allKinds } from "./support/stores.ts";
+import { pagedErrand } from "./support/paged_job.ts";
 import { listen, serverSentEvents } from "./support/serve.ts";
 import { eventually, quietLogger } from "./support/wait.ts";
 import { errandOn, withDatabase } from "./conformance/harness.ts";
@@ -486,32 +487,15 @@ describe("admin API over HTTP: flow control's limits and groups", () => {
 });
 
 describe("admin API over HTTP: event streams", () => {
-  const liveJobs = defineJobs({ render: job<{ docId: string }, { url: string; pages: number }>() });
-  let errand: Errand<typeof liveJobs, unknown>;
+  let errand: ReturnType<typeof pagedErrand>["errand"];
   let server: { url: string; close(): Promise<void> };
   let turnPage!: () => void;
-  const pageTurned = new Promise<void>((resolve) => (turnPage = resolve));
   let finish!: () => void;
-  const finished = new Promise<void>((resolve) => (finish = resolve));
   const auth = { authorization: "Bearer s3cret" };
   const get = (path: string, headers: Record<string, string> = auth) => fetch(`${server.url}${path}`, { headers });
 
   before(async () => {
-    errand = createErrand({
-      jobs: liveJobs,
-      store: libsqlStore(createClient({ url: ":memory:" })),
-      logger: quietLogger(),
-      progressInterval: "10ms",
-      handlers: {
-        render: async ({ docId }, job) => {
-          job.progress({ page: 1 });
-          await pageTurned;
-          job.progress({ page: 2 });
-          await finished;
-          return { url: `https://cdn.example.com/${docId}.pdf`, pages: 2 };
-        },
-      },
-    });
+    ({ errand, turnPage, finish } = pagedErrand());
     await errand.start();
     const authorize = (c: Context) => c.req.header("authorization") === auth.authorization;
     const app = new Hono()

@@ -15,13 +15,11 @@ import { existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
-import { createClient } from "@libsql/client";
 import { Hono } from "hono";
-import { createErrand, defineJobs, job } from "../mod.ts";
-import { libsqlStore } from "../adapters/libsql/mod.ts";
 import { adminRouter } from "../adapters/hono/mod.ts";
+import { pagedErrand } from "./support/paged_job.ts";
 import { listen } from "./support/serve.ts";
-import { eventually, quietLogger } from "./support/wait.ts";
+import { eventually } from "./support/wait.ts";
 
 /** The browser: `CHROMIUM_PATH`, else Debian's. */
 const CHROMIUM = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
@@ -165,26 +163,7 @@ describe(
     });
 
     it("follows a running job's progress on its page and shows its result when it completes, without a reload", async () => {
-      const jobs = defineJobs({ render: job<{ docId: string }, { url: string; pages: number }>() });
-      let turnPage!: () => void;
-      const pageTurned = new Promise<void>((resolve) => (turnPage = resolve));
-      let finish!: () => void;
-      const finished = new Promise<void>((resolve) => (finish = resolve));
-      const errand = createErrand({
-        jobs,
-        store: libsqlStore(createClient({ url: ":memory:" })),
-        logger: quietLogger(),
-        progressInterval: "10ms",
-        handlers: {
-          render: async ({ docId }, job) => {
-            job.progress({ page: 1 });
-            await pageTurned;
-            job.progress({ page: 2 });
-            await finished;
-            return { url: `https://cdn.example.com/${docId}.pdf`, pages: 2 };
-          },
-        },
-      });
+      const { errand, turnPage, finish } = pagedErrand();
       await errand.start();
       const server = await listen(
         new Hono().route("/jobs", adminRouter(errand, { insecure: true, showPayloads: true })),

@@ -234,16 +234,10 @@ ${
 ${
     view.showPayloads
       ? html`
-        <div class="grid" id="contents">
-          <section class="panel">
-            <h2>Progress</h2>
-            <pre id="progress">${shown(job.progress)}</pre>
-          </section>
-          <section class="panel">
-            <h2>Result</h2>
-            <pre id="result">${shown(job.result)}</pre>
-          </section>
-        </div>
+        <h2>Progress</h2>
+        <pre id="progress">${shown(job.progress)}</pre>
+        <h2>Result</h2>
+        <pre id="result">${shown(job.result)}</pre>
       `
       : ""
   }
