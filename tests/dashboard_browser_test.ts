@@ -5,9 +5,11 @@
  * job, presses Retry and sees the job complete; reads the activity chart's
  * axes and legend and switches it to the last 60 minutes; then opens a
  * queue's limits and groups and pauses and resumes a group; presses "Retry
- * all N failed", confirms, and sees the failed jobs retried and complete. The
- * page must run under its Content-Security-Policy with no violation. A
- * screenshot is saved and its path printed. Runs on Node (playwright-core is a Node library).
+ * all N failed", confirms, and sees the failed jobs retried and complete. A
+ * job's page, served from this process, follows the job's progress and result
+ * from its event stream without reloading. The page must run under its
+ * Content-Security-Policy with no violation. A screenshot is saved and its
+ * path printed. Runs on Node (playwright-core is a Node library).
  */
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
@@ -16,6 +18,10 @@ import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
 import type { Dialog } from "playwright-core";
+import { Hono } from "hono";
+import { adminRouter } from "../adapters/hono/mod.ts";
+import { pagedErrand } from "./support/paged_job.ts";
+import { listen } from "./support/serve.ts";
 import { eventually } from "./support/wait.ts";
 
 /** The browser: `CHROMIUM_PATH`, else Debian's. */
@@ -89,13 +95,15 @@ describe(
       const { browser, page, problems } = await openPage((d) => void d.accept());
       try {
         await page.goto(url);
+        await page.evaluate(() => Object.assign(globalThis, { notReloaded: true }));
         await page.waitForSelector("#job-table tbody tr");
         assert.ok((await page.locator("#job-table tbody tr").count()) > 0, "the seeded jobs are listed");
         assert.ok(Number(await page.textContent('#counts [data-state="completed"]')) >= 0);
         assert.match((await page.textContent("#topics")) ?? "", /orders/);
-        // The page refreshes itself: the demo keeps enqueuing, so the counts move without a reload.
+        // The page follows its event stream: the demo keeps enqueuing, so the counts move without a reload.
         const counts = await page.textContent("#counts");
-        await eventually(async () => (await page.textContent("#counts")) !== counts, "the page to refresh itself");
+        await eventually(async () => (await page.textContent("#counts")) !== counts, "the page to update itself");
+        assert.equal(await page.evaluate(() => "notReloaded" in globalThis), true, "no reload");
 
         // Filter the table to failed jobs with the form, as a user would.
         await page.selectOption('select[name="state"]', "failed");
@@ -257,6 +265,50 @@ describe(
         assert.deepEqual(problems, [], "no script errors or CSP violations");
       } finally {
         await browser.close();
+      }
+    });
+
+    it("follows a running job's progress on its page and shows its result when it completes, without a reload", async () => {
+      const { errand, turnPage, finish } = pagedErrand();
+      await errand.start();
+      const server = await listen(
+        new Hono().route("/jobs", adminRouter(errand, { insecure: true, showPayloads: true })),
+      );
+      const browser = await launch();
+      try {
+        const { id } = await errand.enqueue("render", { docId: "d7" });
+        await eventually(async () => (await errand.get(id))?.progress, "the job to report its first page");
+        const page = await browser.newPage();
+        const problems: string[] = [];
+        page.on("console", (m) => m.type() === "error" && problems.push(m.text()));
+        page.on("pageerror", (e) => problems.push(String(e)));
+        let navigations = 0;
+        page.on("framenavigated", (frame) => frame === page.mainFrame() && navigations++);
+
+        await page.goto(`${server.url}/jobs/job/${id}`);
+        await page.evaluate(() => Object.assign(globalThis, { notReloaded: true }));
+        const loaded = navigations;
+        await page.waitForSelector("h2 .state-running");
+        await page.locator("#progress", { hasText: '"page": 1' }).waitFor();
+        assert.equal(await page.textContent("#result"), "–");
+
+        turnPage();
+        await page.locator("#progress", { hasText: '"page": 2' }).waitFor();
+        finish();
+        await page.locator("#result", { hasText: "https://cdn.example.com/d7.pdf" }).waitFor();
+        await page.waitForSelector("h2 .state-completed");
+        assert.match((await page.textContent("#result")) ?? "", /"pages": 2/);
+        assert.equal(await page.locator("#runs tbody tr").count(), 1, "the runs table followed the final state");
+
+        assert.equal(navigations, loaded, "no navigation after the page loaded");
+        assert.equal(await page.evaluate(() => "notReloaded" in globalThis), true, "the page was not reloaded");
+        assert.deepEqual(problems, [], "no script errors or CSP violations");
+      } finally {
+        turnPage();
+        finish();
+        await browser.close();
+        await errand.shutdown({ drain: "5s" });
+        await server.close();
       }
     });
   },

@@ -69,7 +69,8 @@ dl.facts dd { margin: 0; }
 
 /**
  * The page's script: refreshes the live part of the page every few seconds
- * (unless the user is editing a filter), and sends the action buttons'
+ * (unless the user is editing a filter), or has `errandLive` (live_script.ts)
+ * update it from the page's event stream, and sends the action buttons'
  * requests as JSON (`data-body`, or `{}`), then refreshes. A button with
  * `data-confirm` asks first; one with `data-prompt` first asks for a value
  * (`data-default` filled in) and sends it as the query parameter
@@ -82,7 +83,8 @@ export const DASHBOARD_JS = `
   const every = Number(body.dataset.refresh) * 1000;
   const status = document.getElementById("status");
   const say = (text, isError) => { status.textContent = text; status.className = isError ? "error" : ""; };
-  async function refresh() {
+  // Replaces the elements with the ids in parts (all the live part by default) with the server's.
+  async function refresh(parts) {
     const active = document.activeElement;
     if (active && active.closest && active.closest("form")) return;
     try {
@@ -90,9 +92,11 @@ export const DASHBOARD_JS = `
       if (!res.ok) return;
       const template = document.createElement("template");
       template.innerHTML = await res.text();
-      const next = template.content.getElementById("live");
-      const live = document.getElementById("live");
-      if (next && live) live.replaceWith(next);
+      for (const id of parts || ["live"]) {
+        const next = template.content.getElementById(id);
+        const current = document.getElementById(id);
+        if (next && current) current.replaceWith(next);
+      }
     } catch (_) { /* offline for a moment: try again next time */ }
   }
   document.addEventListener("click", async (event) => {
@@ -117,11 +121,15 @@ export const DASHBOARD_JS = `
       const done = (button.dataset.done || "Done").replace("{count}", String(answer.count));
       say(res.ok ? done : (answer.error || "Failed: HTTP " + res.status), !res.ok);
       if (res.ok && button.dataset.then) location.href = base + button.dataset.then;
-      else await refresh();
+      else {
+        await refresh();
+        live.restart();
+      }
     } finally {
       button.disabled = false;
     }
   });
-  if (every > 0) setInterval(refresh, every);
+  const live = errandLive(body, refresh);
+  if (!live.streaming && every > 0) setInterval(refresh, every);
 })();
 `;

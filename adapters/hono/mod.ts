@@ -32,6 +32,7 @@ import { NotFoundError, StateError, ValidationError } from "../../mod.ts";
 import { apiRoutes } from "./api.ts";
 import { type Audit, recorder } from "./audit.ts";
 import { CHART_MINUTES, DEFAULT_CHART_MINUTES } from "./chart.ts";
+import { eventRoutes } from "./events.ts";
 import { mountBase, sendPage } from "./page.ts";
 import { type AdminErrand, listOptions, statsMinutes } from "./present.ts";
 import { type Authorize, guardChanges, jsonError, requireAuthorization } from "./security.ts";
@@ -154,7 +155,10 @@ export interface AdminRouterOptions {
    */
   maxBodyBytes?: number;
   /**
-   * How often the page refreshes its numbers, in seconds (0: never).
+   * How often the page refreshes its numbers, in seconds (0: never). The
+   * overview and a job's page follow event streams instead (their numbers
+   * every 2 s, a job's changes as they happen) and fetch their tables and
+   * chart again at most this often; 0 turns their live updates off too.
    * @default {5}
    */
   refreshSeconds?: number;
@@ -192,6 +196,7 @@ export function adminRouter(errand: AdminErrand, options: AdminRouterOptions): H
   });
   app.notFound((c) => jsonError(c, 404, `No admin route ${c.req.method} ${c.req.path}`));
   app.use("*", requireAuthorization(options.authorize), guardChanges(maxBodyBytes));
+  app.route("/api", eventRoutes(errand, { showPayloads }));
   app.route("/api", apiRoutes(errand, { showPayloads, maxPageSize, record }));
   app.get(
     "/metrics",
@@ -202,7 +207,8 @@ export function adminRouter(errand: AdminErrand, options: AdminRouterOptions): H
     const v = view(c, "/job/:id");
     const live = await jobPage(errand, v, c.req.param("id"));
     if (!live) return c.text(`There is no job "${c.req.param("id")}"`, 404);
-    return await sendPage(c, { ...v, title: `Job ${c.req.param("id")}`, refreshSeconds, live });
+    const events = `/api/jobs/${encodeURIComponent(c.req.param("id"))}/events`;
+    return await sendPage(c, { ...v, title: `Job ${c.req.param("id")}`, refreshSeconds, live, events });
   });
   app.get("/topic/:topic", async (c) => {
     const v = view(c, "/topic/:topic");
@@ -224,7 +230,7 @@ export function adminRouter(errand: AdminErrand, options: AdminRouterOptions): H
     const filters = listOptions((name) => c.req.query(name), maxPageSize);
     const minutes = statsMinutes(c.req.query("minutes"), CHART_MINUTES, DEFAULT_CHART_MINUTES);
     const live = await overview(errand, v, filters, minutes);
-    return await sendPage(c, { ...v, title: "Overview", refreshSeconds, live });
+    return await sendPage(c, { ...v, title: "Overview", refreshSeconds, live, events: "/api/events" });
   });
   return app;
 }

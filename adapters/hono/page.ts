@@ -10,6 +10,7 @@ import { html, raw } from "hono/html";
 import type { HtmlEscapedString } from "hono/utils/html";
 import type { JobState } from "../../mod.ts";
 import { DASHBOARD_CSS, DASHBOARD_JS, LIVE_HEADER } from "./assets.ts";
+import { LIVE_JS } from "./live_script.ts";
 import { newNonce, pagePolicy } from "./security.ts";
 
 /** A piece of escaped HTML. */
@@ -22,10 +23,14 @@ export function mountBase(c: Context, pattern: string): string {
   return base.replace(/\/+$/, "");
 }
 
-/** Sends a full page: `live` is the part the page's script refreshes every `refreshSeconds`. */
+/**
+ * Sends a full page: `live` is the part the page's script refreshes every
+ * `refreshSeconds`, or, with `events` (the path of an event stream under
+ * the mount), updates from that stream.
+ */
 export function sendPage(
   c: Context,
-  page: { base: string; title: string; refreshSeconds: number; live: Html },
+  page: { base: string; title: string; refreshSeconds: number; live: Html; events?: string },
 ): Response | Promise<Response> {
   const nonce = newNonce();
   c.header("Content-Security-Policy", pagePolicy(nonce));
@@ -45,14 +50,14 @@ export function sendPage(
         <link rel="icon" href="data:,">
         <style nonce="${nonce}">${raw(DASHBOARD_CSS)}</style>
       </head>
-      <body data-base="${page.base}" data-refresh="${page.refreshSeconds}">
+      <body data-base="${page.base}" data-refresh="${page.refreshSeconds}" data-events="${page.events ?? ""}">
         <header><h1>errand</h1><nav><a href="${page.base}/">Overview</a><a href="${page.base}/#jobs">Jobs</a></nav>
     <span class="muted">${page.title}</span></header>
         <main>
     <div id="status" role="status"></div>
     ${page.live}
         </main>
-        <script nonce="${nonce}">${raw(DASHBOARD_JS)}</script>
+        <script nonce="${nonce}">${raw(LIVE_JS)}${raw(DASHBOARD_JS)}</script>
       </body>
     </html>
   `);

@@ -44,6 +44,7 @@ export type AdminErrand = Pick<
   | "pauseGroup"
   | "resumeGroup"
   | "limits"
+  | "watch"
 >;
 
 /** Reads list filters and paging from a query string; a page size is clamped to 1..`maxPageSize`. */
@@ -160,14 +161,21 @@ export function bulkFilter(body: unknown): BulkFilter {
   return filter as unknown as BulkFilter;
 }
 
-/** `value` without its `payload` unless payloads are shown. */
-export function withoutPayload<T extends { readonly payload: unknown }>(
-  value: T,
-  showPayloads: boolean,
-): T | Omit<T, "payload"> {
+/** What a job holds that only `showPayloads` shows: its payload, and its handler's progress and result. */
+export type JobContents = "payload" | "progress" | "result";
+
+/** `value` (a job, a schedule, a job's update) without its contents (payload, progress, result) unless payloads are shown. */
+export function withoutPayload<T extends object>(value: T, showPayloads: boolean): T | Omit<T, JobContents> {
   if (showPayloads) return value;
-  const { payload: _hidden, ...rest } = value;
+  const { payload: _payload, progress: _progress, result: _result, ...rest } = value as
+    & T
+    & Record<JobContents, unknown>;
   return rest;
+}
+
+/** A `JSON.stringify` replacer for what msgpack may decode that JSON has no form for: a bigint as its digits. */
+export function jsonSafe(_key: string, value: unknown): unknown {
+  return typeof value === "bigint" ? value.toString() : value;
 }
 
 /** How long a job has existed, run and waited, in ms. */

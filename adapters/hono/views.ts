@@ -19,7 +19,7 @@ import {
 } from "../../mod.ts";
 import { activityChart, DEFAULT_CHART_MINUTES, windowLinks, windowName } from "./chart.ts";
 import { bytes, duration, type Html, jobLink, rate, stateLabel, when } from "./page.ts";
-import { type AdminErrand, groupPage, jobDurations } from "./present.ts";
+import { type AdminErrand, groupPage, jobDurations, jsonSafe } from "./present.ts";
 
 /** What every view knows about its request. */
 export interface ViewContext {
@@ -174,7 +174,7 @@ ${filterForm(base, filters, queues, topics.map((t) => t.topic), windowParam(minu
 </div>`;
 }
 
-/** A job's page: facts, durations, runs, relatives, payload when shown, and actions. */
+/** A job's page: facts, durations, runs, relatives, latest error, progress, result and payload when shown, and actions. */
 export async function jobPage(errand: AdminErrand, view: ViewContext, id: string): Promise<Html | null> {
   const job = await errand.get(id);
   if (!job) return null;
@@ -182,6 +182,8 @@ export async function jobPage(errand: AdminErrand, view: ViewContext, id: string
   const d = jobDurations(job, Date.now());
   const finished = job.state === "completed" || job.state === "failed" || job.state === "cancelled";
   const action = (what: string) => `/api/jobs/${encodeURIComponent(job.id)}/${what}`;
+  // As the job's event stream sends it: the latest run's error while the job is not completed.
+  const error = job.state === "completed" ? null : job.runs.at(-1)?.error;
   return html`<div id="live">
 <h2>Job <code>${job.id}</code> ${stateLabel(job.state)}</h2>
 <p>
@@ -195,6 +197,7 @@ ${
   data-confirm="Cancel this job?">Cancel</button>`
   }
 </p>
+<p id="job-error" class="error">${error ? `${error.name}: ${error.message}` : ""}</p>
 <div class="grid">
 <section class="panel"><dl class="facts">
   <dt>kind</dt><dd>${job.kind} <span class="muted">v${job.version}</span></dd>
@@ -246,6 +249,16 @@ ${
   }</dd>
 </dl></section>
 </div>
+${
+    view.showPayloads
+      ? html`
+        <h2>Progress</h2>
+        <pre id="progress">${shown(job.progress)}</pre>
+        <h2>Result</h2>
+        <pre id="result">${shown(job.result)}</pre>
+      `
+      : ""
+  }
 <h2>Runs</h2>
 <table id="runs"><thead><tr><th class="num">attempt</th><th>started (UTC)</th><th>duration</th><th>outcome</th><th>error</th><th>note</th></tr></thead>
 <tbody>${
@@ -460,10 +473,15 @@ function queueRow(
   return html`
     <tr data-queue="${queue}">
       <td><a href="${base}/?queue=${q}#jobs">${queue}</a></td>
-      ${JOB_STATES.map((s) => html`<td class="num">${byState?.[s] ?? 0}</td>`)}
+      ${JOB_STATES.map((s) => html`<td class="num" data-state="${s}">${byState?.[s] ?? 0}</td>`)}
       <td><a class="queue-link" href="${base}/queue/${q}">${limitsSummary(limits, queue)}</a></td>
     </tr>
   `;
+}
+
+/** A job's progress or result as indented JSON, as the page's script shows it too; a dash for none. */
+function shown(value: unknown): string {
+  return value === undefined || value === null ? "–" : JSON.stringify(value, jsonSafe, 2);
 }
 
 /** The limits of `queue` in a few words, for the overview's queues table. */
