@@ -7,18 +7,21 @@
  * `ERRAND_SQLITE_SYNCHRONOUS=normal` runs libSQL with `synchronous: "normal"`.
  * Besides the workloads of WORKLOAD.md, `drain_flow` is the drain with flow
  * control on (see {@link FLOW}); its line says how it compares with the plain
- * drain of the same run in `vs_drain`.
+ * drain of the same run in `vs_drain`; `result_idle` and `result_busy` time
+ * an enqueue and the `result()` that awaits it, with the worker idle or
+ * draining a backlog (see {@link RESULT}).
  * Each line says exactly which options were set, in `settings`.
  */
 import process from "node:process";
 import { fileURLToPath } from "node:url";
-import { createErrand, defineJobs, type Errand, job } from "../mod.ts";
+import { createErrand, defineJobs, type Duration, type Errand, job } from "../mod.ts";
 import type { StoreFor } from "../src/store/mod.ts";
 import {
   benchMain,
   CFG,
   drainTracker,
   enqueueFigures,
+  latencyFigures,
   latencyProbe,
   measureLatency,
   now,
@@ -26,6 +29,8 @@ import {
   payloadBatches,
   rate,
   removeSqliteFiles,
+  sampleSequential,
+  sleep,
   type StoreName,
   type Subject,
   timeSequential,
@@ -43,6 +48,24 @@ const FLOW = { globalConcurrency: 32, groups: 100, groupConcurrency: 2 } as cons
 const flowJobs = defineJobs({
   bench: job<{ i: number; s: string }>({ group: (p) => p.i % FLOW.groups, groupConcurrency: FLOW.groupConcurrency }),
 });
+/**
+ * The kinds of the result workloads: `bench` as everywhere (the backlog of
+ * `result_busy`), and `echo`, whose handler returns its payload's `i`: the
+ * job that is enqueued and awaited.
+ */
+const resultJobs = defineJobs({
+  bench: job<{ i: number; s: string }>(),
+  echo: job<{ i: number; s: string }, number>(),
+});
+/**
+ * The result workloads' setup: each awaited job is enqueued at priority -1,
+ * ahead of the plain backlog of `result_busy` in the same queue (lower runs
+ * first); on libSQL, where a worker in another process finds a job only by
+ * polling, the worker polls every 20 ms, so that the figure shows `result()`
+ * rather than the worker's default 1 s poll; and on libSQL the round trip is
+ * also measured with `resultPollInterval` at 20 ms (the default is 250 ms).
+ */
+const RESULT = { priority: -1, libsqlPollInterval: "20ms", fastResultPoll: "20ms", timeout: "60s" } as const;
 /** A bench job for `enqueueMany`. */
 const asJob = (p: { i: number; s: string }) => ({ kind: "bench" as const, payload: p });
 const version = process.env.npm_package_version ?? "dev";
@@ -56,7 +79,10 @@ const silent = {
 /** A fresh database for one workload, with a count query for verification. */
 interface Bench {
   store: StoreFor<unknown>;
-  count(state: string): Promise<number>;
+  /** Jobs in `state` (of `kind` if given). */
+  count(state: string, kind?: string): Promise<number>;
+  /** Another store on the same database through a client of its own, as another process would have; closed with the bench. */
+  connect(): StoreFor<unknown>;
   settings: Record<string, unknown>;
   close(): Promise<void>;
 }
@@ -92,12 +118,25 @@ async function openBench(name: StoreName): Promise<Bench> {
     const url = new URL(CFG.pgBaseUrl);
     url.pathname = `/${PG_DB}`;
     const { postgres, postgresStore } = await postgresDriver();
-    const sql = postgres(url.toString(), { max: 1, onnotice: () => {} });
+    const open = () => postgres(url.toString(), { max: 1, onnotice: () => {} });
+    const sql = open();
+    const clients = [sql];
     return {
       store: postgresStore(sql) as StoreFor<unknown>,
-      count: async (state) => Number((await sql`SELECT count(*) AS n FROM errand.jobs WHERE state = ${state}`)[0].n),
+      count: async (state, kind) =>
+        Number(
+          (await sql`SELECT count(*) AS n FROM errand.jobs WHERE state = ${state}
+                     AND (${kind ?? null}::text IS NULL OR kind = ${kind ?? null})`)[0].n,
+        ),
+      connect: () => {
+        const other = open();
+        clients.push(other);
+        return postgresStore(other) as StoreFor<unknown>;
+      },
       settings: { storage: "PostgreSQL (postgres.js, pool max 1: one pipelined connection)", notify: true },
-      close: () => sql.end({ timeout: 5 }),
+      close: async () => {
+        await Promise.all(clients.map((c) => c.end({ timeout: 5 })));
+      },
     };
   }
   removeSqliteFiles(SQLITE_FILE);
@@ -106,21 +145,31 @@ async function openBench(name: StoreName): Promise<Bench> {
     import("../adapters/libsql/mod.ts"),
   ]);
   const client = createClient({ url: `file:${SQLITE_FILE}` });
+  const clients = [client];
   return {
     store: libsqlStore(client, { synchronous: SQLITE_SYNCHRONOUS }) as StoreFor<unknown>,
-    count: async (state) =>
+    count: async (state, kind) =>
       Number(
-        (await client.execute({ sql: "SELECT count(*) AS n FROM errand_jobs WHERE state = ?", args: [state] })).rows[0]
-          .n,
+        (await client.execute({
+          sql: "SELECT count(*) AS n FROM errand_jobs WHERE state = ? AND (? IS NULL OR kind = ?)",
+          args: [state, kind ?? null, kind ?? null],
+        })).rows[0].n,
       ),
+    connect: () => {
+      const other = createClient({ url: `file:${SQLITE_FILE}` });
+      clients.push(other);
+      return libsqlStore(other, { synchronous: SQLITE_SYNCHRONOUS }) as StoreFor<unknown>;
+    },
     settings: { storage: `libSQL file ${SQLITE_FILE}`, journal_mode: "wal", synchronous: SQLITE_SYNCHRONOUS },
-    close: () => Promise.resolve(client.close()),
+    close: () => Promise.resolve(clients.forEach((c) => c.close())),
   };
 }
 
 function subject(name: StoreName): Subject {
   let bench: Bench | undefined;
   let errand: Errand<typeof jobs, unknown> | undefined;
+  /** The result workloads' instances, shut down by cleanup. */
+  const others: Pick<Errand<typeof resultJobs, unknown>, "shutdown">[] = [];
   /** A fresh database and an instance on it; with `flow`, the kind and queue of the flow-controlled drain. */
   const make = async (mode: "work" | "enqueue", handler?: (id: string) => void, flow = false) => {
     bench = await openBench(name);
@@ -179,6 +228,170 @@ function subject(name: StoreName): Subject {
       },
     };
   };
+  /**
+   * `result_idle` and (`busy`) `result_busy`: enqueue an `echo` job, then
+   * await `result(id)`, one round trip after another (with the latency
+   * workload's idle gaps). The waiter is an instance of its own in mode
+   * "enqueue" with a client of its own, as an HTTP handler in another
+   * process would be; then the worker instance itself awaits (the
+   * same-instance figure), and on libSQL a waiter with a short
+   * `resultPollInterval`. Busy: the worker drains the drain workload's
+   * backlog meanwhile, topped up by a loader of its own so it never runs dry.
+   */
+  const results = async (signal: AbortSignal, busy: boolean) => {
+    const b = bench = await openBench(name);
+    const started = new Map<number, number>();
+    let plainRuns = 0;
+    const worker = createErrand({
+      jobs: resultJobs,
+      store: b.store,
+      mode: "work",
+      logger: silent,
+      queues: { default: { concurrency: CFG.concurrency } },
+      claimBatch: CFG.concurrency,
+      ...(name === "libsql" ? { pollInterval: RESULT.libsqlPollInterval } : {}),
+      handlers: {
+        bench: () => Promise.resolve(void plainRuns++),
+        echo: (p) => {
+          started.set(p.i, now());
+          return Promise.resolve(p.i);
+        },
+      },
+    });
+    const open = (options: { resultPollInterval?: Duration } = {}) => {
+      const e = createErrand({ jobs: resultJobs, store: b.connect(), mode: "enqueue", logger: silent, ...options });
+      others.push(e);
+      return e;
+    };
+    others.push(worker);
+    const waiter = open();
+    let enqueued = 0;
+    const loader = busy ? open() : undefined;
+    const refill = payloadBatches(1000, 1000)[0].map(asJob);
+    if (loader) {
+      for (const batch of payloadBatches(CFG.nDrain, 1000)) await loader.enqueueMany(batch.map(asJob));
+      enqueued = CFG.nDrain;
+      if ((await b.count("available")) !== CFG.nDrain) throw new Error("pre-enqueue failed");
+    }
+    const variants = [
+      { label: "separate_instance", errand: waiter },
+      { label: "same_instance", errand: worker },
+      ...(name === "libsql"
+        ? [{
+          label: `separate_instance_poll_${RESULT.fastResultPoll}`,
+          errand: open({ resultPollInterval: RESULT.fastResultPoll }),
+        }]
+        : []),
+    ];
+    await waiter.start();
+    const tStart = now();
+    await worker.start();
+    if (!busy) await sleep(1000);
+    let stop = false;
+    let leastBacklog = Infinity;
+    // Keeps at least half the drain's backlog queued while the samples are taken.
+    const topUp = (async () => {
+      while (loader && !stop && !signal.aborted) {
+        if (enqueued - plainRuns < CFG.nDrain / 2) {
+          await loader.enqueueMany(refill);
+          enqueued += refill.length;
+        } else await sleep(5);
+      }
+    })();
+    const plainBefore = plainRuns;
+    const tSampling = now();
+    let wrong = 0;
+    const figures: Record<string, unknown> = {};
+    try {
+      for (const [k, { label, errand }] of variants.entries()) {
+        const pickup: number[] = [];
+        const notice: number[] = [];
+        const samples = await sampleSequential(CFG.nResult, async (j) => {
+          const i = k * CFG.nResult + j;
+          if (busy) leastBacklog = Math.min(leastBacklog, enqueued - plainRuns);
+          const t0 = now();
+          const { id } = await errand.enqueue("echo", payload(i), { priority: RESULT.priority });
+          const value = await errand.result(id, { timeout: RESULT.timeout });
+          const t1 = now();
+          if (value !== i) wrong++;
+          if (busy) leastBacklog = Math.min(leastBacklog, enqueued - plainRuns);
+          pickup.push(started.get(i)! - t0);
+          notice.push(t1 - started.get(i)!);
+          return t1 - t0;
+        }, signal);
+        figures[label] = {
+          ...latencyFigures(samples),
+          enqueue_to_handler_ms: pick(latencyFigures(pickup)),
+          handler_to_result_ms: pick(latencyFigures(notice)),
+        };
+      }
+    } finally {
+      stop = true;
+      await topUp;
+    }
+    const samplingMs = now() - tSampling;
+    const awaited = variants.length * CFG.nResult;
+    const completed = await b.count("completed", "echo");
+    if (wrong || completed !== awaited) {
+      throw new Error(`verification failed: ${wrong} wrong results, ${completed} of ${awaited} echo jobs completed`);
+    }
+    if (busy && leastBacklog <= 0) throw new Error("the backlog ran dry while samples were taken");
+    const { separate_instance: headline, ...more } = figures;
+    return {
+      ...(headline as Record<string, unknown>),
+      ...more,
+      idle_gap_ms: [CFG.latencyGapMinMs, CFG.latencyGapMaxMs],
+      verified: {
+        results_right: awaited - wrong,
+        echo_completed_in_db: completed,
+        ...(busy
+          ? {
+            plain_jobs_run_while_sampling: plainRuns - plainBefore,
+            plain_jobs_per_s_while_sampling: rate(plainRuns - plainBefore, samplingMs),
+            least_backlog_at_a_sample: leastBacklog,
+            worker_started_ms_before_sampling: Math.round(tSampling - tStart),
+          }
+          : {}),
+      },
+      settings: {
+        sample: `t0; await enqueue("echo", payload, { priority: ${RESULT.priority} }); ` +
+          `await result(id, { timeout: "${RESULT.timeout}" }); t1 (the handler returns payload.i)`,
+        order: variants.map((v) => v.label),
+        worker: {
+          mode: "work",
+          ...workSettings(),
+          ...(name === "libsql" ? { pollInterval: RESULT.libsqlPollInterval } : {}),
+        },
+        separate_instance: {
+          mode: "enqueue",
+          client: "a store and driver client of its own",
+          resultPollInterval: "250ms (default)",
+        },
+        same_instance: "the worker instance enqueues and awaits: a job it enqueues starts at insert when one of " +
+          "its workers is idle, and its own outcomes wake its waiters at once",
+        wakeup: name === "postgres"
+          ? "the worker: the enqueue's NOTIFY; result(): NOTIFY of a watched job's change (and a read every 5 s)"
+          : "the worker: its poll; result(): its poll every resultPollInterval",
+        ...(name === "libsql"
+          ? {
+            [`separate_instance_poll_${RESULT.fastResultPoll}`]: {
+              mode: "enqueue",
+              client: "a store and driver client of its own",
+              resultPollInterval: RESULT.fastResultPoll,
+            },
+          }
+          : {}),
+        ...(busy
+          ? {
+            backlog: `${CFG.nDrain} bench jobs (priority 0) enqueued before the worker starts (enqueueMany, 1000 a ` +
+              `call), topped up 1000 at a time by a loader instance (mode "enqueue", a client of its own) ` +
+              `whenever fewer than ${CFG.nDrain / 2} remain; sampling starts as soon as the worker is started`,
+          }
+          : { idle: "sampling starts 1 s after the worker started, with no other jobs" }),
+        ...b.settings,
+      },
+    };
+  };
   const workloads: Subject["workloads"] = {
     async enqueue_single({ signal }) {
       const { bench, errand } = await make("enqueue");
@@ -201,6 +414,8 @@ function subject(name: StoreName): Subject {
       };
     },
     drain: ({ signal }) => drain(signal, false),
+    result_idle: ({ signal }) => results(signal, false),
+    result_busy: ({ signal }) => results(signal, true),
     drain_flow: ({ signal }) => drain(signal, true),
     async latency({ signal }) {
       const probe = latencyProbe();
@@ -226,11 +441,15 @@ function subject(name: StoreName): Subject {
     workloads,
     async cleanup() {
       await errand?.shutdown({ drain: "5s" });
+      for (const other of others) await other.shutdown({ drain: "5s" });
       await bench?.close();
       if (name === "postgres") await pgAdmin(`DROP DATABASE IF EXISTS ${PG_DB} WITH (FORCE)`);
       else removeSqliteFiles(SQLITE_FILE);
     },
   };
 }
+
+/** p50 and p99 of a breakdown's figures. */
+const pick = (f: ReturnType<typeof latencyFigures>) => ({ p50: f.p50_ms, p99: f.p99_ms });
 
 await benchMain(fileURLToPath(import.meta.url), "errand", subject);

@@ -24,6 +24,7 @@ export const CFG = {
   nDrain: envInt("N_DRAIN", 20000),
   concurrency: envInt("C", 32),
   nLatency: envInt("LAT_N", 200),
+  nResult: envInt("RESULT_N", 100),
   latencyGapMinMs: envInt("LAT_GAP_MIN_MS", 20),
   latencyGapMaxMs: envInt("LAT_GAP_MAX_MS", 70),
   timeoutS: envInt("WORKLOAD_TIMEOUT_S", 120),
@@ -38,15 +39,25 @@ export function removeSqliteFiles(file: string): void {
 }
 
 /**
- * The workloads, in the order they run: those of WORKLOAD.md, and
- * `drain_flow`, errand's own: the drain with flow control on, run right
- * after the plain drain so the two are measured in the same run.
+ * The workloads, in the order they run: those of WORKLOAD.md, and errand's
+ * own: `drain_flow`, the drain with flow control on, run right after the
+ * plain drain so the two are measured in the same run; `result_idle` and
+ * `result_busy`, the round trip of an enqueue and the `result()` that
+ * awaits it, with the worker idle or draining a backlog.
  */
-export const WORKLOADS = ["enqueue_single", "enqueue_batch", "drain", "drain_flow", "latency"] as const;
+export const WORKLOADS = [
+  "enqueue_single",
+  "enqueue_batch",
+  "drain",
+  "drain_flow",
+  "latency",
+  "result_idle",
+  "result_busy",
+] as const;
 /** One of {@link WORKLOADS}. */
 export type Workload = typeof WORKLOADS[number];
 /** The workloads of WORKLOAD.md, which every subject has; the others are a subject's own. */
-export type SharedWorkload = Exclude<Workload, "drain_flow">;
+export type SharedWorkload = Exclude<Workload, "drain_flow" | "result_idle" | "result_busy">;
 
 /** The payload of job number `i`. */
 export const payload = (i: number): { i: number; s: string } => ({ i, s: "x".repeat(100) });
@@ -140,13 +151,8 @@ export function latencyProbe() {
   };
 }
 
-/** Runs the latency workload: sequential enqueues after fixed-seed idle gaps. */
-export async function measureLatency(
-  enqueueOne: (i: number) => Promise<unknown>,
-  probe: ReturnType<typeof latencyProbe>,
-  signal: AbortSignal,
-) {
-  const samples: number[] = [];
+/** The idle gaps of WORKLOAD.md's latency workload: a fixed-seed (mulberry32) draw from [min, max] ms per call. */
+export function idleGaps(): () => number {
   let seed = 0x9e3779b9;
   const rnd = () => {
     seed = (seed + 0x6d2b79f5) | 0;
@@ -155,26 +161,57 @@ export async function measureLatency(
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
   const { latencyGapMinMs: gmin, latencyGapMaxMs: gmax } = CFG;
-  for (let i = 0; i < CFG.nLatency; i++) {
+  return () => gmin + (gmax - gmin) * rnd();
+}
+
+/**
+ * Takes `n` samples strictly one after another, each after an idle gap of
+ * {@link idleGaps}: `sample(i)` does the timed work and returns its ms.
+ */
+export async function sampleSequential(
+  n: number,
+  sample: (i: number) => Promise<number>,
+  signal: AbortSignal,
+): Promise<number[]> {
+  const gap = idleGaps();
+  const samples: number[] = [];
+  for (let i = 0; i < n; i++) {
     if (signal.aborted) throw new Error("aborted");
-    const gap = gmin + (gmax - gmin) * rnd();
-    if (gap > 0) await sleep(gap);
-    const handled = probe.arm();
-    const t0 = now();
-    await enqueueOne(i);
-    samples.push((await handled) - t0);
+    const g = gap();
+    if (g > 0) await sleep(g);
+    samples.push(await sample(i));
   }
+  return samples;
+}
+
+/** The figures of latency samples (ms): nearest-rank p50, p90, p95, p99, and min, max, mean. */
+export function latencyFigures(samples: readonly number[]) {
   const s = [...samples].sort((a, b) => a - b);
   return {
     n: s.length,
     p50_ms: round(percentile(s, 50), 2),
+    p90_ms: round(percentile(s, 90), 2),
     p95_ms: round(percentile(s, 95), 2),
     p99_ms: round(percentile(s, 99), 2),
     min_ms: round(s[0], 2),
     max_ms: round(s[s.length - 1], 2),
     mean_ms: round(s.reduce((a, b) => a + b, 0) / s.length, 2),
-    idle_gap_ms: [gmin, gmax],
   };
+}
+
+/** Runs the latency workload: sequential enqueues after fixed-seed idle gaps. */
+export async function measureLatency(
+  enqueueOne: (i: number) => Promise<unknown>,
+  probe: ReturnType<typeof latencyProbe>,
+  signal: AbortSignal,
+) {
+  const samples = await sampleSequential(CFG.nLatency, async (i) => {
+    const handled = probe.arm();
+    const t0 = now();
+    await enqueueOne(i);
+    return (await handled) - t0;
+  }, signal);
+  return { ...latencyFigures(samples), idle_gap_ms: [CFG.latencyGapMinMs, CFG.latencyGapMaxMs] };
 }
 
 /** One workload of a subject: runs it and returns its figures. */
