@@ -713,6 +713,9 @@ describe("admin API over HTTP: bulk actions and the audit hook", () => {
     assert.match(String(logged[0]?.[0]), /audit failed for "cancelMany"/);
     assert.match(String(logged[0]?.[1]), /the audit log is down/);
     assert.deepEqual(audited, []);
+  });
+});
+
 describe("admin API over HTTP: event streams", () => {
   let errand: ReturnType<typeof pagedErrand>["errand"];
   let server: { url: string; close(): Promise<void> };

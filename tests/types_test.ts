@@ -1,5 +1,7 @@
 /**
- * Payload types flow from defineJobs to enqueue and to handlers. The
+ * Payload types flow from defineJobs to enqueue and to handlers, and result
+ * types to handlers' return values, `result()`, `watch()` and
+ * `job.parentResults()`. The
  * `@ts-expect-error` lines fail the type check (`deno check`) if the line
  * below them stops being an error; the runtime halves check the same calls
  * throw clear errors.
@@ -7,7 +9,16 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { createClient, type Transaction } from "@libsql/client";
-import { createErrand, defineJobs, job, type JobInfo, type PayloadOf, ValidationError } from "../mod.ts";
+import {
+  createErrand,
+  defineJobs,
+  job,
+  type JobInfo,
+  type JobUpdate,
+  type PayloadOf,
+  type ResultOf,
+  ValidationError,
+} from "../mod.ts";
 import { libsqlStore } from "../adapters/libsql/mod.ts";
 import { adminRouter } from "../adapters/hono/mod.ts";
 
@@ -72,6 +83,69 @@ describe("types", () => {
         ping: (payload: { other: boolean }) => void payload.other,
       },
     });
+    client.close();
+  });
+
+  it("a handler must return its kind's result type, and result() has it", async () => {
+    const client = createClient({ url: ":memory:" });
+    const resultJobs = defineJobs({
+      render: job<{ docId: string }, { url: string; pages: number }>(),
+      notify: job<{ docId: string }>(),
+    });
+    const errand = createErrand({
+      jobs: resultJobs,
+      store: libsqlStore(client),
+      handlers: {
+        render: async ({ docId }, job) => {
+          if (docId === "") return job.discard("no document"); // a decision is allowed too
+          return { url: docId, pages: 1 };
+        },
+        notify: async (_p, job) => {
+          const urls: string[] = (await job.parentResults<"render">()).map((render) => render.url);
+          void urls;
+        },
+      },
+    });
+    createErrand({
+      jobs: resultJobs,
+      store: libsqlStore(client),
+      handlers: {
+        // @ts-expect-error: the result has "url" and "pages", not "uri"
+        render: () => ({ uri: "x", pages: 1 }),
+      },
+    });
+    createErrand({
+      jobs: resultJobs,
+      store: libsqlStore(client),
+      handlers: {
+        // @ts-expect-error: a kind with a result must return it
+        render: async () => {},
+      },
+    });
+    createErrand({
+      jobs: resultJobs,
+      store: libsqlStore(client),
+      handlers: {
+        // @ts-expect-error: a kind without a result returns nothing
+        notify: () => 42,
+      },
+    });
+    await errand.start();
+    const { id } = await errand.enqueue("render", { docId: "d1" });
+    const result = await errand.result(id);
+    const pages: number = result.pages;
+    // @ts-expect-error: the result has no "uri"
+    void result.uri;
+    const named: ResultOf<typeof resultJobs.render> = await errand.result<"render">(String(id));
+    assert.deepEqual(named, { url: "d1", pages: 1 });
+    for await (const change of errand.watch(id)) {
+      const update: JobUpdate<{ url: string; pages: number }> = change;
+      void update.result?.url;
+    }
+    const none: void = await errand.result((await errand.enqueue("notify", { docId: "d1" })).id);
+    void none;
+    assert.equal(pages, 1);
+    await errand.shutdown();
     client.close();
   });
 });

@@ -16,10 +16,13 @@
  *   refuses these writes. The rescuer is then continued and completes the
  *   jobs.
  *
- * Today a stale run writes only two things: its outcome, and the lease
- * renewal that finds the lease lost. Later issues add progress, step results
- * and log commits. This scenario must then make the stale runs write those
- * too, and check that they change nothing.
+ * A stale run writes three things: its outcome (which carries its last
+ * progress), its progress (each run reports it at its start and its end, so
+ * a stale run's end reports it after SIGCONT), and the lease renewal that
+ * finds the lease lost. `get(id)` shows the progress, so the snapshots
+ * compare it too. Later issues add step results and log commits; this
+ * scenario must then make the stale runs write those too, and check that
+ * they change nothing.
  *
  * After SIGCONT, a stale run's handler timer is overdue, and it fires in the
  * same turn of the event loop as the lease renewal's timer. The renewal's

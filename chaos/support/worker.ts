@@ -43,7 +43,10 @@ const errand = createErrand({
   handlers: {
     work: async ({ n, ms }, job) => {
       log({ e: "start", id: job.id, kind: "work", attempt: job.attempt, n });
+      // Progress at the start and at the end: a stale run's end writes it too, and the fence must refuse it.
+      job.progress({ pid: process.pid, attempt: job.attempt, at: "start" });
       const done = await sleep(ms, job.signal);
+      if (done) job.progress({ pid: process.pid, attempt: job.attempt, at: "end" });
       log({ e: done ? "end" : "abort", id: job.id, kind: "work", attempt: job.attempt, n });
     },
     ordered: async ({ key, n, ms }, job) => {

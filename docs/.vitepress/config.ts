@@ -51,6 +51,7 @@ export default defineConfig({
           { text: "Testing", link: "/guides/testing" },
           { text: "Unique jobs", link: "/guides/unique-jobs" },
           { text: "Continuations", link: "/guides/continuations" },
+          { text: "Results and progress", link: "/guides/results" },
           { text: "Recurring jobs (cron)", link: "/guides/cron" },
           { text: "Topics and partitions", link: "/guides/topics" },
           { text: "Flow control", link: "/guides/flow-control" },
