@@ -1,7 +1,8 @@
 /**
  * Real OS processes sharing one database: 2,000 jobs run exactly once across
  * two worker processes; then a worker is killed with SIGKILL mid-job and its
- * jobs complete on another process after their leases lapse.
+ * jobs complete on another process after their leases lapse; and this
+ * process awaits results and follows progress of jobs another process runs.
  */
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
@@ -10,7 +11,7 @@ import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
 import { describe, it } from "node:test";
 import { runtimeCommand } from "./support/runtime.ts";
-import { createErrand, partitionOf } from "../mod.ts";
+import { createErrand, JobFailedError, partitionOf } from "../mod.ts";
 import { processJobs, processTopics } from "./support/process_jobs.ts";
 import { libsqlKind, postgresKind, type StoreKind, type TestDatabase } from "./support/stores.ts";
 import { eventually } from "./support/wait.ts";
@@ -250,6 +251,33 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
         assert.ok(runAts[runAts.length - 1] >= killedAt + 3_000);
       } finally {
         await stopAll(children);
+        await db.close();
+      }
+    });
+
+    it("result() and watch() in this process follow jobs another process runs", async () => {
+      const db = await kind.open();
+      const children: ChildProcess[] = [];
+      const caller = createErrand({ jobs: processJobs, topics: processTopics, store: db.store(), mode: "enqueue" });
+      try {
+        children.push(await startWorker(kind, db, `${tmpdir()}/errand-results-${Date.now()}.log`));
+        const ids = [];
+        for (let n = 1; n <= 20; n++) ids.push((await caller.enqueue("square", { n })).id);
+        const results = await Promise.all(ids.map((id) => caller.result(id, { timeout: "60s" })));
+        assert.deepEqual(results.map((r) => r.square), ids.map((_, i) => (i + 1) ** 2));
+        assert.ok(results.every((r) => r.pid === children[0].pid), "run by the worker process");
+
+        const { id } = await caller.enqueue("square", { n: -3 });
+        const seen = [];
+        for await (const change of caller.watch(id, { signal: AbortSignal.timeout(60_000) })) seen.push(change);
+        assert.equal(seen.at(-1)?.state, "failed");
+        assert.deepEqual(seen.at(-1)?.progress, { pid: children[0].pid, n: -3 });
+        const failed = await caller.result(id).catch((e: unknown) => e);
+        assert.ok(failed instanceof JobFailedError, `got ${String(failed)}`);
+        assert.equal(failed.error?.message, "no square root of the test's -3");
+      } finally {
+        await stopAll(children);
+        await caller.shutdown();
         await db.close();
       }
     });

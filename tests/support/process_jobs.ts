@@ -4,6 +4,7 @@ import { defineJobs, job } from "../../mod.ts";
 export const processJobs = defineJobs({
   record: job<{ n: number }>(),
   slow: job<{ n: number }>({ attempts: 5, retry: { type: "fixed", delayMs: 0 } }),
+  square: job<{ n: number }, { square: number; pid: number }>({ attempts: 1 }),
   ordered: job<{ key: string; n: number }>({
     topic: "t16",
     partitionKey: (p) => p.key,

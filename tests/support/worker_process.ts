@@ -8,7 +8,8 @@
  * line, or "none"; several processes may share the file),
  * ERRAND_CHILD_SCHEDULE (when set, registers the every-second schedule "tick" at
  * start, as an application would on every start, and logs "scheduled <result>").
- * Prints "ready" once started; shuts down gracefully on SIGTERM.
+ * Prints "ready" once started; shuts down gracefully on SIGTERM. Its kind
+ * "square" returns a result and reports progress, for callers in another process.
  */
 import { appendFileSync } from "node:fs";
 import process from "node:process";
@@ -70,6 +71,13 @@ const errand = createErrand({
       log(`start ${job.id}`);
       await new Promise((r) => setTimeout(r, 300));
       log(`done ${job.id}`);
+    },
+    // A result and progress for the caller in another process; a negative n fails.
+    square: async ({ n }, job) => {
+      job.progress({ pid: process.pid, n });
+      await new Promise((r) => setTimeout(r, 100));
+      if (n < 0) throw new Error(`no square root of the test's ${n}`);
+      return { square: n * n, pid: process.pid };
     },
   },
 });
