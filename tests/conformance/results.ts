@@ -119,10 +119,10 @@ export function resultCases(kind: StoreKind<unknown>): void {
         const timedOut = errand.result(id, { timeout: "30s" }).catch((e: unknown) => e);
         const stopper = new AbortController();
         const aborted = errand.result(id, { signal: stopper.signal }).catch((e: unknown) => e);
-        // The waits have read the job once before the clock moves, so the timeout is what ends the first.
-        await new Promise((r) => setTimeout(r, 50));
-        clock.advance(30_000);
-        const timeout = await timedOut;
+        // The wait sets its timer once the errand is ready: move the clock until it has fired.
+        let timeout: unknown;
+        void timedOut.then((e) => (timeout = e));
+        await eventually(() => (clock.advance(30_000), timeout !== undefined), "the wait's timeout");
         assert.ok(timeout instanceof TimeoutError, `got ${String(timeout)}`);
         assert.match(timeout.message, /did not finish within 30000 ms of waiting; it goes on/);
         stopper.abort(new Error("the caller left"));
@@ -270,10 +270,16 @@ export function resultCases(kind: StoreKind<unknown>): void {
         track(errand);
         const { id } = await errand.enqueue("render", { docId: "d1" });
         const seen: JobUpdate<{ url: string; pages: number }>[] = [];
+        // The handler goes on to its next page once this watch has seen the page it reported.
+        let released = 0;
         const watching = (async () => {
           for await (const change of errand.watch(id)) {
             seen.push(change);
-            if (change.state === "running" && steps.length) steps.shift()!();
+            const page = (change.progress as { page?: number } | null)?.page;
+            if (page === released + 1 && steps.length) {
+              released++;
+              steps.shift()!();
+            }
           }
         })();
         await eventually(() => seen.length === 1, "the first read");
@@ -282,7 +288,7 @@ export function resultCases(kind: StoreKind<unknown>): void {
         await watching;
         assert.deepEqual(seen.at(-1), { state: "completed", progress: { page: 2 }, result: { url: "u", pages: 2 } });
         const progress = seen.map((c) => JSON.stringify(c.progress));
-        assert.ok(progress.includes('{"page":1}'), `page 1 seen: ${progress}`);
+        assert.ok(progress.includes('{"page":1}') && progress.includes('{"page":2}'), `pages seen: ${progress}`);
         for (let i = 1; i < seen.length; i++) assert.notDeepEqual(seen[i], seen[i - 1], "one update per change");
       }));
 
