@@ -346,8 +346,8 @@ interface RunDecision {
   note: string | undefined;
   /** The completion `job.complete(tx)` wrote in the application's transaction (which may yet roll back). */
   completedInTx: { readonly finish: JobFinish; readonly applied: FinishedJob } | undefined;
-  /** The run's progress. */
-  readonly progress: ProgressReporter;
+  /** The run's progress, from its first `job.progress()`. */
+  progress: ProgressReporter | undefined;
 }
 
 /**
@@ -419,7 +419,7 @@ class RunContext<TTx> implements JobContext<unknown, TTx, JobDefinitions, unknow
         const finish = withValues(
           completedFinish(claim, env.clock.now(), decided.note),
           stored,
-          decided.progress.latest,
+          decided.progress?.latest,
         );
         const [applied] = await env.store.inTransaction(tx).jobFinishMany({ finishes: [finish] });
         if (!applied) throw staleRun(claim, "job.complete(tx)");
@@ -437,7 +437,8 @@ class RunContext<TTx> implements JobContext<unknown, TTx, JobDefinitions, unknow
       discard: (reason: string) => decide({ type: "discard", reason: checkText("discard", reason) }),
       retryIn: (delay: Duration) => decide({ type: "retryIn", delayMs: parseDuration(delay, "retryIn") }),
       explain: (message: string) => void (decided.note = checkText("explain", message)),
-      progress: (value: unknown) => decided.progress.report(value),
+      progress: (value: unknown) =>
+        (decided.progress ??= new ProgressReporter(claim.id, claim.fence, env)).report(value),
       parentResults: () => env.parentResults(claim.id),
       enqueue: async (kind: string, payload: unknown, options?: EnqueueOptions<TTx>) => {
         await holdClaimIn(env, claim, options, "job.enqueue()");
@@ -551,15 +552,14 @@ async function run<TTx>(
     controller.abort(error);
   }, timeoutMs);
   const span = env.tracing.startRun(claim);
-  const progress = new ProgressReporter(claim.id, claim.fence, env);
-  const decided: RunDecision = { decision: undefined, note: undefined, completedInTx: undefined, progress };
+  const decided: RunDecision = { decision: undefined, note: undefined, completedInTx: undefined, progress: undefined };
   const jobContext = new RunContext(claim, env, controller, span, decided);
   Promise.resolve()
     .then(() => span.wrap(() => kind.handler(payload, jobContext)))
     .then((value) => settle({ type: "ok", value }), (error) => settle({ type: "error", error }));
   const end = await ending;
   timer?.cancel();
-  progress.end();
+  decided.progress?.end();
   if (decided.completedInTx && await committed(env, claim)) {
     // The application's transaction committed the completion: that is the run's outcome, whatever came after.
     const { finish, applied } = decided.completedInTx;
@@ -581,7 +581,7 @@ async function run<TTx>(
   const finish = withValues(
     finishOf(claim, end, decided.decision, decided.note, kind.retry, now, env.maxResultBytes),
     undefined,
-    progress.latest,
+    decided.progress?.latest,
   );
   span.end(outcomeOf(finish), finish.run?.error ?? null);
   return { saved: env.runEnds.finished(finish, claim) };
