@@ -73,14 +73,7 @@ export type {
   StandardSchemaResult,
   StandardSchemaV1,
 } from "./src/jobs/validate.ts";
-export type {
-  CompleteResult,
-  Decided,
-  DecidedFor,
-  Handler,
-  HandlerResult,
-  JobContext,
-} from "./src/running/executor.ts";
+export type { CompleteResult, Decided, DecidedFor, Handler, HandlerResult, JobContext } from "./src/running/handler.ts";
 export { backoff } from "./src/running/retry.ts";
 export type { RetryPolicy } from "./src/running/retry.ts";
 export { parseDuration } from "./src/time/duration.ts";

@@ -74,7 +74,6 @@ import type {
 import { LISTED_STATES, LISTED_STATES_SQL } from "../sql/listed_states.ts";
 import type { WorkerInfo } from "../../src/jobs/types.ts";
 import {
-  CHANGE_COLUMNS,
   EXPIRED_COLUMNS,
   JOB_COLUMNS,
   JOB_DETAIL_COLUMNS,
@@ -82,7 +81,6 @@ import {
   scheduleValues,
   toActivityRow,
   toExpiredJob,
-  toJobChange,
   toJobCount,
   toJobRow,
   toPartitionRow,
@@ -97,6 +95,7 @@ import { deleteJobs, deleteParentLinks, transitionJobs } from "./bulk.ts";
 import { claimJobs, finishJobs } from "./claims.ts";
 import { claimLimitedJobs, countHeld, listGroups, pauseGroup, pruneFlow } from "./flow.ts";
 import { insertJobs } from "./insert.ts";
+import { saveProgress, watchJobs } from "./results.ts";
 import { LIBSQL_MIGRATIONS, LIBSQL_SCHEMA_VERSION, MIGRATIONS_TABLE_SQL } from "./migrations.ts";
 
 /** Settings of the libSQL store, resolved. */
@@ -564,24 +563,12 @@ export class LibsqlStore implements StoreFor<Transaction> {
     return this.#renew(p);
   }
 
-  async jobProgress(p: JobProgressParams): Promise<boolean> {
-    const rs = await this.#db.writeUnsynced({
-      sql: `UPDATE errand_jobs SET progress = ? WHERE id = ? AND namespace = ? AND state = 'running' AND fence = ?
-            RETURNING id`,
-      args: [p.progress, p.id, this.namespace, p.fence],
-    });
-    return rs.rows.length > 0;
+  jobProgress(p: JobProgressParams): Promise<boolean> {
+    return saveProgress(this.#db, this.namespace, p);
   }
 
-  /** A read: libSQL pushes no changes, so `mark` has nothing to do. */
-  async jobWatch(p: JobWatchParams): Promise<JobChange[]> {
-    if (p.ids.length === 0) return [];
-    const rs = await this.#db.read({
-      sql: `SELECT ${CHANGE_COLUMNS.join(", ")}, runs -> '$[#-1].error' AS last_error FROM errand_jobs
-            WHERE id IN (SELECT value FROM json_each(?)) AND namespace = ?`,
-      args: [JSON.stringify(p.ids), this.namespace],
-    });
-    return rs.rows.map(toJobChange);
+  jobWatch(p: JobWatchParams): Promise<JobChange[]> {
+    return watchJobs(this.#db, this.namespace, p);
   }
 
   /** libSQL cannot push changes across processes: waiters poll. */

@@ -65,7 +65,6 @@ import type {
 import { LISTED_STATES, LISTED_STATES_SQL } from "../sql/listed_states.ts";
 import type { WorkerInfo } from "../../src/jobs/types.ts";
 import {
-  CHANGE_COLUMNS,
   EXPIRED_COLUMNS,
   JOB_COLUMNS,
   JOB_DETAIL_COLUMNS,
@@ -73,7 +72,6 @@ import {
   scheduleValues,
   toActivityRow,
   toExpiredJob,
-  toJobChange,
   toJobCount,
   toJobRow,
   toPartitionRow,
@@ -89,6 +87,7 @@ import { claimJobs, finishJobs } from "./claims.ts";
 import { countHeld, listGroups, pauseGroup, pruneFlow } from "./flow.ts";
 import { claimLimitedJobs } from "./limited_claim.ts";
 import { insertJobs } from "./insert.ts";
+import { saveProgress, watchJobs } from "./results.ts";
 import {
   BOOTSTRAP_SQL,
   CHANGES_CHANNEL_PREFIX,
@@ -594,39 +593,12 @@ export class PostgresStore implements StoreFor<TransactionSql> {
     return rows.map((r) => String(r.id));
   }
 
-  async jobProgress(p: JobProgressParams): Promise<boolean> {
-    const rows = await this.#db.query(
-      `UPDATE ${this.#jobs} SET progress = $1
-       WHERE id = $2 AND namespace = $3 AND state = 'running' AND fence = $4
-       RETURNING (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit`,
-      [p.progress, p.id, this.namespace, p.fence],
-    );
-    return rows.length > 0;
+  jobProgress(p: JobProgressParams): Promise<boolean> {
+    return saveProgress(this.#db, this.#target, p);
   }
 
-  async jobWatch(p: JobWatchParams): Promise<JobChange[]> {
-    if (p.ids.length === 0) return [];
-    const columns = `${CHANGE_COLUMNS.join(", ")}, runs -> -1 -> 'error' AS last_error`;
-    // The mark's RETURNING reads each job after any change that committed while the mark waited for
-    // its row, so that change is either read here or (committing later) NOTIFYs. While the mark holds
-    // a row, a claim skips it (SKIP LOCKED) and may find nothing: marking an available job wakes the
-    // workers, as its insert did.
-    const wake = this.#settings.notify
-      ? `, (SELECT pg_notify($3, '') FROM marked WHERE state = 'available' LIMIT 1) AS wake`
-      : "";
-    const rows = await this.#db.query(
-      p.mark
-        ? `WITH marked AS (
-             UPDATE ${this.#jobs} SET watched = true WHERE id = ANY($1::text[]) AND namespace = $2 AND NOT watched
-             RETURNING ${columns})
-           SELECT *${wake} FROM marked
-           UNION ALL
-           SELECT ${columns}${wake ? ", NULL" : ""} FROM ${this.#jobs}
-           WHERE id = ANY($1::text[]) AND namespace = $2 AND id NOT IN (SELECT id FROM marked)`
-        : `SELECT ${columns} FROM ${this.#jobs} WHERE id = ANY($1::text[]) AND namespace = $2`,
-      p.mark && wake ? [p.ids, this.namespace, this.#channel] : [p.ids, this.namespace],
-    );
-    return rows.map(toJobChange);
+  jobWatch(p: JobWatchParams): Promise<JobChange[]> {
+    return watchJobs(this.#db, this.#target, p);
   }
 
   /** LISTENs on the schema's changes channel; null with `notify: false`. */

@@ -8,7 +8,7 @@ import { checkRate, type RateLimit } from "../flow/limits.ts";
 import { type Clock, systemClock } from "../time/clock.ts";
 import { type Duration, parseDuration } from "../time/duration.ts";
 import { ValidationError } from "../errors.ts";
-import type { Handler } from "../running/executor.ts";
+import type { Handler } from "../running/handler.ts";
 import type { JobDefinitions, PayloadOf, ResultOf } from "../jobs/job.ts";
 import { checkCount } from "../checks/limits.ts";
 import { consoleLogger, type Logger } from "../observability/logger.ts";

@@ -255,7 +255,7 @@ export interface JobWatchParams {
 
 /** Parameters of {@link WatchStore.changesListen}. */
 export interface ChangesListenParams {
-  /** Called after a watched job's state or progress changed, or it was deleted, in any process. */
+  /** Called after a watched job's state or progress changed, or it was deleted, by any instance. */
   onChange(): void;
 }
 

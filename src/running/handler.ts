@@ -1,0 +1,234 @@
+/**
+ * What a handler sees: the {@link Handler} type of a kind, its `job`
+ * ({@link JobContext}) and what its decision methods return.
+ *
+ * @module
+ */
+import type { Duration } from "../time/duration.ts";
+import type { Enqueuer, KindKey } from "../enqueue/enqueue.ts";
+import type { JobDefinitions, ResultOf } from "../jobs/job.ts";
+
+/**
+ * What `job.snooze()`, `job.pauseGroup()`, `job.discard()` and
+ * `job.retryIn()` return: a handler may return it whatever its kind's result
+ * type, as in `return job.snooze("1m")`.
+ */
+export interface Decided {
+  /** The decision made. */
+  readonly decided: "snooze" | "pauseGroup" | "discard" | "retryIn";
+}
+
+/** What a handler of a kind with result type `R` returns: its result, or a decision, or a promise of either. */
+export type HandlerResult<R> = R | Decided | Promise<R | Decided>;
+
+/**
+ * What a decision method returns to a handler of a kind with result type
+ * `R`: {@link Decided}, or for a kind without a result `void`, so that
+ * `if (busy) return job.snooze("1m");` needs no other return.
+ */
+export type DecidedFor<R> = [R] extends [void] ? void : Decided;
+
+/** The rest of `job.complete(tx, result)`'s arguments: the result, optional for a kind without one. */
+export type CompleteResult<R> = [R] extends [void] ? [result?: undefined] : [result: R];
+
+/** What a handler learns about the job it runs, as its second argument; `R` is its kind's result type. */
+export interface JobContext<Ctx = unknown, TTx = unknown, J extends JobDefinitions = JobDefinitions, R = unknown>
+  extends Enqueuer<J, TTx> {
+  /** The job's id. */
+  readonly id: string;
+  /** The kind's name. */
+  readonly kind: string;
+  /** The version of the kind's payload shape the job was enqueued with. */
+  readonly version: number;
+  /** The queue it runs on. */
+  readonly queue: string;
+  /** This run's attempt number, from 1. */
+  readonly attempt: number;
+  /** How many attempts the job may use. */
+  readonly maxAttempts: number;
+  /** When the job was enqueued. */
+  readonly createdAt: Date;
+  /** Aborts on timeout, on a lost lease and when shutdown's drain time is up. */
+  readonly signal: AbortSignal;
+  /** The trace id of this run's span, when OpenTelemetry tracing is on. */
+  readonly traceId: string | undefined;
+  /** The span id of this run's span, when OpenTelemetry tracing is on. */
+  readonly spanId: string | undefined;
+  /** The `context` given to `createErrand`. */
+  readonly context: Ctx;
+  /**
+   * Marks the job completed inside the application's transaction `tx`, so
+   * the handler's writes and the completion commit together, with `result`
+   * as the job's result (for a kind with one). If `tx` rolls back, the job's
+   * outcome is decided as if this was never called; if it commits, what the
+   * handler returns afterwards is not stored.
+   * @throws {LeaseLostError} When this run no longer holds the job (its lease
+   * expired and another run took over, or it was cancelled): let `tx` roll back.
+   * @throws {ValidationError} When `result` cannot be stored (not plain data, or over `maxResultBytes`).
+   *
+   * @example Complete the job with the handler's own writes (postgres.js)
+   * ```ts
+   * import postgres from "postgres";
+   * import { createErrand, defineJobs, job } from "@errand/errand";
+   * import { postgresStore } from "@errand/errand/postgres";
+   *
+   * const jobs = defineJobs({ sendWelcome: job<{ userId: number }>() });
+   * const sql = postgres("postgres://localhost/app");
+   * const errand = createErrand({
+   *   jobs,
+   *   store: postgresStore(sql),
+   *   handlers: {
+   *     sendWelcome: async (payload, job) => {
+   *       await sql.begin(async (tx) => {
+   *         await tx`update users set welcomed = true where id = ${payload.userId}`;
+   *         await job.complete(tx); // the update and the completion commit together
+   *       });
+   *     },
+   *   },
+   * });
+   * ```
+   */
+  complete(tx: TTx, ...result: CompleteResult<R>): Promise<void>;
+  /**
+   * Run the job again after `delay`; this attempt is not counted. Call it and
+   * return: the decision applies when the handler returns (or throws).
+   * A run decides once: a second call of `snooze`, `discard` or `retryIn` throws a `StateError`.
+   *
+   * @example Poll until an export is ready
+   * ```ts
+   * import type { Handler } from "@errand/errand";
+   *
+   * const api = { exportStatus: async (_id: string): Promise<"pending" | "ready"> => "ready" };
+   * const pollExport: Handler<{ exportId: string }> = async (payload, job) => {
+   *   if (await api.exportStatus(payload.exportId) === "pending") return job.snooze("30s");
+   *   console.log(`export ${payload.exportId} is ready`);
+   * };
+   * ```
+   */
+  snooze(delay: Duration): DecidedFor<R>;
+  /**
+   * Pause this job's group for `delay`: no job of the group (this kind,
+   * this group value) starts in any process until then, and this job runs
+   * again when it ends, the attempt not counted. For an API that answers
+   * 429 with `Retry-After`. Call it and return; it decides the run like
+   * `snooze`.
+   * @throws {StateError} When the job's kind has no `group`.
+   *
+   * @example Back off a whole tenant when its API says so
+   * ```ts
+   * import type { Handler } from "@errand/errand";
+   *
+   * const crm = { push: async (_tenant: string): Promise<Response> => new Response(null, { status: 200 }) };
+   * const callCrm: Handler<{ tenant: string }> = async (payload, job) => {
+   *   const response = await crm.push(payload.tenant);
+   *   if (response.status === 429) return job.pauseGroup(Number(response.headers.get("retry-after") ?? "30") * 1000);
+   * };
+   * ```
+   */
+  pauseGroup(delay: Duration): DecidedFor<R>;
+  /**
+   * Fail the job now, without retries, with `reason`. Call it and return.
+   *
+   * @example Give up on a job that can never succeed
+   * ```ts
+   * import type { Handler } from "@errand/errand";
+   *
+   * const users = { find: async (_id: number): Promise<{ email: string } | null> => null };
+   * const sendWelcome: Handler<{ userId: number }> = async (payload, job) => {
+   *   const user = await users.find(payload.userId);
+   *   if (!user) return job.discard(`user ${payload.userId} was deleted`); // failed, reason kept in its history
+   *   console.log(`welcome ${user.email}`);
+   * };
+   * ```
+   */
+  discard(reason: string): DecidedFor<R>;
+  /**
+   * Count this attempt as failed and retry after `delay`, whatever the retry
+   * policy says (when no attempts remain, the job fails). Call it and return.
+   *
+   * @example Retry when a rate-limited API says when
+   * ```ts
+   * import type { Handler } from "@errand/errand";
+   *
+   * const syncAccount: Handler<{ accountId: string }> = async (payload, job) => {
+   *   const response = await fetch(`https://api.example.com/accounts/${payload.accountId}/sync`, {
+   *     method: "POST",
+   *     signal: job.signal,
+   *   });
+   *   if (response.status === 429) {
+   *     const seconds = Number(response.headers.get("retry-after") ?? "60");
+   *     return job.retryIn(seconds * 1000); // a failed attempt, retried then
+   *   }
+   *   if (!response.ok) throw new Error(`sync failed: ${response.status}`);
+   * };
+   * ```
+   */
+  retryIn(delay: Duration): DecidedFor<R>;
+  /**
+   * Store `message` with this attempt's outcome in the job's history (in
+   * `get(id).runs`). A later call replaces an earlier one.
+   *
+   * @example Leave a note on the attempt
+   * ```ts
+   * import type { Handler } from "@errand/errand";
+   *
+   * const importRows: Handler<{ file: string }> = async (payload, job) => {
+   *   const rows = payload.file.split("\n").length;
+   *   job.explain(`imported ${rows} rows from ${payload.file}`);
+   * };
+   * ```
+   */
+  explain(message: string): void;
+  /**
+   * Reports how far the run has come: any JSON value (at most 64 KiB of
+   * JSON), shown by `get(id).progress`, `watch(id)` and the dashboard. The
+   * latest value is written at most once per `progressInterval`, and the
+   * last one always when the run ends; it stays with the job after.
+   * @throws {ValidationError} When `value` is not JSON or is too large.
+   *
+   * @example Report pages rendered
+   * ```ts
+   * import type { Handler } from "@errand/errand";
+   *
+   * const renderPage = async (_page: number) => {};
+   * const render: Handler<{ docId: string }, { pages: number }> = async (_payload, job) => {
+   *   for (let page = 1; page <= 10; page++) {
+   *     await renderPage(page);
+   *     job.progress({ page, of: 10 });
+   *   }
+   *   return { pages: 10 };
+   * };
+   * ```
+   */
+  progress(value: unknown): void;
+  /**
+   * The results of this job's parents (the jobs `enqueueAfter` made it
+   * wait for), in the order of their ids (enqueue order). A parent whose
+   * kind has no result gives `undefined`; one that is gone (pruned) too.
+   *
+   * @example Use what the parent returned
+   * ```ts
+   * import { defineJobs, type Handler, job } from "@errand/errand";
+   *
+   * const jobs = defineJobs({
+   *   render: job<{ docId: string }, { url: string; pages: number }>(),
+   *   notify: job<{ docId: string }>(),
+   * });
+   * const notify: Handler<{ docId: string }, void, unknown, unknown, typeof jobs> = async (_payload, job) => {
+   *   const [render] = await job.parentResults<"render">();
+   *   console.log(`rendered at ${render.url}`);
+   * };
+   * ```
+   */
+  parentResults<K extends KindKey<J>>(): Promise<ResultOf<J[K]>[]>;
+}
+
+/**
+ * A function that runs jobs of one kind: it gets the payload (`T`) and
+ * returns the kind's result (`R`; nothing for a kind without one), or a
+ * decision of its `job`. Throw to fail the attempt.
+ */
+export type Handler<T, R = void, Ctx = unknown, TTx = unknown, J extends JobDefinitions = JobDefinitions> = (
+  payload: T,
+  job: JobContext<Ctx, TTx, J, R>,
+) => HandlerResult<R>;
