@@ -66,6 +66,17 @@ export type {
 export type { FinishOutcome, ObservedJob, ObservedRun, Observer } from "./src/observability/telemetry.ts";
 export type { ErrandMode, ErrandOptions, Handlers, QueueOptions } from "./src/client/options.ts";
 export { defineJobs, job } from "./src/jobs/job.ts";
+export { defineLogs, log } from "./src/logs/log.ts";
+export type {
+  LogDefinition,
+  LogDefinitions,
+  LogKey,
+  LogOptions,
+  LogRetention,
+  NoLogs,
+  ValueOf,
+} from "./src/logs/log.ts";
+export type { Appended, LogRecord, ReadOptions } from "./src/logs/log_calls.ts";
 export type { JobDefinition, JobDefinitions, JobOptions, KindTopic, PayloadOf, ResultOf } from "./src/jobs/job.ts";
 export type {
   AnyPayloadValidator,

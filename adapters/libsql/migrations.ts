@@ -207,6 +207,29 @@ export const LIBSQL_MIGRATIONS: readonly LibsqlMigration[] = [
     name: "results and progress",
     statements: ["ALTER TABLE errand_jobs ADD COLUMN result BLOB", "ALTER TABLE errand_jobs ADD COLUMN progress TEXT"],
   },
+  {
+    version: 11,
+    name: "retained logs",
+    statements: [
+      `CREATE TABLE errand_log_partitions (
+        namespace TEXT NOT NULL,
+        log TEXT NOT NULL,
+        partition INTEGER NOT NULL,
+        next_offset INTEGER NOT NULL,
+        PRIMARY KEY (namespace, log, partition)
+      ) WITHOUT ROWID`,
+      `CREATE TABLE errand_log_records (
+        namespace TEXT NOT NULL,
+        log TEXT NOT NULL,
+        partition INTEGER NOT NULL,
+        "offset" INTEGER NOT NULL,
+        key TEXT NOT NULL,
+        value BLOB NOT NULL,
+        appended_at INTEGER NOT NULL,
+        PRIMARY KEY (namespace, log, partition, "offset")
+      ) WITHOUT ROWID`,
+    ],
+  },
 ];
 
 /** The newest schema version this errand understands. */

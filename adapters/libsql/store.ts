@@ -48,6 +48,9 @@ import type {
   JobWatchParams,
   LeaderAcquireParams,
   ListenParams,
+  LogAppendParams,
+  LogPruneParams,
+  LogReadParams,
   PartitionListParams,
   ScheduleAdvanceParams,
   ScheduleGetParams,
@@ -67,6 +70,7 @@ import type {
   JobInsertResult,
   JobRelatives,
   JobRow,
+  LogRecordRow,
   PartitionRow,
   ResolvedWaiting,
   ScheduleRecord,
@@ -96,6 +100,7 @@ import { claimJobs, finishJobs } from "./claims.ts";
 import { claimLimitedJobs, countHeld, listGroups, pauseGroup, pruneFlow } from "./flow.ts";
 import { insertJobs } from "./insert.ts";
 import { saveProgress, watchJobs } from "./results.ts";
+import { appendRecords, pruneRecords, readRecords } from "./logs.ts";
 import { LIBSQL_MIGRATIONS, LIBSQL_SCHEMA_VERSION, MIGRATIONS_TABLE_SQL } from "./migrations.ts";
 
 /** Settings of the libSQL store, resolved. */
@@ -187,7 +192,20 @@ export class LibsqlStore implements StoreFor<Transaction> {
       jobFinishMany: (p) => finishJobs(this.#db, this.namespace, p, tx),
       jobInsertMany: (p) => insertJobs(this.#db, this.namespace, p, tx),
       jobRenewLeases: (p) => this.#renew(p, tx),
+      logAppend: (p) => appendRecords(this.#db, this.namespace, p, tx),
     };
+  }
+
+  logAppend(p: LogAppendParams): Promise<number[]> {
+    return appendRecords(this.#db, this.namespace, p);
+  }
+
+  logRead(p: LogReadParams): Promise<LogRecordRow[]> {
+    return readRecords(this.#db, this.namespace, p);
+  }
+
+  logPrune(p: LogPruneParams): Promise<number> {
+    return pruneRecords(this.#db, this.namespace, p);
   }
 
   jobFinishMany(p: JobFinishParams): Promise<FinishedJob[]> {

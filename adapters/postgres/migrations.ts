@@ -215,6 +215,27 @@ CREATE TRIGGER jobs_watched_changed AFTER UPDATE ON {schema}.jobs FOR EACH ROW
 CREATE TRIGGER jobs_watched_deleted AFTER DELETE ON {schema}.jobs FOR EACH ROW
   WHEN (OLD.watched) EXECUTE FUNCTION {schema}.notify_watched();`,
   },
+  {
+    version: 12,
+    name: "retained logs",
+    sql: `CREATE TABLE {schema}.log_partitions (
+  namespace text NOT NULL,
+  log text NOT NULL,
+  partition integer NOT NULL,
+  next_offset bigint NOT NULL,
+  PRIMARY KEY (namespace, log, partition)
+);
+CREATE TABLE {schema}.log_records (
+  namespace text NOT NULL,
+  log text NOT NULL,
+  partition integer NOT NULL,
+  "offset" bigint NOT NULL,
+  key text NOT NULL,
+  value bytea NOT NULL,
+  appended_at bigint NOT NULL,
+  PRIMARY KEY (namespace, log, partition, "offset")
+);`,
+  },
 ];
 
 /** The newest schema version this errand understands. */

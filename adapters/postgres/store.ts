@@ -39,6 +39,9 @@ import type {
   JobWatchParams,
   LeaderAcquireParams,
   ListenParams,
+  LogAppendParams,
+  LogPruneParams,
+  LogReadParams,
   PartitionListParams,
   ScheduleAdvanceParams,
   ScheduleGetParams,
@@ -58,6 +61,7 @@ import type {
   JobInsertResult,
   JobRelatives,
   JobRow,
+  LogRecordRow,
   PartitionRow,
   ResolvedWaiting,
   ScheduleRecord,
@@ -88,6 +92,7 @@ import { countHeld, listGroups, pauseGroup, pruneFlow } from "./flow.ts";
 import { claimLimitedJobs } from "./limited_claim.ts";
 import { insertJobs } from "./insert.ts";
 import { saveProgress, watchJobs } from "./results.ts";
+import { appendRecords, pruneRecords, readRecords } from "./logs.ts";
 import {
   BOOTSTRAP_SQL,
   CHANGES_CHANNEL_PREFIX,
@@ -207,7 +212,20 @@ export class PostgresStore implements StoreFor<TransactionSql> {
       jobFinishMany: (p) => finishJobs(this.#db, this.#target, p, tx),
       jobInsertMany: (p) => insertJobs(this.#db, this.#target, p, tx),
       jobRenewLeases: (p) => this.#renew(p, tx),
+      logAppend: (p) => appendRecords(this.#db, this.#target, p, tx),
     };
+  }
+
+  logAppend(p: LogAppendParams): Promise<number[]> {
+    return appendRecords(this.#db, this.#target, p);
+  }
+
+  logRead(p: LogReadParams): Promise<LogRecordRow[]> {
+    return readRecords(this.#db, this.#target, p);
+  }
+
+  logPrune(p: LogPruneParams): Promise<number> {
+    return pruneRecords(this.#db, this.#target, p);
   }
 
   jobFinishMany(p: JobFinishParams): Promise<FinishedJob[]> {

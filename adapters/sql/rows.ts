@@ -18,6 +18,7 @@ import {
   type JobInsertRow,
   type JobRelatives,
   type JobRow,
+  type LogRecordRow,
   type PartitionRow,
   type ResolvedWaiting,
   type ScheduleRecord,
@@ -402,5 +403,16 @@ export function toActivityRow(
       totalMs: Number(r.total_ms),
       maxMs: Number(r.max_ms),
     })),
+  };
+}
+
+/** A log record from a row with `partition`, `offset`, `key`, `value` and `appended_at`. */
+export function toLogRecord(r: StoredRow): LogRecordRow {
+  return {
+    partition: Number(r.partition),
+    offset: Number(r.offset),
+    key: String(r.key),
+    value: toBytes(r.value) ?? new Uint8Array(),
+    appendedAt: Number(r.appended_at),
   };
 }

@@ -54,6 +54,7 @@ export default defineConfig({
           { text: "Results and progress", link: "/guides/results" },
           { text: "Recurring jobs (cron)", link: "/guides/cron" },
           { text: "Topics and partitions", link: "/guides/topics" },
+          { text: "Retained logs", link: "/guides/logs" },
           { text: "Flow control", link: "/guides/flow-control" },
           { text: "Operating jobs", link: "/guides/operating" },
           { text: "Admin router and dashboard", link: "/guides/admin" },

@@ -33,6 +33,8 @@ import { ScheduleCalls } from "./schedule_calls.ts";
 import { BulkCalls, type BulkFilter } from "./bulk_calls.ts";
 import type { Errand, ShutdownOptions } from "./errand_interface.ts";
 import { Watchers } from "../results/watchers.ts";
+import { LogCalls, type ReadOptions } from "../logs/log_calls.ts";
+import type { LogDefinitions, NoLogs } from "../logs/log.ts";
 import {
   awaitResult,
   type JobUpdate,
@@ -68,15 +70,20 @@ export type { Errand, ShutdownOptions } from "./errand_interface.ts";
  * await errand.shutdown();
  * ```
  */
-export function createErrand<J extends JobDefinitions, Ctx = undefined, TTx = unknown>(
-  options: ErrandOptions<J, Ctx, TTx>,
-): Errand<J, TTx> {
+export function createErrand<
+  J extends JobDefinitions,
+  Ctx = undefined,
+  TTx = unknown,
+  L extends LogDefinitions = NoLogs,
+>(
+  options: ErrandOptions<J, Ctx, TTx, L>,
+): Errand<J, TTx, L> {
   return new ErrandClient(options);
 }
 
 type Phase = "new" | "started" | "stopping" | "stopped";
 
-class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx> {
+class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions> implements Errand<J, TTx, L> {
   readonly mode: ErrandMode;
   #phase: Phase = "new";
   #stopped: Promise<void> | undefined;
@@ -90,9 +97,10 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
   readonly #schedules: ScheduleCalls<TTx>;
   readonly #groups: GroupCalls<TTx>;
   readonly #waits: WaitEnv;
+  readonly #logs: LogCalls<TTx>;
   readonly #bulk: BulkCalls<TTx>;
 
-  constructor(options: ErrandOptions<J, Ctx, TTx>) {
+  constructor(options: ErrandOptions<J, Ctx, TTx, L>) {
     const resolved = resolveOptions(options);
     this.mode = resolved.mode;
     this.#store = options.store;
@@ -118,6 +126,14 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
       ready: () => this.#ensureReady(),
     };
     this.#waits = { watchers: deps.watchers, clock: deps.clock };
+    this.#logs = new LogCalls({
+      store: options.store,
+      clock: resolved.clock,
+      logs: options.logs ?? {},
+      topics: resolved.topics,
+      maxPayloadBytes: resolved.maxPayloadBytes,
+      ready: () => this.#ensureReady(),
+    });
     this.#inserter = new Inserter(deps);
     this.#pool = new WorkerPool({ ...deps, inserter: this.#inserter, context: options.context });
     this.#partitions = new PartitionCalls(deps);
@@ -184,16 +200,24 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx> implements Errand<J, TTx>
   enqueueMany = async (items: readonly EnqueueItem<J>[], options?: { tx?: TTx }) =>
     await this.#open().enqueueMany(items, options);
   get = (id: string) => this.#operators.get(id);
+  // A record's value is what was appended under the log's value type: typed at this edge.
+  append =
+    (async (log: string, value: unknown, options?: { tx?: TTx }) =>
+      (await this.#logs.appendMany(log, [value], options))[0]) as Errand<J, TTx, L>["append"];
+  appendMany =
+    ((log: string, values: readonly unknown[], options?: { tx?: TTx }) =>
+      this.#logs.appendMany(log, values, options)) as Errand<J, TTx, L>["appendMany"];
+  read = ((log: string, options: ReadOptions) => this.#logs.read(log, options)) as Errand<J, TTx, L>["read"];
   // The stored result is the handler's return value, whose type the kind declares: typed at this edge.
   result = (async (id: string, options?: ResultOptions) => {
     checkId("result", id);
     await this.#ensureReady();
     return await awaitResult(this.#waits, id, options);
-  }) as Errand<J, TTx>["result"];
+  }) as Errand<J, TTx, L>["result"];
   watch = ((id: string, options?: WatchOptions) => {
     checkId("watch", id);
     return this.#watch(id, options);
-  }) as Errand<J, TTx>["watch"];
+  }) as Errand<J, TTx, L>["watch"];
   list = (options?: ListOptions) => this.#operators.list(options);
   retry = (id: string) => this.#operators.retry(id);
   cancel = (id: string) => this.#operators.cancel(id);

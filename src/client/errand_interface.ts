@@ -7,6 +7,8 @@
  */
 import type { EnqueueItem, Enqueuer, EnqueueResult, JobId, KindKey } from "../enqueue/enqueue.ts";
 import type { JobUpdate, ResultOptions, WatchOptions } from "../results/waits.ts";
+import type { LogDefinitions, LogKey, NoLogs, ValueOf } from "../logs/log.ts";
+import type { Appended, LogRecord, ReadOptions } from "../logs/log_calls.ts";
 import type { JobDefinitions, PayloadOf, ResultOf } from "../jobs/job.ts";
 import type { JobInfo, WorkerInfo } from "../jobs/types.ts";
 import type { ErrandStats, StatsOptions } from "../observability/stats.ts";
@@ -32,7 +34,7 @@ export interface ShutdownOptions {
 }
 
 /** The errand client returned by `createErrand`. */
-export interface Errand<J extends JobDefinitions, TTx> extends Enqueuer<J, TTx> {
+export interface Errand<J extends JobDefinitions, TTx, L extends LogDefinitions = NoLogs> extends Enqueuer<J, TTx> {
   /** The mode it was created in. */
   readonly mode: ErrandMode;
   /**
@@ -85,6 +87,51 @@ export interface Errand<J extends JobDefinitions, TTx> extends Enqueuer<J, TTx> 
    * ```
    */
   get(id: string): Promise<JobDetails | null>;
+  /**
+   * Appends a record to a log: its key picks the partition (the same
+   * `partitionOf` as jobs), and it takes the partition's next offset.
+   * Offsets are gap-free and increase in commit order; with `{ tx }` the
+   * record exists only if the application's transaction commits, and one
+   * that rolls back leaves no gap.
+   * @throws {ValidationError} When the log is unknown, the key function throws or gives no key, or the value cannot be encoded (the payload rules and size cap).
+   *
+   * @example Append an event and read it back
+   * ```ts
+   * import { createClient } from "@libsql/client";
+   * import { createErrand, defineJobs, defineLogs, log } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   *
+   * type OrderEvent = { customerId: string; type: "placed" | "paid" };
+   * const logs = defineLogs({ orderEvents: log<OrderEvent>({ topic: "orders", key: (e) => e.customerId }) });
+   * const errand = createErrand({
+   *   jobs: defineJobs({}),
+   *   logs,
+   *   topics: { orders: { partitions: 16 } },
+   *   store: libsqlStore(createClient({ url: ":memory:" })),
+   *   mode: "enqueue",
+   * });
+   * const { partition, offset } = await errand.append("orderEvents", { customerId: "c-7", type: "placed" });
+   * const [record] = await errand.read("orderEvents", { partition, from: offset, limit: 1 });
+   * console.log(record.value.type, record.appendedAt);
+   * ```
+   */
+  append<K extends LogKey<L>>(log: K, value: ValueOf<L[K]>, options?: { tx?: TTx }): Promise<Appended>;
+  /**
+   * Appends records to a log in one atomic write (one round trip): all or
+   * none. Records of one key keep their order. Returns where each went, in order.
+   * @throws {ValidationError} As {@link Errand.append}; nothing is written.
+   */
+  appendMany<K extends LogKey<L>>(
+    log: K,
+    values: readonly ValueOf<L[K]>[],
+    options?: { tx?: TTx },
+  ): Promise<Appended[]>;
+  /**
+   * Reads the records of one partition of a log from an offset on, in
+   * offset order: the replay path, which needs no consumer group.
+   * @throws {ValidationError} When the log is unknown, or the partition, `from` or `limit` is out of range.
+   */
+  read<K extends LogKey<L>>(log: K, options: ReadOptions): Promise<LogRecord<ValueOf<L[K]>>[]>;
   /**
    * Waits for a job and resolves with its result (what its handler
    * returned) once it completes, from any process and in every mode, so an

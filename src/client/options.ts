@@ -10,6 +10,7 @@ import { type Duration, parseDuration } from "../time/duration.ts";
 import { ValidationError } from "../errors.ts";
 import type { Handler } from "../running/handler.ts";
 import type { JobDefinitions, PayloadOf, ResultOf } from "../jobs/job.ts";
+import type { LogDefinitions, NoLogs } from "../logs/log.ts";
 import { checkCount } from "../checks/limits.ts";
 import { consoleLogger, type Logger } from "../observability/logger.ts";
 import type { MaintenanceIntervals, Retention } from "../cluster/maintenance.ts";
@@ -46,7 +47,7 @@ export type Handlers<J extends JobDefinitions, Ctx, TTx> = {
 };
 
 /** Options of `createErrand`. */
-export interface ErrandOptions<J extends JobDefinitions, Ctx, TTx> {
+export interface ErrandOptions<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions = NoLogs> {
   /** The job kinds, from `defineJobs`. */
   jobs: J;
   /** Where jobs live: `libsqlStore(...)` or `postgresStore(...)`. */
@@ -66,6 +67,11 @@ export interface ErrandOptions<J extends JobDefinitions, Ctx, TTx> {
    * in enqueue order.
    */
   topics?: Record<string, TopicOptions>;
+  /**
+   * The retained logs, from `defineLogs`: records appended to the partitions
+   * of their `topic` (one of `topics`) and read back by offset.
+   */
+  logs?: L;
   /** Concurrency per queue; queues of kinds with handlers get the default. */
   queues?: Record<string, QueueOptions>;
   /** The handler of each kind this instance runs. */
@@ -181,6 +187,8 @@ export interface ResolvedOptions {
   readonly retention: Retention;
   /** Most finished jobs kept per partition, or undefined for no cap. */
   readonly partitionHistory: number | undefined;
+  /** The retention of each log that has one, by its stored name. */
+  readonly logRetention: readonly { readonly log: string; readonly ageMs?: number; readonly count?: number }[];
   readonly intervals: MaintenanceIntervals;
   /** Concurrency of every queue this instance works, by name. */
   readonly queues: ReadonlyMap<string, number>;
@@ -195,8 +203,8 @@ export interface ResolvedOptions {
 const DEFAULT_CONCURRENCY = 6;
 
 /** Checks the options; throws {@link ValidationError} saying what to change. */
-export function resolveOptions<J extends JobDefinitions, Ctx, TTx>(
-  options: ErrandOptions<J, Ctx, TTx>,
+export function resolveOptions<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>(
+  options: ErrandOptions<J, Ctx, TTx, L>,
 ): ResolvedOptions {
   if (typeof options !== "object" || options === null) {
     throw new ValidationError("createErrand() needs an options object");
@@ -287,6 +295,10 @@ export function resolveOptions<J extends JobDefinitions, Ctx, TTx>(
     queues,
     queueFlows,
     topics,
+    logRetention: Object.entries(options.logs ?? {}).flatMap(([key, definition]) => {
+      const { ageMs, count } = definition.retain;
+      return ageMs === undefined && count === undefined ? [] : [{ log: definition.name ?? key, ageMs, count }];
+    }),
   };
 }
 

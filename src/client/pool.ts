@@ -121,6 +121,7 @@ export class WorkerPool<TTx> implements RunEnds {
       ...base,
       retention: options.retention,
       partitionHistory: options.partitionHistory,
+      logRetention: options.logRetention,
       intervals: options.intervals,
       retryPolicy: (kind, version) => kinds.retryPolicy(kind, version),
       wake: (queue) => workers.wake(queue),

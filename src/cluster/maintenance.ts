@@ -8,7 +8,8 @@
  *   (and saved like any outcome, so one the store refuses stops no other);
  * - pruning: completed, failed and cancelled jobs older than their retention
  *   are deleted in small batches, so a large backlog never takes one long lock;
- *   so are a partition's finished jobs beyond its history cap, when set.
+ *   so are a partition's finished jobs beyond its history cap, when set, and
+ *   the records of retained logs that their retention lets go.
  *
  * @module
  */
@@ -39,6 +40,8 @@ export interface MaintenanceEnv extends ServiceDeps<ClusterStore> {
   readonly retention: Retention;
   /** Most finished jobs kept per partition, or undefined for no cap. */
   readonly partitionHistory: number | undefined;
+  /** The retention of each log that has one: by age (ms) and/or records kept per partition. */
+  readonly logRetention: readonly { readonly log: string; readonly ageMs?: number; readonly count?: number }[];
   readonly intervals: MaintenanceIntervals;
   /** The retry policy of a kind (the default for kinds this instance does not know). */
   retryPolicy(kind: string, version: number): RetryPolicy;
@@ -117,8 +120,9 @@ export class Maintenance {
 
   /**
    * Deletes finished jobs older than their retention, and beyond each
-   * partition's history cap, in batches; and flow control's rate windows
-   * older than the longest period (a day) and group pauses that ended.
+   * partition's history cap, and log records past their log's retention, in
+   * batches; and flow control's rate windows older than the longest period (a
+   * day) and group pauses that ended.
    */
   async prune(): Promise<void> {
     const { store, clock, retention, partitionHistory } = this.#env;
@@ -131,6 +135,10 @@ export class Maintenance {
     if (partitionHistory !== undefined) {
       const keep = partitionHistory;
       await deleteInBatches((limit) => store.partitionTrimHistory({ keep, limit }), PRUNE_BATCHES_PER_RUN);
+    }
+    for (const { log, ageMs, count } of this.#env.logRetention) {
+      const before = ageMs === undefined ? undefined : clock.now() - ageMs;
+      await deleteInBatches((limit) => store.logPrune({ log, before, keep: count, limit }), PRUNE_BATCHES_PER_RUN);
     }
   }
 }

@@ -41,6 +41,18 @@ export function encodeResult(kind: string, result: unknown, maxBytes: number): U
   });
 }
 
+/**
+ * Encodes a log record's value by the payload rules and the payload size cap.
+ * @throws {ValidationError} Naming the offending path or the size.
+ */
+export function encodeRecordValue(log: string, value: unknown, maxBytes: number): Uint8Array {
+  return encodeValue(value, maxBytes, {
+    what: `The value appended to log "${log}"`,
+    path: "value",
+    tooLarge: `store large data elsewhere and append a reference, or raise "maxPayloadBytes"`,
+  });
+}
+
 /** How the errors of {@link encodeValue} name the value and the fix for one too large. */
 interface ValueWords {
   readonly what: string;

@@ -357,3 +357,27 @@ export interface ScheduleRecord extends Omit<JobFields, "id" | "runAt" | "create
   /** When its definition last changed. */
   readonly updatedAt: number;
 }
+
+/** A record to append to a log, prepared by the core. */
+export interface LogAppendRow {
+  /** The partition of its topic, from its key. */
+  readonly partition: number;
+  /** Its key, as text. */
+  readonly key: string;
+  /** The msgpack-encoded value. */
+  readonly value: Uint8Array;
+}
+
+/** A record of a log, as stored. */
+export interface LogRecordRow {
+  /** Its partition. */
+  readonly partition: number;
+  /** Its place in the partition: from 0, gap-free, in commit order. */
+  readonly offset: number;
+  /** Its key, as text. */
+  readonly key: string;
+  /** The msgpack-encoded value. */
+  readonly value: Uint8Array;
+  /** When it was appended (ms since the epoch). */
+  readonly appendedAt: number;
+}

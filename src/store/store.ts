@@ -8,8 +8,8 @@
  *
  * The operations come in role slices, each service of the core receiving
  * only the slice it uses: {@link JobStore} (the hot path), {@link OperatorStore},
- * {@link ClusterStore}, {@link ScheduleStore}, {@link WatchStore} and
- * {@link SchemaStore}. Three of them can also run inside the application's transaction, through
+ * {@link ClusterStore}, {@link ScheduleStore}, {@link WatchStore}, {@link LogStore}
+ * and {@link SchemaStore}. Three of them can also run inside the application's transaction, through
  * {@link JobStore.inTransaction}. Operations are named noun first, listed
  * alphabetically within a slice, and take one `XxxParams` each.
  *
@@ -34,6 +34,8 @@ import type {
   JobRelatives,
   JobRow,
   LeaseRef,
+  LogAppendRow,
+  LogRecordRow,
   PartitionRow,
   ResolvedWaiting,
   ScheduleRecord,
@@ -329,6 +331,40 @@ export interface JobTransitionManyParams extends Omit<JobTransitionParams, "id" 
   readonly limit: number;
 }
 
+/** Parameters of {@link LogStore.logAppend}. */
+export interface LogAppendParams {
+  /** The log's stored name. */
+  readonly log: string;
+  /** The records, appended all or none, in this order within each partition. */
+  readonly rows: readonly LogAppendRow[];
+  /** Their append time. */
+  readonly at: number;
+}
+
+/** Parameters of {@link ClusterStore.logPrune}. */
+export interface LogPruneParams {
+  /** The log's stored name. */
+  readonly log: string;
+  /** Delete the records appended before this time (each partition's oldest first); none by age when absent. */
+  readonly before?: number;
+  /** Delete each partition's records beyond its newest `keep`; none by count when absent. */
+  readonly keep?: number;
+  /** Most records to delete. */
+  readonly limit: number;
+}
+
+/** Parameters of {@link LogStore.logRead}. */
+export interface LogReadParams {
+  /** The log's stored name. */
+  readonly log: string;
+  /** The partition. */
+  readonly partition: number;
+  /** The first offset to read. */
+  readonly from: number;
+  /** Most records to read. */
+  readonly limit: number;
+}
+
 /** Parameters of {@link ClusterStore.leaderAcquire}. */
 export interface LeaderAcquireParams {
   /** What the leadership is for. */
@@ -473,6 +509,8 @@ export interface WorkerRemoveParams {
 
 /** The operations that can run inside the application's transaction ({@link JobStore.inTransaction}). */
 export interface TransactionStore {
+  /** {@link LogStore.logAppend}, committed with the application's transaction (a rollback leaves no gap). */
+  logAppend(params: LogAppendParams): Promise<number[]>;
   /** {@link JobStore.jobFinishMany}, committed with the application's transaction. */
   jobFinishMany(params: JobFinishParams): Promise<FinishedJob[]>;
   /** {@link JobStore.jobInsertMany}, committed with the application's transaction. */
@@ -626,6 +664,12 @@ export interface ClusterStore {
    * push wake-ups (then workers poll).
    */
   listen(params: ListenParams): Promise<(() => Promise<void>) | null>;
+  /**
+   * Deletes up to `limit` records of a log that its retention lets go: each
+   * partition's oldest records appended before `before`, and those beyond its
+   * newest `keep`. Returns how many it deleted.
+   */
+  logPrune(params: LogPruneParams): Promise<number>;
   /** Trims partition histories; see {@link OperatorStore.partitionTrimHistory}. */
   partitionTrimHistory(params: PartitionTrimHistoryParams): Promise<number>;
   /** Whether any partition of any topic has had jobs in this namespace. */
@@ -655,6 +699,19 @@ export interface WatchStore {
   changesListen(params: ChangesListenParams): Promise<(() => Promise<void>) | null>;
 }
 
+/** Retained logs: records appended to the partitions of a topic and read back by offset. */
+export interface LogStore {
+  /**
+   * Appends records in one atomic write and returns each one's offset, in
+   * order. Offsets count from 0 per log and partition, gap-free, in commit
+   * order: appends to one partition commit one after another, and one that
+   * rolls back takes no offset.
+   */
+  logAppend(params: LogAppendParams): Promise<number[]>;
+  /** Reads up to `limit` records of one partition from offset `from` on, in offset order. */
+  logRead(params: LogReadParams): Promise<LogRecordRow[]>;
+}
+
 /** Recurring jobs' definitions and progress. */
 export interface ScheduleStore {
   /** Cancels a schedule's pending occurrence; see {@link OperatorStore.jobTransition}. */
@@ -678,7 +735,8 @@ export interface SchemaStore {
 }
 
 /** The database operations errand needs; one implementation per dialect in `adapters/`. */
-export interface Store extends JobStore, OperatorStore, ClusterStore, ScheduleStore, WatchStore, SchemaStore {}
+export interface Store
+  extends JobStore, OperatorStore, ClusterStore, ScheduleStore, WatchStore, LogStore, SchemaStore {}
 
 /**
  * A store whose {@link JobStore.inTransaction} takes the application's

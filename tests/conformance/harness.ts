@@ -1,5 +1,14 @@
 /** What every conformance section shares: a fresh database per test and an errand on a fake clock. */
-import { createErrand, defineJobs, type Errand, type ErrandOptions, job, type JobDefinitions } from "../../mod.ts";
+import {
+  createErrand,
+  defineJobs,
+  type Errand,
+  type ErrandOptions,
+  job,
+  type JobDefinitions,
+  type LogDefinitions,
+  type NoLogs,
+} from "../../mod.ts";
 import { FakeClock } from "../../src/testing.ts";
 import type { StoreKind, TestDatabase } from "../support/stores.ts";
 import { eventually, quietLogger } from "../support/wait.ts";
@@ -39,16 +48,16 @@ export async function withDatabase<TTx>(
 }
 
 /** Creates an errand on `db` with a fake clock and a quiet logger unless the options say otherwise. */
-export function errandOn<J extends JobDefinitions, TTx>(
+export function errandOn<J extends JobDefinitions, TTx, L extends LogDefinitions = NoLogs>(
   db: TestDatabase<TTx>,
-  options: Omit<ErrandOptions<J, undefined, TTx>, "store"> & { namespace?: string },
-): { errand: Errand<J, TTx>; clock: FakeClock; logger: ReturnType<typeof quietLogger> } {
+  options: Omit<ErrandOptions<J, undefined, TTx, L>, "store"> & { namespace?: string },
+): { errand: Errand<J, TTx, L>; clock: FakeClock; logger: ReturnType<typeof quietLogger> } {
   const clock = (options.clock as FakeClock | undefined) ?? new FakeClock();
   const logger = process.env.ERRAND_TEST_LOG
     ? { debug: console.log, info: console.log, warn: console.log, error: console.log, lines: [] }
     : quietLogger();
   logs.push(logger);
-  const errand = createErrand<J, undefined, TTx>({
+  const errand = createErrand<J, undefined, TTx, L>({
     logger,
     ...options,
     clock,

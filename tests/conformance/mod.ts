@@ -12,6 +12,7 @@ import { enqueueCases } from "./enqueue.ts";
 import { executionCases } from "./execution.ts";
 import { flowControlCases } from "./flow_control.ts";
 import { leaseCases } from "./leases.ts";
+import { logCases } from "./logs.ts";
 import { lifecycleCases } from "./lifecycle.ts";
 import { operatorCases } from "./operators.ts";
 import { poisonCases } from "./poison.ts";
@@ -49,5 +50,6 @@ export function runConformance(kind: StoreKind<unknown>): void {
     statsCases(kind);
     flowControlCases(kind);
     resultCases(kind);
+    logCases(kind);
   });
 }
