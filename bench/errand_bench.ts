@@ -10,11 +10,13 @@
  * drain of the same run in `vs_drain`; `result_idle` and `result_busy` time
  * an enqueue and the `result()` that awaits it, with the worker idle or
  * draining a backlog (see {@link RESULT}).
+ * `log_append_single` and `log_append_batch` append the same payloads to a
+ * retained log (see `benchLogs`).
  * Each line says exactly which options were set, in `settings`.
  */
 import process from "node:process";
 import { fileURLToPath } from "node:url";
-import { createErrand, defineJobs, type Duration, type Errand, job } from "../mod.ts";
+import { createErrand, defineJobs, defineLogs, type Duration, type Errand, job, log } from "../mod.ts";
 import type { StoreFor } from "../src/store/mod.ts";
 import {
   benchMain,
@@ -66,6 +68,12 @@ const resultJobs = defineJobs({
  * also measured with `resultPollInterval` at 20 ms (the default is 250 ms).
  */
 const RESULT = { priority: -1, libsqlPollInterval: "20ms", fastResultPoll: "20ms", timeout: "60s" } as const;
+/**
+ * The log of the append workloads: the bench payloads as records of topic
+ * `events` (16 partitions), keyed by `i % 500`.
+ */
+const benchLogs = defineLogs({ events: log<{ i: number; s: string }>({ topic: "events", key: (p) => p.i % 500 }) });
+const LOG_TOPICS = { events: { partitions: 16 } };
 /** A bench job for `enqueueMany`. */
 const asJob = (p: { i: number; s: string }) => ({ kind: "bench" as const, payload: p });
 const version = process.env.npm_package_version ?? "dev";
@@ -392,6 +400,53 @@ function subject(name: StoreName): Subject {
       },
     };
   };
+  /**
+   * Appends to a log of 16 partitions: `N_SINGLE` records one `append` at a
+   * time, or (`batched`) `N_BATCH` records in `appendMany` calls of
+   * `BATCH_SIZE`; verified by reading every partition back.
+   */
+  const appends = async (signal: AbortSignal, batched: boolean) => {
+    bench = await openBench(name);
+    const appender = createErrand({
+      jobs,
+      logs: benchLogs,
+      topics: LOG_TOPICS,
+      store: bench.store,
+      mode: "enqueue",
+      logger: silent,
+    });
+    others.push(appender);
+    await appender.start();
+    const n = batched ? CFG.nBatch : CFG.nSingle;
+    const batches = payloadBatches(n, batched ? CFG.batchSize : 1);
+    const ms = await timeSequential(
+      batches.length,
+      (k) => batched ? appender.appendMany("events", batches[k]) : appender.append("events", batches[k][0]),
+      signal,
+    );
+    let stored = 0;
+    for (let partition = 0; partition < LOG_TOPICS.events.partitions; partition++) {
+      for (let from = 0;; from += 1_000) {
+        const page = await appender.read("events", { partition, from, limit: 1_000 });
+        stored += page.length;
+        if (page.length < 1_000) break;
+      }
+    }
+    if (stored !== n) throw new Error(`verification failed: ${stored} of ${n} records read back`);
+    return {
+      n,
+      records_per_s: rate(n, ms),
+      elapsed_ms: Math.round(ms),
+      ...(batched ? { batch_size: CFG.batchSize } : {}),
+      verified: { records_read_back: stored },
+      settings: {
+        api: batched ? "errand.appendMany(log, [...]) (one statement per call)" : "errand.append(log, value)",
+        log: "16 partitions, key i % 500",
+        mode: "enqueue",
+        ...bench.settings,
+      },
+    };
+  };
   const workloads: Subject["workloads"] = {
     async enqueue_single({ signal }) {
       const { bench, errand } = await make("enqueue");
@@ -413,6 +468,8 @@ function subject(name: StoreName): Subject {
         settings: { api: "errand.enqueueMany([...]) (one statement per call)", mode: "enqueue", ...bench.settings },
       };
     },
+    log_append_single: ({ signal }) => appends(signal, false),
+    log_append_batch: ({ signal }) => appends(signal, true),
     drain: ({ signal }) => drain(signal, false),
     result_idle: ({ signal }) => results(signal, false),
     result_busy: ({ signal }) => results(signal, true),

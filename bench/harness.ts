@@ -43,7 +43,8 @@ export function removeSqliteFiles(file: string): void {
  * own: `drain_flow`, the drain with flow control on, run right after the
  * plain drain so the two are measured in the same run; `result_idle` and
  * `result_busy`, the round trip of an enqueue and the `result()` that
- * awaits it, with the worker idle or draining a backlog.
+ * awaits it, with the worker idle or draining a backlog; `log_append_single`
+ * and `log_append_batch`, appends to a retained log one by one and batched.
  */
 export const WORKLOADS = [
   "enqueue_single",
@@ -53,11 +54,16 @@ export const WORKLOADS = [
   "latency",
   "result_idle",
   "result_busy",
+  "log_append_single",
+  "log_append_batch",
 ] as const;
 /** One of {@link WORKLOADS}. */
 export type Workload = typeof WORKLOADS[number];
 /** The workloads of WORKLOAD.md, which every subject has; the others are a subject's own. */
-export type SharedWorkload = Exclude<Workload, "drain_flow" | "result_idle" | "result_busy">;
+export type SharedWorkload = Exclude<
+  Workload,
+  "drain_flow" | "result_idle" | "result_busy" | "log_append_single" | "log_append_batch"
+>;
 
 /** The payload of job number `i`. */
 export const payload = (i: number): { i: number; s: string } => ({ i, s: "x".repeat(100) });
