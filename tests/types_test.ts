@@ -96,7 +96,7 @@ describe("types", () => {
       jobs: resultJobs,
       store: libsqlStore(client),
       handlers: {
-        render: async ({ docId }, job) => {
+        render: ({ docId }, job) => {
           if (docId === "") return job.discard("no document"); // a decision is allowed too
           return { url: docId, pages: 1 };
         },
