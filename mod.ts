@@ -63,7 +63,13 @@ export type {
   ThroughputSecond,
   WaitStats,
 } from "./src/observability/stats.ts";
-export type { FinishOutcome, ObservedJob, ObservedRun, Observer } from "./src/observability/telemetry.ts";
+export type {
+  FinishOutcome,
+  ObservedJob,
+  ObservedRun,
+  Observer,
+  RetentionSkip,
+} from "./src/observability/telemetry.ts";
 export type { ErrandMode, ErrandOptions, Handlers, QueueOptions } from "./src/client/options.ts";
 export { defineJobs, job } from "./src/jobs/job.ts";
 export { defineLogs, log } from "./src/logs/log.ts";
@@ -77,6 +83,8 @@ export type {
   ValueOf,
 } from "./src/logs/log.ts";
 export type { Appended, LogRecord, ReadOptions } from "./src/logs/log_calls.ts";
+export type { ConsumerContext, ConsumerGroups, ConsumerHandler, ConsumerOptions } from "./src/logs/consumer.ts";
+export type { LagInfo, LogPartitionInfo, SeekOptions, SeekTo } from "./src/logs/offsets.ts";
 export type { JobDefinition, JobDefinitions, JobOptions, KindTopic, PayloadOf, ResultOf } from "./src/jobs/job.ts";
 export type {
   AnyPayloadValidator,

@@ -230,6 +230,23 @@ export const LIBSQL_MIGRATIONS: readonly LibsqlMigration[] = [
       ) WITHOUT ROWID`,
     ],
   },
+  {
+    version: 12,
+    name: "log consumer groups",
+    statements: [
+      `CREATE TABLE errand_log_consumers (
+        namespace TEXT NOT NULL,
+        consumer_group TEXT NOT NULL,
+        log TEXT NOT NULL,
+        partition INTEGER NOT NULL,
+        committed INTEGER NOT NULL,
+        owner TEXT,
+        epoch INTEGER NOT NULL,
+        lease_until INTEGER NOT NULL,
+        PRIMARY KEY (namespace, consumer_group, log, partition)
+      ) WITHOUT ROWID`,
+    ],
+  },
 ];
 
 /** The newest schema version this errand understands. */

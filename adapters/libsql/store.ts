@@ -30,6 +30,11 @@ import type { Client, Transaction } from "@libsql/client";
 import { SchemaVersionError } from "../../src/errors.ts";
 import type {
   ChangesListenParams,
+  ConsumerCommitParams,
+  ConsumerLeaseParams,
+  ConsumerOffsetsParams,
+  ConsumerReleaseParams,
+  ConsumerSeekParams,
   FlowPruneParams,
   GroupHeldParams,
   GroupListParams,
@@ -49,6 +54,7 @@ import type {
   LeaderAcquireParams,
   ListenParams,
   LogAppendParams,
+  LogEndsParams,
   LogPruneParams,
   LogReadParams,
   PartitionListParams,
@@ -61,6 +67,8 @@ import type {
   ActivityRow,
   ChangedJob,
   ClaimedJob,
+  ConsumerLease,
+  ConsumerOffsetRow,
   ExpiredJob,
   FinishedJob,
   GroupHeldRow,
@@ -70,6 +78,7 @@ import type {
   JobInsertResult,
   JobRelatives,
   JobRow,
+  LogPartitionRow,
   LogRecordRow,
   PartitionRow,
   ResolvedWaiting,
@@ -101,6 +110,7 @@ import { claimLimitedJobs, countHeld, listGroups, pauseGroup, pruneFlow } from "
 import { insertJobs } from "./insert.ts";
 import { saveProgress, watchJobs } from "./results.ts";
 import { appendRecords, pruneRecords, readRecords } from "./logs.ts";
+import { commitOffset, leasePartition, listOffsets, logEnds, releasePartition, seekOffsets } from "./consumers.ts";
 import { LIBSQL_MIGRATIONS, LIBSQL_SCHEMA_VERSION, MIGRATIONS_TABLE_SQL } from "./migrations.ts";
 
 /** Settings of the libSQL store, resolved. */
@@ -198,6 +208,30 @@ export class LibsqlStore implements StoreFor<Transaction> {
 
   logAppend(p: LogAppendParams): Promise<number[]> {
     return appendRecords(this.#db, this.namespace, p);
+  }
+
+  logEnds(p: LogEndsParams): Promise<LogPartitionRow[]> {
+    return logEnds(this.#db, this.namespace, p);
+  }
+
+  consumerCommit(p: ConsumerCommitParams): Promise<boolean> {
+    return commitOffset(this.#db, this.namespace, p);
+  }
+
+  consumerLease(p: ConsumerLeaseParams): Promise<ConsumerLease | null> {
+    return leasePartition(this.#db, this.namespace, p);
+  }
+
+  consumerOffsets(p: ConsumerOffsetsParams): Promise<ConsumerOffsetRow[]> {
+    return listOffsets(this.#db, this.namespace, p);
+  }
+
+  consumerRelease(p: ConsumerReleaseParams): Promise<void> {
+    return releasePartition(this.#db, this.namespace, p);
+  }
+
+  consumerSeek(p: ConsumerSeekParams): Promise<{ partition: number; committed: number }[]> {
+    return seekOffsets(this.#db, this.namespace, p);
   }
 
   logRead(p: LogReadParams): Promise<LogRecordRow[]> {

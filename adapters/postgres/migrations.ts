@@ -236,6 +236,21 @@ CREATE TABLE {schema}.log_records (
   PRIMARY KEY (namespace, log, partition, "offset")
 );`,
   },
+  {
+    version: 13,
+    name: "log consumer groups",
+    sql: `CREATE TABLE {schema}.log_consumers (
+  namespace text NOT NULL,
+  consumer_group text NOT NULL,
+  log text NOT NULL,
+  partition integer NOT NULL,
+  committed bigint NOT NULL,
+  owner text,
+  epoch bigint NOT NULL,
+  lease_until bigint NOT NULL,
+  PRIMARY KEY (namespace, consumer_group, log, partition)
+);`,
+  },
 ];
 
 /** The newest schema version this errand understands. */

@@ -21,6 +21,11 @@ import type { Sql, TransactionSql } from "postgres";
 import { SchemaVersionError } from "../../src/errors.ts";
 import type {
   ChangesListenParams,
+  ConsumerCommitParams,
+  ConsumerLeaseParams,
+  ConsumerOffsetsParams,
+  ConsumerReleaseParams,
+  ConsumerSeekParams,
   FlowPruneParams,
   GroupHeldParams,
   GroupListParams,
@@ -40,6 +45,7 @@ import type {
   LeaderAcquireParams,
   ListenParams,
   LogAppendParams,
+  LogEndsParams,
   LogPruneParams,
   LogReadParams,
   PartitionListParams,
@@ -52,6 +58,8 @@ import type {
   ActivityRow,
   ChangedJob,
   ClaimedJob,
+  ConsumerLease,
+  ConsumerOffsetRow,
   ExpiredJob,
   FinishedJob,
   GroupHeldRow,
@@ -61,6 +69,7 @@ import type {
   JobInsertResult,
   JobRelatives,
   JobRow,
+  LogPartitionRow,
   LogRecordRow,
   PartitionRow,
   ResolvedWaiting,
@@ -93,6 +102,7 @@ import { claimLimitedJobs } from "./limited_claim.ts";
 import { insertJobs } from "./insert.ts";
 import { saveProgress, watchJobs } from "./results.ts";
 import { appendRecords, pruneRecords, readRecords } from "./logs.ts";
+import { commitOffset, leasePartition, listOffsets, logEnds, releasePartition, seekOffsets } from "./consumers.ts";
 import {
   BOOTSTRAP_SQL,
   CHANGES_CHANNEL_PREFIX,
@@ -218,6 +228,30 @@ export class PostgresStore implements StoreFor<TransactionSql> {
 
   logAppend(p: LogAppendParams): Promise<number[]> {
     return appendRecords(this.#db, this.#target, p);
+  }
+
+  logEnds(p: LogEndsParams): Promise<LogPartitionRow[]> {
+    return logEnds(this.#db, this.#target, p);
+  }
+
+  consumerCommit(p: ConsumerCommitParams): Promise<boolean> {
+    return commitOffset(this.#db, this.#target, p);
+  }
+
+  consumerLease(p: ConsumerLeaseParams): Promise<ConsumerLease | null> {
+    return leasePartition(this.#db, this.#target, p);
+  }
+
+  consumerOffsets(p: ConsumerOffsetsParams): Promise<ConsumerOffsetRow[]> {
+    return listOffsets(this.#db, this.#target, p);
+  }
+
+  consumerRelease(p: ConsumerReleaseParams): Promise<void> {
+    return releasePartition(this.#db, this.#target, p);
+  }
+
+  consumerSeek(p: ConsumerSeekParams): Promise<{ partition: number; committed: number }[]> {
+    return seekOffsets(this.#db, this.#target, p);
   }
 
   logRead(p: LogReadParams): Promise<LogRecordRow[]> {

@@ -9,6 +9,7 @@
 import {
   type ActivityRow,
   type ClaimedJob,
+  type ConsumerOffsetRow,
   EXPIRED_JOB_FIELDS,
   type ExpiredJob,
   type FinishedJob,
@@ -18,6 +19,7 @@ import {
   type JobInsertRow,
   type JobRelatives,
   type JobRow,
+  type LogPartitionRow,
   type LogRecordRow,
   type PartitionRow,
   type ResolvedWaiting,
@@ -277,18 +279,23 @@ export function toFinishedJob(r: StoredRow): FinishedJob {
 
 /** The `info` column of a worker's record: what its heartbeat says beyond the times. */
 export function workerInfoColumn(w: WorkerInfo): string {
-  return JSON.stringify({ queues: w.queues, kinds: w.kinds });
+  return JSON.stringify({ queues: w.queues, kinds: w.kinds, consumers: w.consumers });
 }
 
 /** A worker from a row with `id`, `started_at`, `beat_at` and `info` (JSON text, or parsed by the driver). */
 export function toWorkerInfo(r: StoredRow): WorkerInfo {
-  const info = (typeof r.info === "string" ? JSON.parse(r.info) : r.info) as Pick<WorkerInfo, "queues" | "kinds">;
+  const info = (typeof r.info === "string" ? JSON.parse(r.info) : r.info) as Pick<
+    WorkerInfo,
+    "queues" | "kinds" | "consumers"
+  >;
   return {
     id: String(r.id),
     startedAt: Number(r.started_at),
     beatAt: Number(r.beat_at),
     queues: info.queues,
     kinds: info.kinds,
+    // Instances from before consumer groups record none.
+    consumers: info.consumers ?? [],
   };
 }
 
@@ -414,5 +421,23 @@ export function toLogRecord(r: StoredRow): LogRecordRow {
     key: String(r.key),
     value: toBytes(r.value) ?? new Uint8Array(),
     appendedAt: Number(r.appended_at),
+  };
+}
+
+/** A partition of a log from a row with `partition`, `earliest` and `end`. */
+export function toLogPartition(r: StoredRow): LogPartitionRow {
+  return { partition: Number(r.partition), earliest: Number(r.earliest), end: Number(r.end) };
+}
+
+/** A group's offset from a row of the consumers table. */
+export function toConsumerOffset(r: StoredRow): ConsumerOffsetRow {
+  return {
+    group: String(r.consumer_group),
+    log: String(r.log),
+    partition: Number(r.partition),
+    committed: Number(r.committed),
+    owner: r.owner === null || r.owner === undefined ? null : String(r.owner),
+    epoch: Number(r.epoch),
+    leaseUntil: Number(r.lease_until),
   };
 }

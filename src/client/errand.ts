@@ -34,7 +34,8 @@ import { BulkCalls, type BulkFilter } from "./bulk_calls.ts";
 import type { Errand, ShutdownOptions } from "./errand_interface.ts";
 import { Watchers } from "../results/watchers.ts";
 import { LogCalls, type ReadOptions } from "../logs/log_calls.ts";
-import type { LogDefinitions, NoLogs } from "../logs/log.ts";
+import type { LogDefinitions, LogKey, NoLogs } from "../logs/log.ts";
+import { OffsetCalls, type SeekOptions } from "../logs/offsets.ts";
 import {
   awaitResult,
   type JobUpdate,
@@ -98,6 +99,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
   readonly #groups: GroupCalls<TTx>;
   readonly #waits: WaitEnv;
   readonly #logs: LogCalls<TTx>;
+  readonly #offsets: OffsetCalls;
   readonly #bulk: BulkCalls<TTx>;
 
   constructor(options: ErrandOptions<J, Ctx, TTx, L>) {
@@ -132,13 +134,25 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
       logs: options.logs ?? {},
       topics: resolved.topics,
       maxPayloadBytes: resolved.maxPayloadBytes,
+      appended: (key, log, n) => {
+        deps.telemetry.appended(key, n);
+        this.#pool.consumers.appended(log);
+      },
+      ready: () => this.#ensureReady(),
+    });
+    this.#offsets = new OffsetCalls({
+      store: options.store,
+      clock: resolved.clock,
+      logs: options.logs ?? {},
+      topics: resolved.topics,
+      groups: resolved.consumers,
       ready: () => this.#ensureReady(),
     });
     this.#inserter = new Inserter(deps);
     this.#pool = new WorkerPool({ ...deps, inserter: this.#inserter, context: options.context });
     this.#partitions = new PartitionCalls(deps);
     this.#groups = new GroupCalls(deps);
-    this.#operators = new OperatorCalls(deps, this.#partitions);
+    this.#operators = new OperatorCalls(deps, this.#partitions, this.#offsets);
     this.#bulk = new BulkCalls(deps);
     this.#schedules = new ScheduleCalls(deps, this.#inserter, this.#pool.schedules);
   }
@@ -208,6 +222,9 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
     ((log: string, values: readonly unknown[], options?: { tx?: TTx }) =>
       this.#logs.appendMany(log, values, options)) as Errand<J, TTx, L>["appendMany"];
   read = ((log: string, options: ReadOptions) => this.#logs.read(log, options)) as Errand<J, TTx, L>["read"];
+  lag = (log: LogKey<L>) => this.#offsets.lag(log);
+  logPartitions = (log: LogKey<L>) => this.#offsets.logPartitions(log);
+  seek = (group: string, options: SeekOptions) => this.#offsets.seek(group, options);
   // The stored result is the handler's return value, whose type the kind declares: typed at this edge.
   result = (async (id: string, options?: ResultOptions) => {
     checkId("result", id);

@@ -8,6 +8,7 @@
 import type { EnqueueItem, Enqueuer, EnqueueResult, JobId, KindKey } from "../enqueue/enqueue.ts";
 import type { JobUpdate, ResultOptions, WatchOptions } from "../results/waits.ts";
 import type { LogDefinitions, LogKey, NoLogs, ValueOf } from "../logs/log.ts";
+import type { LagInfo, LogPartitionInfo, SeekOptions } from "../logs/offsets.ts";
 import type { Appended, LogRecord, ReadOptions } from "../logs/log_calls.ts";
 import type { JobDefinitions, PayloadOf, ResultOf } from "../jobs/job.ts";
 import type { JobInfo, WorkerInfo } from "../jobs/types.ts";
@@ -132,6 +133,47 @@ export interface Errand<J extends JobDefinitions, TTx, L extends LogDefinitions 
    * @throws {ValidationError} When the log is unknown, or the partition, `from` or `limit` is out of range.
    */
   read<K extends LogKey<L>>(log: K, options: ReadOptions): Promise<LogRecord<ValueOf<L[K]>>[]>;
+  /**
+   * Where each consumer group of a log stands in each of its partitions:
+   * the committed offset, the partition's end, the lag between them, and the
+   * live member the partition is assigned to. Lists the groups this errand
+   * runs and those the store has offsets of, in every mode.
+   * @throws {ValidationError} When the log is unknown.
+   *
+   * @example Find the partitions a group is behind in
+   * ```ts
+   * import type { Errand } from "@errand/errand";
+   * declare const errand: Errand<{}, unknown, { orderEvents: import("@errand/errand").LogDefinition<{ id: string }> }>;
+   * const behind = (await errand.lag("orderEvents")).filter((p) => p.group === "billing" && p.lag > 1_000);
+   * ```
+   */
+  lag<K extends LogKey<L>>(log: K): Promise<LagInfo[]>;
+  /**
+   * What each partition of a log holds: its earliest retained offset and
+   * its end (the offset of its next record).
+   * @throws {ValidationError} When the log is unknown.
+   */
+  logPartitions<K extends LogKey<L>>(log: K): Promise<LogPartitionInfo[]>;
+  /**
+   * Moves a consumer group: every partition to its earliest retained record
+   * (`"earliest"`), to its end (`"latest"`), or to the first record appended
+   * at or after a `Date`; or one partition to an offset
+   * (`{ partition, offset }`), which skips a poison record when `offset` is
+   * the one after it. The group's batches in flight cannot commit over a
+   * seek (their leases' epoch ends) and the next batch starts at the new
+   * offset. Returns the new committed offsets.
+   * @throws {NotFoundError} When neither this errand nor the store knows the group.
+   * @throws {ValidationError} When `to` is malformed, or its partition or offset is out of range.
+   *
+   * @example Skip the record a batch keeps failing on
+   * ```ts
+   * import type { Errand } from "@errand/errand";
+   * declare const errand: Errand<{}>;
+   * await errand.seek("billing", { to: { partition: 3, offset: 43 } }); // the record at 42 is skipped
+   * await errand.seek("audit", { to: new Date(Date.now() - 3_600_000) }); // replay the last hour
+   * ```
+   */
+  seek(group: string, options: SeekOptions): Promise<{ partition: number; committed: number }[]>;
   /**
    * Waits for a job and resolves with its result (what its handler
    * returned) once it completes, from any process and in every mode, so an

@@ -18,6 +18,7 @@ import { payloadForDisplay } from "../encoding/codec.ts";
 import { JOB_STATES, type JobInfo, type JobState, type WorkerInfo } from "../jobs/types.ts";
 import { type ErrandStats, STATS_BUCKETS, STATS_MINUTES, type StatsOptions, toStats } from "../observability/stats.ts";
 import type { Snapshot } from "../observability/telemetry.ts";
+import type { OffsetCalls } from "../logs/offsets.ts";
 import type { JobTransitionParams, Store } from "../store/store.ts";
 import type { JobCount } from "../store/records.ts";
 import type { ClientDeps } from "./deps.ts";
@@ -115,14 +116,18 @@ export class OperatorCalls<TTx> {
   readonly #deps: ClientDeps<TTx>;
   readonly #store: Store;
   readonly #partitions: PartitionCalls<TTx>;
+  readonly #offsets: OffsetCalls;
   /** What `metrics()` last read from the store, and when. */
-  #shared: { at: number; value: Promise<Pick<Snapshot, "queued" | "topics" | "held">> } | undefined;
+  #shared:
+    | { at: number; value: Promise<Pick<Snapshot, "queued" | "topics" | "held" | "consumerLag">> }
+    | undefined;
 
-  /** Operator calls over `deps`; `metrics()` reports the topics of `partitions` too. */
-  constructor(deps: ClientDeps<TTx>, partitions: PartitionCalls<TTx>) {
+  /** Operator calls over `deps`; `metrics()` reports the topics of `partitions` and the consumer lag of `offsets` too. */
+  constructor(deps: ClientDeps<TTx>, partitions: PartitionCalls<TTx>, offsets: OffsetCalls) {
     this.#deps = deps;
     this.#store = deps.store;
     this.#partitions = partitions;
+    this.#offsets = offsets;
   }
 
   /** See `Errand.get()`. */
@@ -256,6 +261,7 @@ export class OperatorCalls<TTx> {
           queued: counts.byQueue,
           topics: this.#deps.options.topics.size > 0 ? await this.#partitions.topics() : [],
           held: heldBack(limits, counts.byQueue, groups),
+          consumerLag: await this.#offsets.lagByGroup(),
         };
       })();
       this.#shared = { at: now, value };

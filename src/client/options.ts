@@ -10,7 +10,8 @@ import { type Duration, parseDuration } from "../time/duration.ts";
 import { ValidationError } from "../errors.ts";
 import type { Handler } from "../running/handler.ts";
 import type { JobDefinitions, PayloadOf, ResultOf } from "../jobs/job.ts";
-import type { LogDefinitions, NoLogs } from "../logs/log.ts";
+import { checkLogTopics, type LogDefinitions, type NoLogs } from "../logs/log.ts";
+import { checkConsumers, type ConsumerGroup, type ConsumerGroups } from "../logs/consumer.ts";
 import { checkCount } from "../checks/limits.ts";
 import { consoleLogger, type Logger } from "../observability/logger.ts";
 import type { MaintenanceIntervals, Retention } from "../cluster/maintenance.ts";
@@ -72,6 +73,12 @@ export interface ErrandOptions<J extends JobDefinitions, Ctx, TTx, L extends Log
    * of their `topic` (one of `topics`) and read back by offset.
    */
   logs?: L;
+  /**
+   * Consumer groups by name, each reading one of `logs` in batches under
+   * fenced partition leases: `{ billing: { log: "orderEvents", handler } }`.
+   * Run by instances in mode `"work"` (and by `step()` in mode `"manual"`).
+   */
+  consumers?: ConsumerGroups<L>;
   /** Concurrency per queue; queues of kinds with handlers get the default. */
   queues?: Record<string, QueueOptions>;
   /** The handler of each kind this instance runs. */
@@ -189,6 +196,8 @@ export interface ResolvedOptions {
   readonly partitionHistory: number | undefined;
   /** The retention of each log that has one, by its stored name. */
   readonly logRetention: readonly { readonly log: string; readonly ageMs?: number; readonly count?: number }[];
+  /** The consumer groups this instance runs. */
+  readonly consumers: readonly ConsumerGroup[];
   readonly intervals: MaintenanceIntervals;
   /** Concurrency of every queue this instance works, by name. */
   readonly queues: ReadonlyMap<string, number>;
@@ -237,6 +246,7 @@ export function resolveOptions<J extends JobDefinitions, Ctx, TTx, L extends Log
       );
     }
   }
+  checkLogTopics(options.logs ?? {}, topics);
   const queues = new Map<string, number>();
   for (const [key, handler] of Object.entries(options.handlers ?? {})) {
     if (typeof handler !== "function") throw new ValidationError(`The handler for "${key}" must be a function`);
@@ -299,6 +309,7 @@ export function resolveOptions<J extends JobDefinitions, Ctx, TTx, L extends Log
       const { ageMs, count } = definition.retain;
       return ageMs === undefined && count === undefined ? [] : [{ log: definition.name ?? key, ageMs, count }];
     }),
+    consumers: checkConsumers(options.consumers, options.logs ?? {}, topics),
   };
 }
 

@@ -7,8 +7,9 @@
  * 1. queue workers, the lease keeper, maintenance, the cron leader, the watch
  *    for partitions made elsewhere;
  * 2. the heartbeat, which announces the instance (partition ownership
- *    follows the live instances it reads);
- * 3. the wake-up listener, where the store has one.
+ *    and consumer groups' assignment follow the live instances it reads);
+ * 3. the consumer groups;
+ * 4. the wake-up listener, where the store has one.
  * Shutdown deregisters first, so other instances take over partitions
  * while the workers drain, and saves every outcome before it stops renewing
  * leases.
@@ -38,6 +39,7 @@ import type { ClaimedJob, FinishedJob, HeadFilter, JobFinish } from "../store/re
 import type { StoreFor } from "../store/store.ts";
 import { every, type Periodic } from "../time/periodic.ts";
 import { Ownership } from "../topics/ownership.ts";
+import { LogConsumers } from "../logs/consumers.ts";
 import { readParentResults } from "../results/waits.ts";
 import type { ClientDeps } from "./deps.ts";
 import { unhandledOf } from "./operators.ts";
@@ -69,6 +71,8 @@ export interface StepReport {
   readonly rescued: number;
   /** The runs, in the order they ended. */
   readonly ran: readonly StepRun[];
+  /** Records consumer groups consumed. */
+  readonly consumed: number;
 }
 
 /** Most claim rounds one `step()` runs (a job that keeps making work for itself stops there). */
@@ -97,6 +101,8 @@ export class WorkerPool<TTx> implements RunEnds {
   readonly #leadership: Leadership;
   /** The recurring jobs: defined through the client in every mode, fired by a `"work"` instance's leader. */
   readonly schedules: Schedules;
+  /** The consumer groups this instance runs (in mode "work", or in `step()`). */
+  readonly consumers: LogConsumers;
   #partitionWatch: Periodic | undefined;
   #unhandledWatch: Periodic | undefined;
   /** The queue and kind identities of unhandled jobs already reported, so each is logged once. */
@@ -147,11 +153,13 @@ export class WorkerPool<TTx> implements RunEnds {
       },
     });
     this.#ownership = new Ownership(workerId, options.topics, kinds.handledTopics());
+    this.consumers = new LogConsumers({ ...base, id: workerId, groups: options.consumers, telemetry });
     this.#heartbeat = new Heartbeat({
       ...base,
       id: workerId,
-      describe: () => ({ queues: workers.slots(), kinds: kinds.handled() }),
+      describe: () => ({ queues: workers.slots(), kinds: kinds.handled(), consumers: this.consumers.members() }),
       onLive: (live) => {
+        this.consumers.refresh(live);
         // Partitions may have come this instance's way.
         if (this.#ownership.refresh(live) && workers.partitioned) workers.wakeAll();
       },
@@ -185,6 +193,8 @@ export class WorkerPool<TTx> implements RunEnds {
       true,
     );
     await this.#heartbeat.start();
+    // After the first beat, which told the groups which partitions are theirs.
+    this.consumers.start();
     // A listener whose connection hangs must not hold start() for good; one that comes up too late is stopped.
     const listening = this.#deps.store.listen({ onWake: () => workers.wakeAll() });
     this.#unlisten = (await withinDeadline(listening, options.storeTimeoutMs, "listen", (late) => void late?.())) ??
@@ -209,8 +219,8 @@ export class WorkerPool<TTx> implements RunEnds {
     await this.#maintenance.stop();
     await this.#partitionWatch?.stop();
     await this.#unhandledWatch?.stop();
-    logger.debug("Shutdown: draining workers", { drainMs });
-    await Promise.all([...this.#deps.workers.all()].map((w) => w.stop(drainMs)));
+    logger.debug("Shutdown: draining workers and consumers", { drainMs });
+    await Promise.all([...[...this.#deps.workers.all()].map((w) => w.stop(drainMs)), this.consumers.stop(drainMs)]);
     logger.debug("Shutdown: saving outcomes");
     await this.#completer.flush();
     logger.debug("Shutdown: stopping lease renewal");
@@ -236,7 +246,8 @@ export class WorkerPool<TTx> implements RunEnds {
         if (claimed === 0) break;
       }
       await this.#completer.flush();
-      return { leader, cronEnqueued: this.#cronEnqueued, rescued, ran };
+      const consumed = await this.consumers.step();
+      return { leader, cronEnqueued: this.#cronEnqueued, rescued, ran, consumed };
     } finally {
       this.#stepRuns = undefined;
     }

@@ -27,7 +27,7 @@ export interface HeartbeatEnv extends ServiceDeps<ClusterStore> {
   /** This instance's id. */
   readonly id: string;
   /** What this instance works now. */
-  describe(): Pick<WorkerInfo, "queues" | "kinds">;
+  describe(): Pick<WorkerInfo, "queues" | "kinds" | "consumers">;
   /** Receives the live instances, read after each beat. */
   onLive(workers: WorkerInfo[]): void;
 }

@@ -186,4 +186,6 @@ export interface WorkerInfo {
   readonly queues: readonly WorkerQueueInfo[];
   /** The kinds it has handlers for, each as `name@version`. */
   readonly kinds: readonly string[];
+  /** The consumer groups it runs, each as `group@log` (the log's stored name). */
+  readonly consumers: readonly string[];
 }

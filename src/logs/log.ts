@@ -120,3 +120,31 @@ export function defineLogs<const L extends Record<string, LogDefinition<unknown>
   }
   return named as L;
 }
+
+/**
+ * The log with key `key` among `logs`.
+ * @throws {ValidationError} When there is none, naming the known ones.
+ */
+export function findLog(logs: LogDefinitions, key: unknown): LogDefinition<unknown> {
+  if (typeof key === "string" && Object.hasOwn(logs, key)) return logs[key];
+  const known = Object.keys(logs).map((k) => `"${k}"`).join(", ");
+  throw new ValidationError(
+    `Unknown log "${String(key)}"; ${
+      known ? `known logs are ${known}` : "pass createErrand({ logs }) from defineLogs({...})"
+    }`,
+  );
+}
+
+/**
+ * Checks that every log appends to a configured topic.
+ * @throws {ValidationError} Naming the log and the topic to add.
+ */
+export function checkLogTopics(logs: LogDefinitions, topics: ReadonlyMap<string, number>): void {
+  for (const [key, definition] of Object.entries(logs)) {
+    if (!topics.has(definition.topic)) {
+      throw new ValidationError(
+        `Log "${key}" appends to topic "${definition.topic}", which is not configured; add topics: { ${definition.topic}: { partitions: 8 } } (any count from 1 to 1024)`,
+      );
+    }
+  }
+}

@@ -8,11 +8,11 @@
 import { checkCount } from "../checks/limits.ts";
 import { decodePayload, encodeRecordValue } from "../encoding/codec.ts";
 import { ValidationError } from "../errors.ts";
-import type { LogAppendRow } from "../store/records.ts";
+import type { LogAppendRow, LogRecordRow } from "../store/records.ts";
 import type { LogStore, TransactionStore } from "../store/store.ts";
 import type { Clock } from "../time/clock.ts";
 import { partitionOf } from "../topics/partition.ts";
-import type { LogDefinition, LogDefinitions } from "./log.ts";
+import { findLog, type LogDefinition, type LogDefinitions } from "./log.ts";
 
 /** Where an appended record went. */
 export interface Appended {
@@ -63,6 +63,8 @@ export interface LogCallsEnv<TTx> {
   /** The partition count of each topic. */
   readonly topics: ReadonlyMap<string, number>;
   readonly maxPayloadBytes: number;
+  /** Told after each append (the log's key and stored name, and how many records): metrics and local consumers. */
+  appended(key: string, log: string, n: number): void;
   /** Resolves once the store's schema is ready. */
   ready(): Promise<void>;
 }
@@ -71,24 +73,14 @@ export interface LogCallsEnv<TTx> {
 export class LogCalls<TTx> {
   readonly #env: LogCallsEnv<TTx>;
 
-  /**
-   * The log calls of an errand with `env.logs`.
-   * @throws {ValidationError} When a log's topic is not configured.
-   */
+  /** The log calls of an errand with `env.logs` (their topics checked by `checkLogTopics`). */
   constructor(env: LogCallsEnv<TTx>) {
     this.#env = env;
-    for (const [key, definition] of Object.entries(env.logs)) {
-      if (!env.topics.has(definition.topic)) {
-        throw new ValidationError(
-          `Log "${key}" appends to topic "${definition.topic}", which is not configured; add topics: { ${definition.topic}: { partitions: 8 } } (any count from 1 to 1024)`,
-        );
-      }
-    }
   }
 
   /** See `Errand.appendMany()`. */
   async appendMany(key: string, values: readonly unknown[], options: { tx?: TTx } = {}): Promise<Appended[]> {
-    const definition = this.#log(key);
+    const definition = findLog(this.#env.logs, key);
     if (!Array.isArray(values)) throw new ValidationError(`appendMany("${key}") needs an array of values`);
     if (typeof options !== "object" || options === null) {
       throw new ValidationError(`The options of appendMany("${key}") must be an object such as { tx }`);
@@ -106,12 +98,13 @@ export class LogCalls<TTx> {
     await this.#env.ready();
     const store = options.tx === undefined ? this.#env.store : this.#env.store.inTransaction(options.tx);
     const offsets = await store.logAppend({ log: name, rows, at: this.#env.clock.now() });
+    this.#env.appended(key, name, rows.length);
     return rows.map((row, i) => ({ partition: row.partition, offset: offsets[i] }));
   }
 
   /** See `Errand.read()`. */
   async read(key: string, options: ReadOptions): Promise<LogRecord[]> {
-    const definition = this.#log(key);
+    const definition = findLog(this.#env.logs, key);
     if (typeof options !== "object" || options === null) {
       throw new ValidationError(`read("${key}") needs options such as { partition: 0, from: 0, limit: 100 }`);
     }
@@ -131,25 +124,19 @@ export class LogCalls<TTx> {
     }
     await this.#env.ready();
     const rows = await this.#env.store.logRead({ log: definition.name ?? key, partition, from, limit });
-    return rows.map((row) => ({
-      partition: row.partition,
-      offset: row.offset,
-      key: row.key,
-      value: decodePayload(row.value),
-      appendedAt: new Date(row.appendedAt),
-    }));
+    return rows.map(toRecord);
   }
+}
 
-  /** The log with key `key`. @throws {ValidationError} When there is none. */
-  #log(key: string): LogDefinition<unknown> {
-    if (typeof key === "string" && Object.hasOwn(this.#env.logs, key)) return this.#env.logs[key];
-    const known = Object.keys(this.#env.logs).map((k) => `"${k}"`).join(", ");
-    throw new ValidationError(
-      `Unknown log "${String(key)}"; ${
-        known ? `known logs are ${known}` : "pass createErrand({ logs }) from defineLogs({...})"
-      }`,
-    );
-  }
+/** A record as `read` and consumers get it: its value decoded. */
+export function toRecord(row: LogRecordRow): LogRecord {
+  return {
+    partition: row.partition,
+    offset: row.offset,
+    key: row.key,
+    value: decodePayload(row.value),
+    appendedAt: new Date(row.appendedAt),
+  };
 }
 
 /** The key of a value, by its log's `key` function. @throws {ValidationError} When it throws or gives no key. */

@@ -48,6 +48,26 @@ export interface Observer {
   rescued?(event: { readonly ids: readonly string[] }): void;
   /** This instance became the leader (cron), or stopped being it. */
   leaderChanged?(event: { readonly leader: boolean }): void;
+  /**
+   * A consumer group fell behind a log's retention: records `from` to
+   * `to - 1` of `partition` were pruned before the group read them, and it
+   * resumes at `to`.
+   */
+  retentionSkipped?(event: RetentionSkip): void;
+}
+
+/** Records a consumer group never got because retention pruned them first. */
+export interface RetentionSkip {
+  /** The consumer group. */
+  readonly group: string;
+  /** The log's key in `defineLogs`. */
+  readonly log: string;
+  /** The partition. */
+  readonly partition: number;
+  /** The group's committed offset: the first record it missed. */
+  readonly from: number;
+  /** The first retained record, where it resumes. */
+  readonly to: number;
 }
 
 /** How a run ended, as the metrics count it. */
@@ -88,6 +108,8 @@ export interface Snapshot {
   }[];
   /** Jobs held back by a concurrency limit or a paused group, per queue and limit (see {@link HeldLimit}). */
   readonly held: readonly { readonly queue: string; readonly limit: HeldLimit; readonly jobs: number }[];
+  /** Per log's topic and consumer group: records appended that the group has not consumed. */
+  readonly consumerLag: readonly { readonly topic: string; readonly group: string; readonly lag: number }[];
 }
 
 /**
@@ -148,6 +170,31 @@ export class Telemetry {
         "errand_jobs_held_back",
         "Due jobs a concurrency limit or a paused group holds back, by limit (shared: aggregate with max, not sum).",
         ["queue", "limit"],
+      ),
+      appended: r.counter("errand_log_appends_total", "Records this instance appended to retained logs.", ["log"]),
+      consumed: r.counter("errand_log_records_consumed_total", "Records consumer groups consumed on this instance.", [
+        "log",
+        "group",
+      ]),
+      consumerFailures: r.counter(
+        "errand_log_consumer_failures_total",
+        "Batches whose handler threw on this instance (each is retried).",
+        ["log", "group"],
+      ),
+      commitsRejected: r.counter(
+        "errand_log_commits_rejected_total",
+        "Commits this instance made after losing the partition's lease (rejected; the batch is consumed again).",
+        ["log", "group"],
+      ),
+      retentionSkipped: r.counter(
+        "errand_log_records_skipped_total",
+        "Records consumer groups never got because retention pruned them first.",
+        ["log", "group"],
+      ),
+      consumerLag: r.gauge(
+        "errand_log_consumer_lag",
+        "Records appended that the consumer group has not consumed, over the topic's partitions (shared).",
+        ["topic", "group"],
       ),
       rateWait: r.histogram(
         "errand_rate_limit_wait_seconds",
@@ -237,6 +284,32 @@ export class Telemetry {
     this.#tell("leaderChanged", { leader: isLeader });
   }
 
+  /** This instance appended `n` records to `log` (its key). */
+  appended(log: string, n: number): void {
+    if (n > 0) this.#m.appended.inc({ log }, n);
+  }
+
+  /** Group `group`'s handler consumed `n` records of `log`. */
+  consumed(group: string, log: string, n: number): void {
+    this.#m.consumed.inc({ log, group }, n);
+  }
+
+  /** A batch of group `group` on `log` failed (it is retried). */
+  consumerFailed(group: string, log: string): void {
+    this.#m.consumerFailures.inc({ log, group });
+  }
+
+  /** A commit of group `group` on `log` was rejected: the member had lost the lease. */
+  commitRejected(group: string, log: string): void {
+    this.#m.commitsRejected.inc({ log, group });
+  }
+
+  /** A consumer group skipped records retention had pruned. */
+  retentionSkipped(skip: RetentionSkip): void {
+    this.#m.retentionSkipped.inc({ log: skip.log, group: skip.group }, skip.to - skip.from);
+    this.#tell("retentionSkipped", skip);
+  }
+
   /** This instance enqueued `n` occurrences of recurring jobs. */
   cronEnqueued(n: number): void {
     if (n > 0) this.#m.cron.inc({}, n);
@@ -244,8 +317,10 @@ export class Telemetry {
 
   /** The metrics in the Prometheus text format, with the gauges set from `snapshot`. */
   encode(snapshot: Snapshot): string {
-    const { running, workers, queued, topicActive, topicBacklog, topicOldest, heldBack } = this.#m;
-    for (const gauge of [running, workers, queued, topicActive, topicBacklog, topicOldest, heldBack]) gauge.reset();
+    const { running, workers, queued, topicActive, topicBacklog, topicOldest, heldBack, consumerLag } = this.#m;
+    for (const gauge of [running, workers, queued, topicActive, topicBacklog, topicOldest, heldBack, consumerLag]) {
+      gauge.reset();
+    }
     for (const q of snapshot.queues) {
       running.set({ queue: q.queue }, q.busy);
       workers.set({ queue: q.queue, state: "busy" }, q.busy);
@@ -260,6 +335,7 @@ export class Telemetry {
       topicOldest.set({ topic: t.topic }, t.oldestHeadAgeMs / 1000);
     }
     for (const h of snapshot.held) heldBack.set({ queue: h.queue, limit: h.limit }, h.jobs);
+    for (const l of snapshot.consumerLag) consumerLag.set({ topic: l.topic, group: l.group }, l.lag);
     return this.#registry.encode();
   }
 

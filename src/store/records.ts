@@ -381,3 +381,35 @@ export interface LogRecordRow {
   /** When it was appended (ms since the epoch). */
   readonly appendedAt: number;
 }
+
+/** What a partition of a log holds. */
+export interface LogPartitionRow {
+  /** The partition. */
+  readonly partition: number;
+  /** Its first retained offset (its end when it holds none). */
+  readonly earliest: number;
+  /** The offset its next record will get. */
+  readonly end: number;
+}
+
+/** A consumer group's lease of a partition, as taken or renewed. */
+export interface ConsumerLease {
+  /** The lease's epoch: a commit applies only under it. */
+  readonly epoch: number;
+  /** The group's committed offset: the next record to consume. */
+  readonly committed: number;
+}
+
+/** A consumer group's offset in a partition, as stored. */
+export interface ConsumerOffsetRow extends ConsumerLease {
+  /** The group. */
+  readonly group: string;
+  /** The log it consumes. */
+  readonly log: string;
+  /** The partition. */
+  readonly partition: number;
+  /** The member that holds or last held the lease, or null after a seek or a release. */
+  readonly owner: string | null;
+  /** When the lease ends (ms since the epoch). */
+  readonly leaseUntil: number;
+}

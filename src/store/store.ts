@@ -8,7 +8,7 @@
  *
  * The operations come in role slices, each service of the core receiving
  * only the slice it uses: {@link JobStore} (the hot path), {@link OperatorStore},
- * {@link ClusterStore}, {@link ScheduleStore}, {@link WatchStore}, {@link LogStore}
+ * {@link ClusterStore}, {@link ScheduleStore}, {@link WatchStore}, {@link LogStore}, {@link ConsumerStore}
  * and {@link SchemaStore}. Three of them can also run inside the application's transaction, through
  * {@link JobStore.inTransaction}. Operations are named noun first, listed
  * alphabetically within a slice, and take one `XxxParams` each.
@@ -20,6 +20,8 @@ import type {
   ActivityRow,
   ChangedJob,
   ClaimedJob,
+  ConsumerLease,
+  ConsumerOffsetRow,
   ExpiredJob,
   FinishedJob,
   GroupHeldRow,
@@ -35,6 +37,7 @@ import type {
   JobRow,
   LeaseRef,
   LogAppendRow,
+  LogPartitionRow,
   LogRecordRow,
   PartitionRow,
   ResolvedWaiting,
@@ -363,6 +366,95 @@ export interface LogReadParams {
   readonly from: number;
   /** Most records to read. */
   readonly limit: number;
+}
+
+/** Parameters of {@link LogStore.logEnds}. */
+export interface LogEndsParams {
+  /** The log's stored name. */
+  readonly log: string;
+}
+
+/** Parameters of {@link ConsumerStore.consumerOffsets}: which groups' offsets. */
+export interface ConsumerOffsetsParams {
+  /** Only the groups of this log. */
+  readonly log?: string;
+  /** Only this group. */
+  readonly group?: string;
+}
+
+/** Where a seek moves a consumer group in a partition ({@link ConsumerStore.consumerSeek}). */
+export type OffsetTarget =
+  | { readonly kind: "earliest" }
+  | { readonly kind: "latest" }
+  | { readonly kind: "time"; readonly at: number }
+  | { readonly kind: "offset"; readonly offset: number };
+
+/** Parameters of {@link ConsumerStore.consumerLease}. */
+export interface ConsumerLeaseParams {
+  /** The consumer group. */
+  readonly group: string;
+  /** The log it consumes. */
+  readonly log: string;
+  /** The partition. */
+  readonly partition: number;
+  /** The instance asking. */
+  readonly owner: string;
+  /** The epoch it holds the lease at, to renew it; null to take it. */
+  readonly epoch: number | null;
+  /** Where a group new to the partition starts: its earliest retained record, or its end. */
+  readonly initial: "earliest" | "latest";
+  /** The current time: a lease that ended before it is free. */
+  readonly now: number;
+  /** The lease ends then unless renewed. */
+  readonly until: number;
+}
+
+/** Parameters of {@link ConsumerStore.consumerCommit}. */
+export interface ConsumerCommitParams {
+  /** The consumer group. */
+  readonly group: string;
+  /** The log it consumes. */
+  readonly log: string;
+  /** The partition. */
+  readonly partition: number;
+  /** The instance committing. */
+  readonly owner: string;
+  /** The epoch its lease was taken at. */
+  readonly epoch: number;
+  /** The committed offset the batch was read from. */
+  readonly from: number;
+  /** The offset to commit: the next record to consume. */
+  readonly to: number;
+  /** The current time: a lease that ended before it rejects the commit. */
+  readonly now: number;
+  /** The lease is extended to then. */
+  readonly until: number;
+}
+
+/** Parameters of {@link ConsumerStore.consumerRelease}. */
+export interface ConsumerReleaseParams {
+  /** The consumer group. */
+  readonly group: string;
+  /** The log it consumes. */
+  readonly log: string;
+  /** The partition. */
+  readonly partition: number;
+  /** The instance letting go. */
+  readonly owner: string;
+  /** The epoch its lease was taken at. */
+  readonly epoch: number;
+}
+
+/** Parameters of {@link ConsumerStore.consumerSeek}. */
+export interface ConsumerSeekParams {
+  /** The consumer group. */
+  readonly group: string;
+  /** The log it consumes. */
+  readonly log: string;
+  /** The partitions to move. */
+  readonly partitions: readonly number[];
+  /** Where to. */
+  readonly target: OffsetTarget;
 }
 
 /** Parameters of {@link ClusterStore.leaderAcquire}. */
@@ -708,8 +800,38 @@ export interface LogStore {
    * rolls back takes no offset.
    */
   logAppend(params: LogAppendParams): Promise<number[]>;
+  /** The offsets each partition of a log holds, for the partitions that had appends. */
+  logEnds(params: LogEndsParams): Promise<LogPartitionRow[]>;
   /** Reads up to `limit` records of one partition from offset `from` on, in offset order. */
   logRead(params: LogReadParams): Promise<LogRecordRow[]>;
+}
+
+/**
+ * Consumer groups' committed offsets and partition leases. A lease carries
+ * an epoch that grows at every takeover; a commit applies only under the
+ * epoch and from the offset it read from, so a member that lost its lease
+ * cannot move an offset.
+ */
+export interface ConsumerStore {
+  /** Moves the committed offset from `from` to `to` if `owner` holds the lease at `epoch`; returns whether it did. */
+  consumerCommit(params: ConsumerCommitParams): Promise<boolean>;
+  /**
+   * Takes or renews the group's lease of a partition: renews when `owner`
+   * holds it at `epoch`; takes it, with the next epoch, when no one holds it
+   * or its lease ended; returns null when another member holds it. A group
+   * new to the partition starts at `initial`.
+   */
+  consumerLease(params: ConsumerLeaseParams): Promise<ConsumerLease | null>;
+  /** The stored offsets of the groups of `log` (or every log), or of `group` alone. */
+  consumerOffsets(params: ConsumerOffsetsParams): Promise<ConsumerOffsetRow[]>;
+  /** Ends `owner`'s lease at `epoch`, so the partition's next owner need not wait for it. */
+  consumerRelease(params: ConsumerReleaseParams): Promise<void>;
+  /**
+   * Moves the group's committed offset in each of `partitions` to `target`
+   * and ends their leases with a new epoch, so a batch in flight cannot
+   * commit over the seek; returns the new offsets.
+   */
+  consumerSeek(params: ConsumerSeekParams): Promise<{ partition: number; committed: number }[]>;
 }
 
 /** Recurring jobs' definitions and progress. */
@@ -736,7 +858,7 @@ export interface SchemaStore {
 
 /** The database operations errand needs; one implementation per dialect in `adapters/`. */
 export interface Store
-  extends JobStore, OperatorStore, ClusterStore, ScheduleStore, WatchStore, LogStore, SchemaStore {}
+  extends JobStore, OperatorStore, ClusterStore, ScheduleStore, WatchStore, LogStore, ConsumerStore, SchemaStore {}
 
 /**
  * A store whose {@link JobStore.inTransaction} takes the application's

@@ -6,6 +6,7 @@
 import { describe, it } from "node:test";
 import type { StoreKind } from "../support/stores.ts";
 import { bulkActionCases } from "./bulk_actions.ts";
+import { consumerCases } from "./consumers.ts";
 import { continuationCases } from "./continuations.ts";
 import { controlCases } from "./controls.ts";
 import { enqueueCases } from "./enqueue.ts";
@@ -51,5 +52,6 @@ export function runConformance(kind: StoreKind<unknown>): void {
     flowControlCases(kind);
     resultCases(kind);
     logCases(kind);
+    consumerCases(kind);
   });
 }

@@ -1,0 +1,207 @@
+/**
+ * The operator calls on consumer groups' offsets: `lag` (where each group
+ * stands in each partition of a log, and which live member owns it) and
+ * `seek` (move a group: to the earliest or latest record, to a time, or one
+ * partition to an offset, which is how a poison record is skipped). They
+ * work in every mode, so an admin instance that runs no consumer can use
+ * them.
+ *
+ * @module
+ */
+import { NotFoundError, ValidationError } from "../errors.ts";
+import { checkCount } from "../checks/limits.ts";
+import { liveWorkers } from "../cluster/heartbeat.ts";
+import type { ClusterStore, ConsumerStore, LogStore, OffsetTarget } from "../store/store.ts";
+import type { Clock } from "../time/clock.ts";
+import { rendezvousOwner } from "../topics/ownership.ts";
+import type { ConsumerGroup } from "./consumer.ts";
+import { findLog, type LogDefinitions } from "./log.ts";
+
+/** Where a consumer group stands in one partition, as `lag` returns it. */
+export interface LagInfo {
+  /** The consumer group. */
+  readonly group: string;
+  /** The partition. */
+  readonly partition: number;
+  /** The group's committed offset: the next record it will get. */
+  readonly committed: number;
+  /** The offset the partition's next record will get. */
+  readonly end: number;
+  /** Records appended that the group has not consumed: `end - committed`. */
+  readonly lag: number;
+  /** The live member the partition is assigned to, or null when no live instance runs the group. */
+  readonly owner: string | null;
+}
+
+/** What a partition of a log holds, as `logPartitions` returns it. */
+export interface LogPartitionInfo {
+  /** The partition. */
+  readonly partition: number;
+  /** Its first retained offset (its end when it holds no record). */
+  readonly earliest: number;
+  /** The offset its next record will get. */
+  readonly end: number;
+}
+
+/** Where `seek` moves a group: its earliest retained record, its end, the first record appended at or after a time, or one partition to an offset. */
+export type SeekTo = "earliest" | "latest" | Date | { readonly partition: number; readonly offset: number };
+
+/** Options of `seek`. */
+export interface SeekOptions {
+  /** Where to move the group. */
+  to: SeekTo;
+}
+
+/** What the offset calls need. */
+export interface OffsetCallsEnv {
+  readonly store: LogStore & ConsumerStore & Pick<ClusterStore, "workerList">;
+  readonly clock: Clock;
+  readonly logs: LogDefinitions;
+  /** The partition count of each topic. */
+  readonly topics: ReadonlyMap<string, number>;
+  /** The consumer groups this instance runs (others are found in the store). */
+  readonly groups: readonly ConsumerGroup[];
+  /** Resolves once the store's schema is ready. */
+  ready(): Promise<void>;
+}
+
+/** `lag`, `logPartitions` and `seek`. */
+export class OffsetCalls {
+  readonly #env: OffsetCallsEnv;
+
+  /** The offset calls of an errand. */
+  constructor(env: OffsetCallsEnv) {
+    this.#env = env;
+  }
+
+  /** See `Errand.logPartitions()`. */
+  async logPartitions(key: string): Promise<LogPartitionInfo[]> {
+    const { name, partitions } = this.#log(key);
+    await this.#env.ready();
+    const ends = new Map((await this.#env.store.logEnds({ log: name })).map((e) => [e.partition, e]));
+    return Array.from({ length: partitions }, (_, partition) => {
+      const e = ends.get(partition);
+      return { partition, earliest: e?.earliest ?? 0, end: e?.end ?? 0 };
+    });
+  }
+
+  /** See `Errand.lag()`. */
+  async lag(key: string): Promise<LagInfo[]> {
+    const { name, partitions } = this.#log(key);
+    await this.#env.ready();
+    const { store, clock } = this.#env;
+    const [ends, offsets, live] = await Promise.all([
+      store.logEnds({ log: name }),
+      store.consumerOffsets({ log: name }),
+      liveWorkers(store, clock.now()),
+    ]);
+    const endOf = new Map(ends.map((e) => [e.partition, e]));
+    const groups = new Set([
+      ...this.#env.groups.filter((g) => g.log === name).map((g) => g.group),
+      ...offsets.map((o) => o.group),
+    ]);
+    const stored = new Map(offsets.map((o) => [`${o.group}\u0000${o.partition}`, o.committed]));
+    return [...groups].sort().flatMap((group) => {
+      const member = `${group}@${name}`;
+      const startAt = this.#env.groups.find((g) => g.member === member)?.startAt ?? "earliest";
+      const candidates = live.filter((w) => w.consumers.includes(member)).map((w) => w.id);
+      return Array.from({ length: partitions }, (_, partition) => {
+        const e = endOf.get(partition);
+        const end = e?.end ?? 0;
+        // A partition the group has not consumed yet: where it will start.
+        const committed = stored.get(`${group}\u0000${partition}`) ??
+          (startAt === "latest" ? end : e?.earliest ?? 0);
+        return {
+          group,
+          partition,
+          committed,
+          end,
+          lag: end - committed,
+          owner: rendezvousOwner(candidates, member, partition),
+        };
+      });
+    });
+  }
+
+  /** Per log's topic and consumer group, the lag over all partitions (for `metrics()`). */
+  async lagByGroup(): Promise<{ topic: string; group: string; lag: number }[]> {
+    const totals: { topic: string; group: string; lag: number }[] = [];
+    for (const [key, definition] of Object.entries(this.#env.logs)) {
+      const byGroup = new Map<string, number>();
+      for (const row of await this.lag(key)) byGroup.set(row.group, (byGroup.get(row.group) ?? 0) + row.lag);
+      for (const [group, lag] of byGroup) totals.push({ topic: definition.topic, group, lag });
+    }
+    return totals;
+  }
+
+  /** See `Errand.seek()`. */
+  async seek(group: string, options: SeekOptions): Promise<{ partition: number; committed: number }[]> {
+    if (typeof group !== "string" || group === "") {
+      throw new ValidationError(`seek() needs a consumer group's name, got "${String(group)}"`);
+    }
+    if (typeof options !== "object" || options === null || !("to" in options)) {
+      throw new ValidationError(`seek("${group}") needs options such as { to: "earliest" }`);
+    }
+    await this.#env.ready();
+    const key = await this.#logOfGroup(group);
+    const { name, partitions } = this.#log(key);
+    const to = options.to;
+    let target: OffsetTarget;
+    let moved = Array.from({ length: partitions }, (_, p) => p);
+    if (to === "earliest" || to === "latest") target = { kind: to };
+    else if (to instanceof Date) {
+      if (Number.isNaN(to.getTime())) throw new ValidationError(`Option "to" of seek("${group}") is an invalid Date`);
+      target = { kind: "time", at: to.getTime() };
+    } else if (typeof to === "object" && to !== null) {
+      const { partition } = to;
+      if (!Number.isInteger(partition) || partition < 0 || partition >= partitions) {
+        throw new ValidationError(
+          `Option "to.partition" of seek("${group}") must be a whole number from 0 to ${partitions - 1}, got "${
+            String(partition)
+          }"`,
+        );
+      }
+      const offset = checkCount("to.offset", to.offset, 0);
+      const end = (await this.#env.store.logEnds({ log: name })).find((e) => e.partition === partition)?.end ?? 0;
+      if (offset > end) {
+        throw new ValidationError(
+          `Option "to.offset" of seek("${group}") must be at most ${end}, the end of partition ${partition}, got "${offset}"`,
+        );
+      }
+      target = { kind: "offset", offset };
+      moved = [partition];
+    } else {
+      throw new ValidationError(
+        `Option "to" of seek("${group}") must be "earliest", "latest", a Date or { partition, offset }, got "${
+          String(to)
+        }"`,
+      );
+    }
+    return await this.#env.store.consumerSeek({ group, log: name, partitions: moved, target });
+  }
+
+  /** The key of the log `group` reads: from this instance's groups, else from the stored offsets. */
+  async #logOfGroup(group: string): Promise<string> {
+    const configured = this.#env.groups.find((g) => g.group === group);
+    if (configured) return configured.key;
+    const logs = new Set((await this.#env.store.consumerOffsets({ group })).map((o) => o.log));
+    const keys = Object.entries(this.#env.logs).filter(([key, d]) => logs.has(d.name ?? key)).map(([key]) => key);
+    if (keys.length === 1) return keys[0];
+    if (keys.length === 0) {
+      throw new NotFoundError(
+        `Unknown consumer group "${group}": this errand runs no such group and the store has no offsets of it for its logs`,
+      );
+    }
+    throw new ValidationError(
+      `Consumer group "${group}" has offsets in logs ${
+        keys.map((k) => `"${k}"`).join(", ")
+      }; seek it from an errand that runs it, so the log is known`,
+    );
+  }
+
+  /** The log with key `key`: its stored name and partition count. @throws {ValidationError} When there is none. */
+  #log(key: string): { name: string; partitions: number } {
+    const definition = findLog(this.#env.logs, key);
+    return { name: definition.name ?? key, partitions: this.#env.topics.get(definition.topic)! };
+  }
+}
