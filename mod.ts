@@ -84,7 +84,7 @@ export type {
 } from "./src/logs/log.ts";
 export type { Appended, LogRecord, ReadOptions } from "./src/logs/log_calls.ts";
 export type { ConsumerContext, ConsumerGroups, ConsumerHandler, ConsumerOptions } from "./src/logs/consumer.ts";
-export type { LagInfo, LogPartitionInfo, SeekOptions, SeekTo } from "./src/logs/offsets.ts";
+export type { LagInfo, LogInfo, LogPartitionInfo, SeekOptions, SeekTo } from "./src/logs/offsets.ts";
 export type { JobDefinition, JobDefinitions, JobOptions, KindTopic, PayloadOf, ResultOf } from "./src/jobs/job.ts";
 export type {
   AnyPayloadValidator,

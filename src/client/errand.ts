@@ -224,6 +224,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
   read = ((log: string, options: ReadOptions) => this.#logs.read(log, options)) as Errand<J, TTx, L>["read"];
   lag = (log: LogKey<L>) => this.#offsets.lag(log);
   logPartitions = (log: LogKey<L>) => this.#offsets.logPartitions(log);
+  logs = () => this.#offsets.logs();
   seek = (group: string, options: SeekOptions) => this.#offsets.seek(group, options);
   // The stored result is the handler's return value, whose type the kind declares: typed at this edge.
   result = (async (id: string, options?: ResultOptions) => {

@@ -8,7 +8,7 @@
 import type { EnqueueItem, Enqueuer, EnqueueResult, JobId, KindKey } from "../enqueue/enqueue.ts";
 import type { JobUpdate, ResultOptions, WatchOptions } from "../results/waits.ts";
 import type { LogDefinitions, LogKey, NoLogs, ValueOf } from "../logs/log.ts";
-import type { LagInfo, LogPartitionInfo, SeekOptions } from "../logs/offsets.ts";
+import type { LagInfo, LogInfo, LogPartitionInfo, SeekOptions } from "../logs/offsets.ts";
 import type { Appended, LogRecord, ReadOptions } from "../logs/log_calls.ts";
 import type { JobDefinitions, PayloadOf, ResultOf } from "../jobs/job.ts";
 import type { JobInfo, WorkerInfo } from "../jobs/types.ts";
@@ -148,6 +148,12 @@ export interface Errand<J extends JobDefinitions, TTx, L extends LogDefinitions 
    * ```
    */
   lag<K extends LogKey<L>>(log: K): Promise<LagInfo[]>;
+  /**
+   * The errand's logs: each one's topic, how many records it holds and has
+   * had, and its consumer groups with their lag over all partitions (what
+   * the dashboard shows).
+   */
+  logs(): Promise<LogInfo[]>;
   /**
    * What each partition of a log holds: its earliest retained offset and
    * its end (the offset of its next record).

@@ -43,6 +43,24 @@ export interface LogPartitionInfo {
   readonly end: number;
 }
 
+/** A log as `logs` describes it. */
+export interface LogInfo {
+  /** Its key in `defineLogs`. */
+  readonly log: string;
+  /** Its stored name. */
+  readonly name: string;
+  /** Its topic. */
+  readonly topic: string;
+  /** Its topic's partition count. */
+  readonly partitions: number;
+  /** Records it holds now (appended and not yet pruned), over all partitions. */
+  readonly records: number;
+  /** Records appended over its life: the sum of its partitions' ends. */
+  readonly appended: number;
+  /** Its consumer groups (those this errand runs and those the store has offsets of), with their lag over all partitions. */
+  readonly groups: readonly { readonly group: string; readonly lag: number }[];
+}
+
 /** Where `seek` moves a group: its earliest retained record, its end, the first record appended at or after a time, or one partition to an offset. */
 export type SeekTo = "earliest" | "latest" | Date | { readonly partition: number; readonly offset: number };
 
@@ -72,6 +90,26 @@ export class OffsetCalls {
   /** The offset calls of an errand. */
   constructor(env: OffsetCallsEnv) {
     this.#env = env;
+  }
+
+  /** See `Errand.logs()`. */
+  async logs(): Promise<LogInfo[]> {
+    return await Promise.all(
+      Object.entries(this.#env.logs).map(async ([key, definition]) => {
+        const [partitions, lag] = await Promise.all([this.logPartitions(key), this.lag(key)]);
+        const groups = new Map<string, number>();
+        for (const row of lag) groups.set(row.group, (groups.get(row.group) ?? 0) + row.lag);
+        return {
+          log: key,
+          name: definition.name ?? key,
+          topic: definition.topic,
+          partitions: partitions.length,
+          records: partitions.reduce((n, p) => n + p.end - p.earliest, 0),
+          appended: partitions.reduce((n, p) => n + p.end, 0),
+          groups: [...groups].map(([group, lag]) => ({ group, lag })),
+        };
+      }),
+    );
   }
 
   /** See `Errand.logPartitions()`. */
@@ -125,13 +163,7 @@ export class OffsetCalls {
 
   /** Per log's topic and consumer group, the lag over all partitions (for `metrics()`). */
   async lagByGroup(): Promise<{ topic: string; group: string; lag: number }[]> {
-    const totals: { topic: string; group: string; lag: number }[] = [];
-    for (const [key, definition] of Object.entries(this.#env.logs)) {
-      const byGroup = new Map<string, number>();
-      for (const row of await this.lag(key)) byGroup.set(row.group, (byGroup.get(row.group) ?? 0) + row.lag);
-      for (const [group, lag] of byGroup) totals.push({ topic: definition.topic, group, lag });
-    }
-    return totals;
+    return (await this.logs()).flatMap((l) => l.groups.map(({ group, lag }) => ({ topic: l.topic, group, lag })));
   }
 
   /** See `Errand.seek()`. */

@@ -75,6 +75,17 @@ export function consumerCases(kind: StoreKind<unknown>): void {
         assert.equal((await errand.step()).consumed, 1);
         assert.deepEqual(got.map((r) => r.value), [{ key: "k1", n: 60 }]);
         assert.match(await errand.metrics(), /errand_log_records_consumed_total\{log="events",group="billing"\} 61/);
+        assert.deepEqual(await errand.logs(), [
+          {
+            log: "events",
+            name: "events",
+            topic: "events",
+            partitions: 4,
+            records: 61,
+            appended: 61,
+            groups: [{ group: "billing", lag: 0 }],
+          },
+        ]);
         assert.match(await errand.metrics(), /errand_log_consumer_lag\{topic="events",group="billing"\} 0/);
       }));
 
