@@ -44,15 +44,15 @@ export async function leasePartition(
     sql:
       `INSERT INTO errand_log_consumers (namespace, consumer_group, log, partition, committed, owner, epoch, lease_until)
           SELECT ?1, ?2, ?3, ?4, coalesce((
-            SELECT CASE WHEN ?9 = 'latest' THEN lp.next_offset ELSE ${EARLIEST} END
+            SELECT CASE WHEN ?8 = 'latest' THEN lp.next_offset ELSE ${EARLIEST} END
             FROM errand_log_partitions AS lp WHERE lp.namespace = ?1 AND lp.log = ?3 AND lp.partition = ?4), 0),
-            ?5, 1, ?8 WHERE true
+            ?5, 1, ?7 WHERE true
           ON CONFLICT (namespace, consumer_group, log, partition) DO UPDATE SET
             owner = excluded.owner, lease_until = excluded.lease_until,
-            epoch = CASE WHEN owner = excluded.owner AND epoch = ?6 THEN epoch ELSE epoch + 1 END
-          WHERE (owner = excluded.owner AND epoch = ?6) OR owner IS NULL OR lease_until < ?7
+            epoch = CASE WHEN owner = excluded.owner THEN epoch ELSE epoch + 1 END
+          WHERE owner = excluded.owner OR owner IS NULL OR lease_until < ?6
           RETURNING epoch, committed`,
-    args: [namespace, p.group, p.log, p.partition, p.owner, p.epoch, p.now, p.until, p.initial],
+    args: [namespace, p.group, p.log, p.partition, p.owner, p.now, p.until, p.initial],
   });
   const row = rs.rows[0];
   return row === undefined ? null : { epoch: Number(row.epoch), committed: Number(row.committed) };

@@ -50,15 +50,15 @@ export async function leasePartition(
     `INSERT INTO ${target.schema}.log_consumers AS c
        (namespace, consumer_group, log, partition, committed, owner, epoch, lease_until)
      SELECT $1, $2, $3, $4, coalesce((
-       SELECT CASE WHEN $9 = 'latest' THEN lp.next_offset ELSE ${earliestOf(target)} END
+       SELECT CASE WHEN $8 = 'latest' THEN lp.next_offset ELSE ${earliestOf(target)} END
        FROM ${target.schema}.log_partitions AS lp WHERE lp.namespace = $1 AND lp.log = $3 AND lp.partition = $4), 0),
-       $5, 1, $8
+       $5, 1, $7
      ON CONFLICT (namespace, consumer_group, log, partition) DO UPDATE SET
        owner = excluded.owner, lease_until = excluded.lease_until,
-       epoch = CASE WHEN c.owner = excluded.owner AND c.epoch = $6 THEN c.epoch ELSE c.epoch + 1 END
-     WHERE (c.owner = excluded.owner AND c.epoch = $6) OR c.owner IS NULL OR c.lease_until < $7
+       epoch = CASE WHEN c.owner = excluded.owner THEN c.epoch ELSE c.epoch + 1 END
+     WHERE c.owner = excluded.owner OR c.owner IS NULL OR c.lease_until < $6
      RETURNING c.epoch, c.committed`,
-    [target.namespace, p.group, p.log, p.partition, p.owner, p.epoch, p.now, p.until, p.initial],
+    [target.namespace, p.group, p.log, p.partition, p.owner, p.now, p.until, p.initial],
   );
   return rows.length === 0 ? null : { epoch: Number(rows[0].epoch), committed: Number(rows[0].committed) };
 }

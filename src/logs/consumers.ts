@@ -125,9 +125,10 @@ export class LogConsumers {
     let consumed = 0;
     for (const g of this.#env.groups) {
       for (let round = 0; round < MAX_STEP_ROUNDS; round++) {
-        const started = await this.#tick(g);
-        if (started.length === 0) break;
-        consumed += (await Promise.all(started)).reduce((a, b) => a + b, 0);
+        // A round that consumed nothing (its batches failed, or found their partitions leased elsewhere) ends the step.
+        const done = (await Promise.all(await this.#tick(g))).reduce((a, b) => a + b, 0);
+        if (done === 0) break;
+        consumed += done;
       }
     }
     return consumed;
@@ -235,7 +236,6 @@ export class LogConsumers {
           log: g.log,
           partition: p,
           owner: id,
-          epoch: s.epoch,
           initial: g.startAt,
           now,
           until: now + g.leaseMs,
@@ -245,7 +245,8 @@ export class LogConsumers {
           s.epoch = null;
           return 0;
         }
-        if (lease.epoch !== s.epoch || lease.committed !== s.position) s.failures = 0;
+        // Moved by a seek: a batch that kept failing is no longer the one to retry.
+        if (lease.committed !== s.position) s.failures = 0;
         s.epoch = lease.epoch;
         s.position = lease.committed;
         s.leaseUntil = now + g.leaseMs;
@@ -368,7 +369,6 @@ export class LogConsumers {
             log: g.log,
             partition: p,
             owner: id,
-            epoch,
             initial: g.startAt,
             now,
             until: now + g.leaseMs,

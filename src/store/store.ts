@@ -399,8 +399,6 @@ export interface ConsumerLeaseParams {
   readonly partition: number;
   /** The instance asking. */
   readonly owner: string;
-  /** The epoch it holds the lease at, to renew it; null to take it. */
-  readonly epoch: number | null;
   /** Where a group new to the partition starts: its earliest retained record, or its end. */
   readonly initial: "earliest" | "latest";
   /** The current time: a lease that ended before it is free. */
@@ -816,10 +814,12 @@ export interface ConsumerStore {
   /** Moves the committed offset from `from` to `to` if `owner` holds the lease at `epoch`; returns whether it did. */
   consumerCommit(params: ConsumerCommitParams): Promise<boolean>;
   /**
-   * Takes or renews the group's lease of a partition: renews when `owner`
-   * holds it at `epoch`; takes it, with the next epoch, when no one holds it
-   * or its lease ended; returns null when another member holds it. A group
-   * new to the partition starts at `initial`.
+   * Takes or renews the group's lease of a partition: renews it, at the
+   * same epoch, when `owner` holds it (no one took it since `owner` did:
+   * a takeover, a seek and a release all change the owner); takes it, with
+   * the next epoch, when no one holds it or its lease ended; returns null
+   * when another member holds it. A group new to the partition starts at
+   * `initial`.
    */
   consumerLease(params: ConsumerLeaseParams): Promise<ConsumerLease | null>;
   /** The stored offsets of the groups of `log` (or every log), or of `group` alone. */
