@@ -12,9 +12,11 @@ import { createClient, type Transaction } from "@libsql/client";
 import {
   createErrand,
   defineJobs,
+  defineLogs,
   job,
   type JobInfo,
   type JobUpdate,
+  log,
   type PayloadOf,
   type ResultOf,
   ValidationError,
@@ -145,6 +147,64 @@ describe("types", () => {
     const none: void = await errand.result((await errand.enqueue("notify", { docId: "d1" })).id);
     void none;
     assert.equal(pages, 1);
+    await errand.shutdown();
+    client.close();
+  });
+
+  it("a log's value type reaches append, read and its consumer groups' handlers", async () => {
+    const client = createClient({ url: ":memory:" });
+    type OrderEvent = { customerId: string; cents: number };
+    const logs = defineLogs({
+      orderEvents: log<OrderEvent>({ topic: "orders", key: (e) => e.customerId }),
+      pings: log<{ url: string }>({ topic: "orders", key: (e) => e.url }),
+    });
+    const seen: number[] = [];
+    const errand = createErrand({
+      jobs,
+      logs,
+      topics: { orders: { partitions: 2 } },
+      store: libsqlStore(client),
+      mode: "manual",
+      consumers: {
+        billing: {
+          log: "orderEvents",
+          handler: (records, ctx) => {
+            const cents: number = records[0].value.cents;
+            const partition: number = ctx.partition;
+            // @ts-expect-error: an OrderEvent has no "url"
+            void records[0].value.url;
+            seen.push(cents, partition - partition);
+          },
+        },
+        pinger: { log: "pings", handler: (records) => void records.map((r) => r.value.url.length) },
+      },
+    });
+    // @ts-expect-error: "cents" must be a number
+    void (() => errand.append("orderEvents", { customerId: "c", cents: "1" }));
+    // @ts-expect-error: there is no log "refunds"
+    void (() => errand.lag("refunds"));
+    assert.throws(
+      () =>
+        createErrand({
+          jobs,
+          logs,
+          topics: { orders: { partitions: 2 } },
+          store: libsqlStore(client),
+          consumers: {
+            // @ts-expect-error: a consumer group must read one of the errand's logs
+            audit: { log: "refunds", handler: () => {} },
+          },
+        }),
+      /"consumers.audit.log" must name one of the errand's logs/,
+    );
+    await errand.append("orderEvents", { customerId: "c", cents: 5 });
+    const [record] = await errand.read("orderEvents", { partition: 0, limit: 1 }).then(async (r) =>
+      r.length ? r : await errand.read("orderEvents", { partition: 1, limit: 1 })
+    );
+    const customer: string = record.value.customerId;
+    assert.equal(customer, "c");
+    assert.equal((await errand.step()).consumed, 1);
+    assert.deepEqual(seen, [5, 0]);
     await errand.shutdown();
     client.close();
   });

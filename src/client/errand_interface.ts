@@ -721,7 +721,8 @@ export interface Errand<J extends JobDefinitions, TTx, L extends LogDefinitions 
    * Mode "manual" (for tests): runs one full round now: heartbeat,
    * leadership, due recurring jobs, promotion, rescue, pruning, then every
    * due job (and every job that becomes due meanwhile, such as a released
-   * continuation or a partition's next job) to the end. Returns what ran.
+   * continuation or a partition's next job) to the end, then the due batches
+   * of every consumer group. Returns what ran.
    * @throws {StateError} In another mode.
    *
    * @example Run a delayed job in a test without waiting

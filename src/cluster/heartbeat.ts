@@ -1,13 +1,15 @@
 /**
  * The heartbeat of a `"work"` instance: every {@link HEARTBEAT_MS} it records
- * the queues it works (slots and busy slots) and the kinds it can run. An
+ * the queues it works (slots and busy slots), the kinds it can run and the
+ * consumer groups it runs. An
  * instance whose last beat is older than {@link WORKER_EXPIRY_MS} counts as
  * gone (it crashed or lost the database) and its record is deleted by the
  * next beat of any instance; a graceful shutdown deletes it at once.
  *
  * `counts()` uses the live instances to tell jobs no one can run,
  * `workers()` lists them for operators, and each instance divides the
- * partitions of topics among the live instances after every beat.
+ * partitions of topics, and of its consumer groups' logs, among the live
+ * instances after every beat.
  *
  * @module
  */
