@@ -71,6 +71,7 @@ export type {
   RetentionSkip,
 } from "./src/observability/telemetry.ts";
 export type { ErrandMode, ErrandOptions, Handlers, QueueOptions } from "./src/client/options.ts";
+export type { DrainOptions, DrainReport } from "./src/client/drain.ts";
 export { defineJobs, job } from "./src/jobs/job.ts";
 export { defineLogs, log } from "./src/logs/log.ts";
 export type {

@@ -29,6 +29,7 @@ import { GroupCalls, type GroupListOptions } from "./group_calls.ts";
 import { describeLimits } from "./limits.ts";
 import type { GroupValue } from "../flow/limits.ts";
 import { type StepReport, WorkerPool } from "./pool.ts";
+import type { DrainOptions, DrainReport } from "./drain.ts";
 import { ScheduleCalls } from "./schedule_calls.ts";
 import { BulkCalls, type BulkFilter } from "./bulk_calls.ts";
 import type { Errand, ShutdownOptions } from "./errand_interface.ts";
@@ -193,6 +194,14 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
       throw new StateError("enqueue() was called after shutdown()");
     }
     return this.#inserter;
+  }
+
+  async drain(options: DrainOptions): Promise<DrainReport> {
+    if (this.#phase === "stopping" || this.#phase === "stopped") {
+      throw new StateError("drain() was called after shutdown(); create a new errand instead");
+    }
+    await this.#ensureReady();
+    return await this.#pool.drain(this.mode, options);
   }
 
   async step(): Promise<StepReport> {

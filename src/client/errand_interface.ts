@@ -22,6 +22,7 @@ import type { GroupInfo, GroupListOptions } from "./group_calls.ts";
 import type { ErrandLimits } from "./limits.ts";
 import type { GroupValue } from "../flow/limits.ts";
 import type { StepReport } from "./pool.ts";
+import type { DrainOptions, DrainReport } from "./drain.ts";
 import type { BulkFilter, BulkResult } from "./bulk_calls.ts";
 
 /** Options of `shutdown()`. */
@@ -717,6 +718,28 @@ export interface Errand<J extends JobDefinitions, TTx, L extends LogDefinitions 
    * ```
    */
   metrics(): Promise<string>;
+  /**
+   * Runs due jobs from a function a cron invokes (Vercel Cron, Cloudflare
+   * Cron Triggers, pg_cron with an edge function), with no process that
+   * stays up: until no due job is left or the budget nears its end, then
+   * returns. Every job it takes is leased and fenced as a worker's. It fires
+   * due recurring jobs and promotes due delayed jobs as the leader would,
+   * holding the leader lease while it runs. It stops claiming while a tenth
+   * of the budget (or its longest claim round, if longer) is left, so runs
+   * can finish; a run still going at the budget's end is handed back with
+   * its attempt not counted. No timer outlives the call.
+   * @throws {ValidationError} When the budget is missing or a queue has no handler here.
+   * @throws {StateError} In mode "manual" (call `step()`), or once `start()` has run.
+   *
+   * @example A cron-invoked function
+   * ```ts
+   * import type { Errand } from "@errand/errand";
+   * declare const errand: Errand<{}>; // mode "enqueue", with handlers
+   * const { ran, completed, failed, left } = await errand.drain({ budget: "25s" });
+   * console.log(`${ran} ran, ${completed} completed, ${failed} failed, ${left} left for next time`);
+   * ```
+   */
+  drain(options: DrainOptions): Promise<DrainReport>;
   /**
    * Mode "manual" (for tests): runs one full round now: heartbeat,
    * leadership, due recurring jobs, promotion, rescue, pruning, then every

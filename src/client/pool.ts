@@ -18,7 +18,7 @@
  *
  * @module
  */
-import { Heartbeat, liveWorkers } from "../cluster/heartbeat.ts";
+import { Heartbeat, HEARTBEAT_MS, liveWorkers } from "../cluster/heartbeat.ts";
 import { Leadership } from "../cluster/leader.ts";
 import { Maintenance } from "../cluster/maintenance.ts";
 import { releaseChildren } from "../cluster/continuations.ts";
@@ -44,6 +44,7 @@ import { readParentResults } from "../results/waits.ts";
 import type { ClientDeps } from "./deps.ts";
 import { unhandledOf } from "./operators.ts";
 import type { ErrandMode } from "./options.ts";
+import { checkDrainOptions, claimReserve, type DrainOptions, type DrainReport } from "./drain.ts";
 
 /** One run of a `step()`. */
 export interface StepRun {
@@ -251,6 +252,76 @@ export class WorkerPool<TTx> implements RunEnds {
     } finally {
       this.#stepRuns = undefined;
     }
+  }
+
+  /**
+   * Runs due jobs until none is left or the budget nears its end (see
+   * `Errand.drain()`): a beat, so this instance owns partitions; the
+   * leadership, to fire due recurring jobs; rescue and promotion; then a
+   * worker per queue claims and runs rounds while the budget leaves room
+   * for one ({@link claimReserve}). At the budget's end runs still going are
+   * handed back with the attempt not counted. Every timer and registration
+   * it makes ends with the call.
+   */
+  async drain(mode: ErrandMode, options: DrainOptions): Promise<DrainReport> {
+    if (mode === "manual") {
+      throw new StateError('drain() runs in modes "enqueue" and "work"; in mode "manual" call step()');
+    }
+    if (this.#started) {
+      throw new StateError("drain() cannot run once start() has: this instance works its queues already");
+    }
+    if (this.#stepRuns) throw new StateError("drain() was called while another drain() runs; await the first");
+    const { clock, logger, options: resolved, workers: registry, store } = this.#deps;
+    const plan = checkDrainOptions(options, resolved.queues);
+    const deadline = clock.now() + plan.budgetMs;
+    const runs: StepRun[] = (this.#stepRuns = []);
+    const workers = [...plan.queues].map(([queue, slots]) => this.#worker(queue, slots, false));
+    // At the budget's end, runs still going are interrupted and handed back.
+    const budgetEnd = clock.setTimer(() => workers.forEach((w) => void w.stop(0)), plan.budgetMs);
+    const keepAlive: Periodic[] = [];
+    this.#leases.start();
+    try {
+      await this.#heartbeat.beat();
+      keepAlive.push(every(clock, HEARTBEAT_MS, "Heartbeat", logger, () => this.#heartbeat.beat(), true));
+      if (await this.#leadership.renew()) await this.schedules.fireDue();
+      keepAlive.push(
+        every(clock, resolved.leaderLeaseMs / 3, "Leadership", logger, () => this.#leadership.renew(), true),
+      );
+      await this.#maintenance.rescue();
+      await this.#maintenance.promote();
+      let longestRound = 0;
+      await Promise.all(workers.map(async (worker) => {
+        while (deadline - clock.now() > claimReserve(plan.budgetMs, longestRound)) {
+          const startedAt = clock.now();
+          let ran = await worker.runDue();
+          // Jobs that came due meanwhile (retries, delays) are promoted before the drain calls it done.
+          if (ran === 0) {
+            await this.#maintenance.promote();
+            ran = await worker.runDue();
+          }
+          longestRound = Math.max(longestRound, clock.now() - startedAt);
+          if (ran === 0) break;
+        }
+      }));
+    } finally {
+      budgetEnd.cancel();
+      await Promise.all(workers.map((w) => w.stop(0)));
+      await this.#completer.flush();
+      await this.#leases.stop();
+      await Promise.all(keepAlive.map((task) => task.stop()));
+      for (const worker of workers) registry.delete(worker.queue);
+      await this.#leadership.release();
+      await this.#heartbeat.stop();
+      this.#stepRuns = undefined;
+    }
+    const counts = await store.jobCounts();
+    const ended = runs.filter((r) => r.outcome !== "interrupted" && r.outcome !== "lost");
+    return {
+      ran: ended.length,
+      completed: ended.filter((r) => r.outcome === "completed").length,
+      failed: ended.filter((r) => r.outcome === "failed").length,
+      left: counts.filter((c) => c.state === "available" && plan.queues.has(c.queue)).reduce((n, c) => n + c.count, 0),
+    };
   }
 
   /** Adds `n` slots to the worker of `queue`, starting one if there is none (mode "work", after start). */

@@ -24,6 +24,11 @@ export class Workers<TTx> {
     this.#byQueue.set(worker.queue, worker);
   }
 
+  /** Forgets the worker of `queue` (a drain's, once it ends). */
+  delete(queue: string): void {
+    this.#byQueue.delete(queue);
+  }
+
   /** The worker of `queue`, if this instance has one. */
   get(queue: string): QueueWorker<TTx> | undefined {
     return this.#byQueue.get(queue);

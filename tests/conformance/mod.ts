@@ -8,6 +8,7 @@ import type { StoreKind } from "../support/stores.ts";
 import { bulkActionCases } from "./bulk_actions.ts";
 import { consumerCases } from "./consumers.ts";
 import { continuationCases } from "./continuations.ts";
+import { drainCases } from "./drain.ts";
 import { controlCases } from "./controls.ts";
 import { enqueueCases } from "./enqueue.ts";
 import { executionCases } from "./execution.ts";
@@ -53,5 +54,6 @@ export function runConformance(kind: StoreKind<unknown>): void {
     resultCases(kind);
     logCases(kind);
     consumerCases(kind);
+    drainCases(kind);
   });
 }

@@ -1,0 +1,126 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { defineJobs, job, StateError, ValidationError } from "../../mod.ts";
+import type { StoreKind } from "../support/stores.ts";
+import { errandOn, withDatabase } from "./harness.ts";
+
+const jobs = defineJobs({
+  task: job<{ n: number; ms?: number; fail?: boolean }>({ attempts: 1 }),
+  ordered: job<{ key: string; n: number }>({ topic: "orders", partitionKey: (p) => p.key }),
+  report: job<{ name: string }>({ queue: "reports" }),
+});
+const topics = { orders: { partitions: 2 } };
+
+/** The serverless drain: runs what is due within a budget, then leaves nothing running. */
+export function drainCases(kind: StoreKind<unknown>): void {
+  describe("drain()", () => {
+    it("runs every due job (delayed ones come due, recurring ones fire, partitions in order) and leaves nothing behind", () =>
+      withDatabase(kind, async (db, track) => {
+        const ran: string[] = [];
+        const { errand, clock } = errandOn(db, {
+          jobs,
+          topics,
+          mode: "enqueue",
+          handlers: {
+            task: ({ n, fail }) => {
+              ran.push(`task ${n}`);
+              if (fail) throw new Error("no");
+            },
+            ordered: ({ key, n }) => void ran.push(`${key}${n}`),
+            report: ({ name }) => void ran.push(`report ${name}`),
+          },
+        });
+        track(errand);
+        await errand.schedule("nightly", "report", { name: "nightly" }, "0 3 * * *");
+        await errand.enqueueMany([
+          { kind: "task", payload: { n: 1 } },
+          { kind: "task", payload: { n: 2, fail: true } },
+          { kind: "task", payload: { n: 3 }, options: { delay: "10m" } },
+          { kind: "ordered", payload: { key: "a", n: 1 } },
+          { kind: "ordered", payload: { key: "a", n: 2 } },
+          { kind: "ordered", payload: { key: "b", n: 1 } },
+        ]);
+        // Just past the next 03:00 (UTC) and the delayed task's time: both are due, one occurrence each.
+        const nextThree = new Date(clock.now());
+        nextThree.setUTCHours(3, 0, 0, 0);
+        if (nextThree.getTime() <= clock.now()) nextThree.setUTCDate(nextThree.getUTCDate() + 1);
+        clock.set(Math.max(nextThree.getTime(), clock.now() + 10 * 60_000) + 1_000);
+        const report = await errand.drain({ budget: "25s" });
+        assert.deepEqual(report, { ran: 7, completed: 6, failed: 1, left: 0 }, ran.join(", "));
+        assert.deepEqual(ran.filter((r) => r.startsWith("a")), ["a1", "a2"], "a partition's jobs in order");
+        assert.ok(ran.includes("report nightly") && ran.includes("task 3"));
+        assert.deepEqual(await errand.workers(), [], "the drain's heartbeat is gone");
+        assert.deepEqual(await errand.drain({ budget: "1s" }), { ran: 0, completed: 0, failed: 0, left: 0 });
+      }));
+
+    it("stops claiming while the budget has no room for another round", () =>
+      withDatabase(kind, async (db, track) => {
+        let runs = 0;
+        const { errand, clock } = errandOn(db, {
+          jobs,
+          topics,
+          mode: "enqueue",
+          handlers: {
+            task: () => {
+              runs++;
+              clock.advance(400); // each run takes 400 ms of the budget
+            },
+          },
+        });
+        track(errand);
+        await errand.enqueueMany(Array.from({ length: 5 }, (_, n) => ({ kind: "task", payload: { n } })));
+        // 1 s: the first round leaves 600 ms, room for one more 400 ms round; the second leaves 200 ms.
+        const report = await errand.drain({ budget: "1s", concurrency: 1, queues: ["default"] });
+        assert.equal(runs, 2);
+        assert.deepEqual(report, { ran: 2, completed: 2, failed: 0, left: 3 });
+      }));
+
+    it("a run still going when the budget ends is handed back with its attempt not counted", () =>
+      withDatabase(kind, async (db, track) => {
+        let signal: AbortSignal | undefined;
+        const { errand, clock } = errandOn(db, {
+          jobs,
+          topics,
+          mode: "enqueue",
+          handlers: {
+            task: async (_payload, j) => {
+              signal = j.signal;
+              clock.advance(2_000); // past the budget: its timer stops the run
+              await new Promise((resolve) => j.signal.addEventListener("abort", resolve));
+            },
+          },
+        });
+        track(errand);
+        const { id } = await errand.enqueue("task", { n: 1 });
+        const report = await errand.drain({ budget: "1s" });
+        assert.equal(signal?.aborted, true);
+        assert.deepEqual(report, { ran: 0, completed: 0, failed: 0, left: 1 });
+        const handedBack = await errand.get(id);
+        assert.equal(handedBack?.state, "available");
+        assert.equal(handedBack?.attempt, 0, "the interrupted attempt is not counted");
+      }));
+
+    it("bad options and modes are refused with what to change", () =>
+      withDatabase(kind, async (db, track) => {
+        const handlers = { task: () => {} };
+        const { errand } = errandOn(db, { jobs, topics, mode: "enqueue", handlers });
+        track(errand);
+        const refused: [unknown, RegExp][] = [
+          [{}, /needs a "budget", such as "25s"/],
+          [{ budget: "10ms" }, /at least 100 ms/],
+          [{ budget: "5s", queues: ["reports"] }, /cannot drain queue "reports": this errand has no handler/],
+          [{ budget: "5s", concurrency: 0 }, /"concurrency"/],
+        ];
+        for (const [options, message] of refused) {
+          await assert.rejects(
+            errand.drain(options as never),
+            (e: unknown) => e instanceof ValidationError && message.test(e.message),
+          );
+        }
+        const manual = errandOn(db, { jobs, topics, mode: "manual", handlers }).errand;
+        track(manual);
+        await assert.rejects(manual.drain({ budget: "1s" }), (e: unknown) =>
+          e instanceof StateError && /step\(\)/.test(e.message));
+      }));
+  });
+}
