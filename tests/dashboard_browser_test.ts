@@ -7,7 +7,11 @@
  * queue's limits and groups and pauses and resumes a group; presses "Retry
  * all N failed", confirms, and sees the failed jobs retried and complete. A
  * job's page, served from this process, follows the job's progress and result
- * from its event stream without reloading. The page must run under its
+ * from its event stream without reloading. A retained log's consumer group,
+ * stuck on a record its handler throws on, shows its lag on the overview
+ * and its log's page, where "Skip record N" (confirmed) moves its committed
+ * offset past the record and "Seek to earliest" back to the start. The page
+ * must run under its
  * Content-Security-Policy with no violation. A screenshot is saved and its
  * path printed. Runs on Node (playwright-core is a Node library).
  */
@@ -18,11 +22,15 @@ import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
 import type { Dialog } from "playwright-core";
+import { createClient } from "@libsql/client";
 import { Hono } from "hono";
+import { createErrand, defineJobs, defineLogs, log } from "../mod.ts";
 import { adminRouter } from "../adapters/hono/mod.ts";
+import { libsqlStore } from "../adapters/libsql/mod.ts";
+import { FakeClock } from "../src/testing.ts";
 import { pagedErrand } from "./support/paged_job.ts";
 import { listen } from "./support/serve.ts";
-import { eventually } from "./support/wait.ts";
+import { eventually, quietLogger } from "./support/wait.ts";
 
 /** The browser: `CHROMIUM_PATH`, else Debian's. */
 const CHROMIUM = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
@@ -308,6 +316,94 @@ describe(
         finish();
         await browser.close();
         await errand.shutdown({ drain: "5s" });
+        await server.close();
+      }
+    });
+
+    it("a log's page shows a stuck group's lag; \"Skip record N\" asks, then moves its committed offset past the record", async () => {
+      // A consumer group whose handler throws on the record with n 1, run by step() on a fake clock.
+      const clock = new FakeClock();
+      const billed: number[] = [];
+      const errand = createErrand({
+        jobs: defineJobs({}),
+        logs: defineLogs({
+          orderEvents: log<{ customer: string; n: number }>({ topic: "orders", key: (e) => e.customer }),
+        }),
+        topics: { orders: { partitions: 2 } },
+        store: libsqlStore(createClient({ url: ":memory:" })),
+        mode: "manual",
+        clock,
+        logger: quietLogger(),
+        consumers: {
+          billing: {
+            log: "orderEvents",
+            batch: 1,
+            handler: (records) => {
+              for (const r of records) {
+                if (r.value.n === 1) throw new Error("record 1 is poison");
+                billed.push(r.value.n);
+              }
+            },
+          },
+        },
+      });
+      const [{ partition }] = await errand.appendMany("orderEvents", [0, 1, 2].map((n) => ({ customer: "c-1", n })));
+      await errand.step();
+      const committed = async () => (await errand.lag("orderEvents")).find((r) => r.partition === partition)!.committed;
+      assert.deepEqual([billed, await committed()], [[0], 1], "stuck at record 1");
+      const server = await listen(
+        new Hono().route("/jobs", adminRouter(errand, { insecure: true, refreshSeconds: 1 })),
+      );
+      const confirms: string[] = [];
+      let accept = false;
+      const { browser, page, problems } = await openPage((d) => {
+        confirms.push(d.message());
+        void (accept ? d.accept() : d.dismiss());
+      });
+      try {
+        await page.goto(`${server.url}/jobs/`);
+        const badge = page.locator('#topics a.log-link[data-log="orderEvents"]');
+        assert.equal((await badge.textContent())?.trim(), "log orderEvents · lag 2");
+        await Promise.all([page.waitForURL(/\/jobs\/log\/orderEvents$/), badge.click()]);
+        assert.equal(await page.textContent("#log-lag"), "lag 2");
+        const row = page.locator(`section.log-group[data-group="billing"] tr[data-partition="${partition}"]`);
+        assert.equal(await row.locator("td[data-committed]").textContent(), "1");
+        const skip = row.locator("button.skip");
+        assert.equal(await skip.textContent(), "Skip record 1");
+
+        // Dismissing the confirmation changes nothing.
+        await skip.click();
+        assert.equal(
+          confirms.at(-1),
+          `Skip record 1 of partition ${partition} for group billing? The group never gets it.`,
+        );
+        assert.equal(await page.textContent("#status"), "");
+        assert.equal(await committed(), 1);
+
+        accept = true;
+        await skip.click();
+        await page.locator("#status", { hasText: /^Skipped/ }).waitFor();
+        assert.equal(await page.textContent("#status"), `Skipped record 1 of partition ${partition}`);
+        await row.locator('td[data-committed="2"]').waitFor();
+        assert.equal(await page.textContent("#log-lag"), "lag 1");
+        assert.equal(await committed(), 2);
+
+        // The group goes on from record 2, and the page, refreshing itself, shows it caught up.
+        clock.advance(10_000);
+        await errand.step();
+        assert.deepEqual(billed, [0, 2]);
+        await page.locator("#log-lag", { hasText: "lag 0" }).waitFor();
+        assert.equal(await row.locator("button.skip").count(), 0, "nothing left to skip");
+
+        await page.click('section.log-group[data-group="billing"] button.seek-earliest');
+        assert.match(confirms.at(-1) ?? "", /^Move group billing to the earliest record of every partition/);
+        await page.locator("#status", { hasText: "Moved billing to the earliest records" }).waitFor();
+        await page.locator("#log-lag", { hasText: "lag 3" }).waitFor();
+        assert.equal(await committed(), 0);
+        assert.deepEqual(problems, [], "no script errors or CSP violations");
+      } finally {
+        await browser.close();
+        await errand.shutdown({ drain: 0 });
         await server.close();
       }
     });

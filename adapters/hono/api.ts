@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { type Context, Hono } from "hono";
+import { Hono } from "hono";
 import { type KindLimitsInfo, NotFoundError, type QueueLimitsInfo, STATS_MINUTES, ValidationError } from "../../mod.ts";
 import type { Record } from "./audit.ts";
 import {
@@ -16,6 +16,7 @@ import {
   groupedKind,
   groupPage,
   jobDurations,
+  jsonBody,
   listOptions,
   pauseDuration,
   statsMinutes,
@@ -51,7 +52,7 @@ export function apiRoutes(errand: AdminErrand, settings: ApiSettings): Hono {
   });
   for (const [route, action] of Object.entries(BULK) as [keyof typeof BULK, typeof BULK[keyof typeof BULK]][]) {
     api.post(`/jobs/${route}`, async (c) => {
-      const filter = bulkFilter(await jsonBody(c));
+      const filter = bulkFilter(await jsonBody(c, 'a JSON filter such as {"state":"failed","queue":"mail"}'));
       const { count } = await errand[action](filter);
       await record(c, { action, filter, count });
       return c.json({ count });
@@ -133,17 +134,6 @@ function queueLimits(
   const limits = queues.find((q) => q.queue === queue);
   if (!limits) throw new NotFoundError(`There is no queue "${queue}" in this errand's options or kinds`);
   return { ...limits, kinds: kinds.filter((k) => k.queue === queue) };
-}
-
-/** The request's JSON body. @throws {ValidationError} When it is not JSON. */
-async function jsonBody(c: Context): Promise<unknown> {
-  try {
-    return await c.req.json();
-  } catch (err) {
-    throw new ValidationError('The body must be a JSON filter such as {"state":"failed","queue":"mail"}', {
-      cause: err,
-    });
-  }
 }
 
 /** `topic` if it is configured. @throws {NotFoundError} Otherwise. */

@@ -24,6 +24,8 @@ main { padding: 1rem 1.5rem 3rem; max-width: 1200px; }
 a { color: var(--info); text-decoration: none; }
 a:hover { text-decoration: underline; }
 h2 { font-size: 1rem; margin: 1.6rem 0 .5rem; }
+h3 { font-size: .95rem; margin: 1.2rem 0 .4rem; display: flex; gap: .6rem; align-items: baseline; flex-wrap: wrap; }
+a.log-link { margin-right: .3rem; }
 table { border-collapse: collapse; width: 100%; }
 th, td { text-align: left; padding: .3rem .6rem; border-bottom: 1px solid var(--line); vertical-align: top; }
 th { color: var(--muted); font-weight: 600; }

@@ -14,7 +14,7 @@
  */
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
-import type { BulkFilter, Duration } from "../../mod.ts";
+import type { BulkFilter, Duration, SeekTo } from "../../mod.ts";
 
 /** What a state-changing request of the admin router changed, as `audit` receives it. */
 export type AdminAction =
@@ -33,7 +33,28 @@ export type AdminAction =
     readonly jobId: string | null;
   }
   | { readonly action: "pauseGroup"; readonly kind: string; readonly group: string; readonly duration: Duration }
-  | { readonly action: "resumeGroup"; readonly kind: string; readonly group: string };
+  | { readonly action: "resumeGroup"; readonly kind: string; readonly group: string }
+  | {
+    readonly action: "seek";
+    /** The log's key in `defineLogs`. */
+    readonly log: string;
+    /** The consumer group moved. */
+    readonly group: string;
+    /** Where it was moved: `"earliest"`, `"latest"`, a time (a `Date`) or `{ partition, offset }`. */
+    readonly to: SeekTo;
+    /** The group's committed offsets after the move, in the partitions it moved. */
+    readonly offsets: readonly { readonly partition: number; readonly committed: number }[];
+  }
+  | {
+    readonly action: "skipRecord";
+    /** The log's key in `defineLogs`. */
+    readonly log: string;
+    /** The consumer group that will not get the record. */
+    readonly group: string;
+    readonly partition: number;
+    /** The record skipped: the group's committed offset before the skip. */
+    readonly offset: number;
+  };
 
 /** Records a change the admin router made: write it to the application's audit log. */
 export type Audit = (c: Context, action: AdminAction) => void | Promise<void>;

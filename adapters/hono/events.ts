@@ -7,7 +7,8 @@
  *   state, or with a `gone` event when the job is deleted meanwhile.
  * - `GET /api/events`: an `overview` event every
  *   {@link OVERVIEW_EVERY_MS} with the overview's numbers, the bodies of
- *   `GET /api/counts` and `GET /api/stats` together.
+ *   `GET /api/counts`, `GET /api/stats` and `GET /api/logs` together (a
+ *   log's consumer lag moves without any job changing).
  * Both send a comment every {@link HEARTBEAT_MS} so proxies keep them
  * open, and stop reading the store when the client goes away.
  *
@@ -54,8 +55,8 @@ export function eventRoutes(errand: AdminErrand, settings: EventSettings): Hono 
   events.get("/events", (c) =>
     eventStream(c, async (send, signal) => {
       while (!signal.aborted) {
-        const [counts, stats] = await Promise.all([errand.counts(), errand.stats()]);
-        await send("overview", { counts, stats });
+        const [counts, stats, logs] = await Promise.all([errand.counts(), errand.stats(), errand.logs()]);
+        await send("overview", { counts, stats, logs });
         await pause(OVERVIEW_EVERY_MS, signal);
       }
     }));

@@ -21,8 +21,8 @@
  *   `EventSource` does not reconnect.
  * - The overview (`overview` events): the counts by state (`#counts`) and
  *   by queue (`#queues`) are set in place from each event; when the counts,
- *   the jobs started, completed, failed or enqueued in the window or the
- *   workers change, the activity panel (the chart with it), workers,
+ *   the jobs started, completed, failed or enqueued in the window, the
+ *   workers or the logs' consumer lag change, the activity panel (the chart with it), workers,
  *   queues (a new queue), schedules, topics and jobs table are replaced
  *   with the server's, at most once every `data-refresh` seconds, whatever
  *   their markup is.
@@ -65,7 +65,7 @@ function errandLive(body, refresh) {
   }
 
   function onOverview(event) {
-    const { counts, stats } = JSON.parse(event.data);
+    const { counts, stats, logs } = JSON.parse(event.data);
     for (const cell of document.querySelectorAll("#counts [data-state]")) {
       cell.textContent = counts.byState[cell.dataset.state] ?? 0;
     }
@@ -75,7 +75,8 @@ function errandLive(body, refresh) {
     }
     const sums = ["started", "completed", "failed", "enqueued"]
       .map((what) => stats.throughput.reduce((n, second) => n + second[what], 0));
-    const now = JSON.stringify([counts, sums, stats.workers.map((w) => w.id)]);
+    const lags = (logs || []).map((l) => [l.log, l.groups.reduce((n, g) => n + g.lag, 0)]);
+    const now = JSON.stringify([counts, sums, stats.workers.map((w) => w.id), lags]);
     if (now === last || Date.now() - fetchedAt < every) return;
     last = now;
     fetchedAt = Date.now();

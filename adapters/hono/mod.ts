@@ -33,6 +33,8 @@ import { apiRoutes } from "./api.ts";
 import { type Audit, recorder } from "./audit.ts";
 import { CHART_MINUTES, DEFAULT_CHART_MINUTES } from "./chart.ts";
 import { eventRoutes } from "./events.ts";
+import { logRoutes } from "./log_api.ts";
+import { logPage } from "./log_views.ts";
 import { mountBase, sendPage } from "./page.ts";
 import { type AdminErrand, listOptions, statsMinutes } from "./present.ts";
 import { type Authorize, guardChanges, jsonError, requireAuthorization } from "./security.ts";
@@ -86,8 +88,8 @@ export interface AdminRouterOptions {
    */
   insecure?: boolean;
   /**
-   * Return and show job and schedule payloads. Off, the API and the page
-   * never include a payload.
+   * Return and show job and schedule payloads, and the values of log
+   * records. Off, the API and the page never include a payload or a value.
    * @default {false}
    *
    * @example Show payloads to the operators who may see them
@@ -113,7 +115,8 @@ export interface AdminRouterOptions {
   /**
    * Called after every state-changing request that the router carried out
    * (retry, cancel and delete of a job or in bulk, a schedule's trigger, a
-   * partition head's force-fail, a group's pause and resume), with the
+   * partition head's force-fail, a group's pause and resume, a consumer
+   * group's seek and a record skipped), with the
    * request's context and what it changed; the response waits for it. A
    * request refused before any change (by `authorize`, the guards, bad input,
    * a state conflict) is not reported. When `audit` throws or rejects, the
@@ -198,6 +201,7 @@ export function adminRouter(errand: AdminErrand, options: AdminRouterOptions): H
   app.use("*", requireAuthorization(options.authorize), guardChanges(maxBodyBytes));
   app.route("/api", eventRoutes(errand, { showPayloads }));
   app.route("/api", apiRoutes(errand, { showPayloads, maxPageSize, record }));
+  app.route("/api", logRoutes(errand, { showPayloads, maxPageSize, record }));
   app.get(
     "/metrics",
     async (c) => c.body(await errand.metrics(), 200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" }),
@@ -215,6 +219,13 @@ export function adminRouter(errand: AdminErrand, options: AdminRouterOptions): H
     const live = await topicPage(errand, v, c.req.param("topic"));
     if (!live) return c.text(`There is no topic "${c.req.param("topic")}"`, 404);
     return await sendPage(c, { ...v, title: `Topic ${c.req.param("topic")}`, refreshSeconds, live });
+  });
+  app.get("/log/:log", async (c) => {
+    const v = view(c, "/log/:log");
+    const log = c.req.param("log");
+    const live = await logPage(errand, v, log);
+    if (!live) return c.text(`There is no log "${log}"`, 404);
+    return await sendPage(c, { ...v, title: `Log ${log}`, refreshSeconds, live });
   });
   app.get("/queue/:queue", async (c) => {
     const v = view(c, "/queue/:queue");

@@ -1,10 +1,11 @@
 /**
  * What the admin API and the dashboard page share: the errand methods they
- * use, reading list filters and pages of groups from a query string,
- * hiding payloads, and a job's durations.
+ * use, reading list filters and pages of groups from a query string and a
+ * request's JSON body, hiding payloads, and a job's durations.
  *
  * @module
  */
+import type { Context } from "hono";
 import {
   type BulkFilter,
   type Duration,
@@ -15,14 +16,15 @@ import {
   type JobInfo,
   type JobState,
   type ListOptions,
+  type LogDefinitions,
   NotFoundError,
   type StatsMinutes,
   ValidationError,
 } from "../../mod.ts";
 
-/** The errand methods the admin router calls: any errand has them, whatever its jobs. */
+/** The errand methods the admin router calls: any errand has them, whatever its jobs and logs. */
 export type AdminErrand = Pick<
-  Errand<JobDefinitions, unknown>,
+  Errand<JobDefinitions, unknown, LogDefinitions>,
   | "get"
   | "list"
   | "retry"
@@ -45,6 +47,11 @@ export type AdminErrand = Pick<
   | "resumeGroup"
   | "limits"
   | "watch"
+  | "logs"
+  | "logPartitions"
+  | "lag"
+  | "read"
+  | "seek"
 >;
 
 /** Reads list filters and paging from a query string; a page size is clamped to 1..`maxPageSize`. */
@@ -64,7 +71,7 @@ export function listOptions(query: (name: string) => string | undefined, maxPage
 }
 
 /** A page size from the query's `limit` (of `what`), clamped to 1..`maxPageSize`; 50 (or less) without one. */
-function pageSize(limitText: string | undefined, what: string, maxPageSize: number): number {
+export function pageSize(limitText: string | undefined, what: string, maxPageSize: number): number {
   if (!limitText) return Math.min(50, maxPageSize);
   if (!/^\d{1,12}$/.test(limitText)) {
     throw new ValidationError(`"limit" must be a whole number of ${what} per page, got "${limitText}"`);
@@ -159,6 +166,15 @@ export function bulkFilter(body: unknown): BulkFilter {
     filter[name] = date;
   }
   return filter as unknown as BulkFilter;
+}
+
+/** The request's JSON body. @throws {ValidationError} When it is not JSON, saying it must be `what`. */
+export async function jsonBody(c: Context, what: string): Promise<unknown> {
+  try {
+    return await c.req.json();
+  } catch (err) {
+    throw new ValidationError(`The body must be ${what}`, { cause: err });
+  }
 }
 
 /** What a job holds that only `showPayloads` shows: its payload, and its handler's progress and result. */

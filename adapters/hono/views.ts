@@ -1,7 +1,8 @@
 /**
  * The dashboard's views: the overview (counts with "Retry all N failed",
- * activity, workers, schedules, topics and the jobs table), a job's page, a topic's
- * partitions, and a queue's limits and groups. Every number comes from the
+ * activity, workers, schedules, topics with their logs and the jobs table), a job's
+ * page, a topic's partitions and logs, and a queue's limits and groups (a log's page
+ * is in log_views.ts). Every number comes from the
  * store, so every instance sharing the database shows the same page (the
  * limits are the serving instance's options).
  *
@@ -18,6 +19,7 @@ import {
   type StatsMinutes,
 } from "../../mod.ts";
 import { activityChart, DEFAULT_CHART_MINUTES, windowLinks, windowName } from "./chart.ts";
+import { logBadges } from "./log_views.ts";
 import { bytes, duration, type Html, jobLink, rate, stateLabel, when } from "./page.ts";
 import { type AdminErrand, groupPage, jobDurations, jsonSafe } from "./present.ts";
 
@@ -39,12 +41,13 @@ export async function overview(
   filters: ListOptions,
   minutes: StatsMinutes,
 ): Promise<Html> {
-  const [counts, stats, schedules, topics, page] = await Promise.all([
+  const [counts, stats, schedules, topics, page, logs] = await Promise.all([
     errand.counts(),
     errand.stats({ minutes }),
     errand.schedules(),
     errand.topics(),
     errand.list(filters),
+    errand.logs(),
   ]);
   const { base } = view;
   const limits = errand.limits();
@@ -134,15 +137,17 @@ ${
             <th>depth</th>
             <th>partitions (active)</th>
             <th>oldest head waiting</th>
+            ${logs.length === 0 ? "" : html`<th>logs (consumer lag)</th>`}
           </tr>
         </thead>
         <tbody>${topics.map((t) =>
           html`
-            <tr>
+            <tr data-topic="${t.topic}">
               <td><a href="${base}/topic/${encodeURIComponent(t.topic)}">${t.topic}</a></td>
               <td><span class="badge${t.depth === 0 ? " zero" : ""}">${t.depth}</span></td>
               <td>${t.partitions} (${t.activePartitions})</td>
               <td>${duration(t.oldestHeadAgeMs)}</td>
+              ${logs.length === 0 ? "" : html`<td>${logBadges(base, logs.filter((l) => l.topic === t.topic))}</td>`}
             </tr>
           `
         )}</tbody>
@@ -286,16 +291,18 @@ ${
 </div>`;
 }
 
-/** A topic's partitions: depth, head, owner, lag, and a force-fail button for each head. */
+/** A topic's partitions (depth, head, owner, lag, and a force-fail button for each head) and its logs. */
 export async function topicPage(errand: AdminErrand, view: ViewContext, topic: string): Promise<Html | null> {
   const known = (await errand.topics()).find((t) => t.topic === topic);
   if (!known) return null;
-  const partitions = await errand.partitions(topic);
+  const [partitions, logs] = await Promise.all([errand.partitions(topic), errand.logs()]);
+  const ofTopic = logs.filter((l) => l.topic === topic);
   const { base } = view;
   return html`
     <div id="live">
       <h2>Topic ${topic} <span class="badge${known.depth === 0 ? " zero" : ""}">${known.depth}</span></h2>
       <p class="muted">${known.partitions} partitions, ${known.activePartitions} with unfinished jobs.</p>
+      ${ofTopic.length === 0 ? "" : html`<p id="topic-logs">Retained logs: ${logBadges(base, ofTopic)}</p>`}
       <table id="partitions">
         <thead>
           <tr>
