@@ -96,7 +96,11 @@ export function logRoutes(errand: AdminErrand, settings: LogApiSettings): Hono {
         `Record ${at.committed} of ${where} was pruned by retention; consumer group "${group}" goes on from offset ${earliest} by itself`,
       );
     }
-    const [moved] = await errand.seek(group, { to: { partition, offset: at.committed + 1 } });
+    // Applied only if the group is still at the record checked above, even if it commits meanwhile.
+    const [moved] = await errand.seek(group, {
+      to: { partition, offset: at.committed + 1 },
+      ifCommitted: at.committed,
+    });
     await record(c, { action: "skipRecord", log, group, partition, offset: at.committed });
     return c.json({ partition, skipped: at.committed, committed: moved.committed });
   });

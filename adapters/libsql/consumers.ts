@@ -102,9 +102,12 @@ export async function seekOffsets(
               ORDER BY r."offset" LIMIT 1), lp.next_offset) END, 0), NULL, 1, 0
           FROM json_each(?4) AS w
           LEFT JOIN errand_log_partitions AS lp ON lp.namespace = ?1 AND lp.log = ?3 AND lp.partition = w.value
-          WHERE true
+          WHERE ?8 IS NULL OR EXISTS (
+            SELECT 1 FROM errand_log_consumers AS o
+            WHERE o.namespace = ?1 AND o.consumer_group = ?2 AND o.log = ?3 AND o.partition = w.value)
           ON CONFLICT (namespace, consumer_group, log, partition) DO UPDATE SET
             committed = excluded.committed, owner = NULL, lease_until = 0, epoch = epoch + 1
+          WHERE ?8 IS NULL OR committed = ?8
           RETURNING partition, committed`,
     args: [
       namespace,
@@ -114,6 +117,7 @@ export async function seekOffsets(
       t.kind,
       t.kind === "time" ? t.at : null,
       t.kind === "offset" ? t.offset : null,
+      p.ifCommitted ?? null,
     ],
   });
   return rs.rows.map((r) => ({ partition: Number(r.partition), committed: Number(r.committed) }))

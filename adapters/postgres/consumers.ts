@@ -113,9 +113,13 @@ export async function seekOffsets(
          ON lp.namespace = $1 AND lp.log = $3 AND lp.partition = w.partition)
      INSERT INTO ${target.schema}.log_consumers AS c
        (namespace, consumer_group, log, partition, committed, owner, epoch, lease_until)
-     SELECT $1, $2, $3, partition, committed, NULL, 1, 0 FROM wanted
+     SELECT $1, $2, $3, w.partition, w.committed, NULL, 1, 0 FROM wanted AS w
+     WHERE $8::bigint IS NULL OR EXISTS (
+       SELECT 1 FROM ${target.schema}.log_consumers AS o
+       WHERE o.namespace = $1 AND o.consumer_group = $2 AND o.log = $3 AND o.partition = w.partition)
      ON CONFLICT (namespace, consumer_group, log, partition) DO UPDATE SET
        committed = excluded.committed, owner = NULL, lease_until = 0, epoch = c.epoch + 1
+     WHERE $8::bigint IS NULL OR c.committed = $8
      RETURNING c.partition, c.committed`,
     [
       target.namespace,
@@ -125,6 +129,7 @@ export async function seekOffsets(
       t.kind,
       t.kind === "time" ? t.at : null,
       t.kind === "offset" ? t.offset : null,
+      p.ifCommitted ?? null,
     ],
   );
   return rows.map((r) => ({ partition: Number(r.partition), committed: Number(r.committed) }))

@@ -168,9 +168,11 @@ export interface Errand<J extends JobDefinitions, TTx, L extends LogDefinitions 
    * (`{ partition, offset }`), which skips a poison record when `offset` is
    * the one after it. The group's batches in flight cannot commit over a
    * seek (their leases' epoch ends) and the next batch starts at the new
-   * offset. Returns the new committed offsets.
+   * offset. With `ifCommitted`, a one-partition seek applies only if the
+   * group is still at that offset. Returns the new committed offsets.
    * @throws {NotFoundError} When neither this errand nor the store knows the group.
    * @throws {ValidationError} When `to` is malformed, or its partition or offset is out of range.
+   * @throws {StateError} When `ifCommitted` is given and the group is no longer there.
    *
    * @example Skip the record a batch keeps failing on
    * ```ts

@@ -26,7 +26,7 @@
  */
 import type { ServiceDeps } from "../services.ts";
 import type { ConsumerStore, LogStore } from "../store/store.ts";
-import type { ConsumerOffsetRow, LogPartitionRow } from "../store/records.ts";
+import type { ConsumerLease, ConsumerOffsetRow, LogPartitionRow } from "../store/records.ts";
 import type { WorkerInfo } from "../jobs/types.ts";
 import type { Telemetry } from "../observability/telemetry.ts";
 import { rendezvousOwner } from "../topics/ownership.ts";
@@ -226,20 +226,12 @@ export class LogConsumers {
 
   /** One batch of partition `p`: lease, read, handle, commit. Resolves to the records consumed (0 when none were). */
   async #batch(g: ConsumerGroup, p: number, s: PartitionState, end: number): Promise<number> {
-    const { store, clock, logger, telemetry, id } = this.#env;
+    const { store, clock, logger, telemetry } = this.#env;
     try {
       const now = clock.now();
       // A retry asks the store again, so a seek past a poison record is seen at once.
       if (s.epoch === null || s.failures > 0 || s.leaseUntil - now < g.leaseMs / 3) {
-        const lease = await store.consumerLease({
-          group: g.group,
-          log: g.log,
-          partition: p,
-          owner: id,
-          initial: g.startAt,
-          now,
-          until: now + g.leaseMs,
-        });
+        const lease = await this.#lease(g, p, now);
         if (!lease) {
           // Another member holds it until its lease ends or it lets go.
           s.epoch = null;
@@ -356,7 +348,7 @@ export class LogConsumers {
     epoch: number,
     abort: AbortController,
   ): { stop(): void } {
-    const { store, clock, id, logger } = this.#env;
+    const { clock, logger } = this.#env;
     const stopped = new AbortController();
     void (async () => {
       while (!stopped.signal.aborted && !abort.signal.aborted) {
@@ -364,15 +356,7 @@ export class LogConsumers {
         if (stopped.signal.aborted) return;
         const now = clock.now();
         try {
-          const lease = await store.consumerLease({
-            group: g.group,
-            log: g.log,
-            partition: p,
-            owner: id,
-            initial: g.startAt,
-            now,
-            until: now + g.leaseMs,
-          });
+          const lease = await this.#lease(g, p, now);
           if (lease?.epoch === epoch) {
             s.leaseUntil = now + g.leaseMs;
             continue;
@@ -390,6 +374,19 @@ export class LogConsumers {
       }
     })();
     return { stop: () => stopped.abort() };
+  }
+
+  /** Takes or renews this member's lease of partition `p` of `g` at `now`; null while another member holds it. */
+  #lease(g: ConsumerGroup, p: number, now: number): Promise<ConsumerLease | null> {
+    return this.#env.store.consumerLease({
+      group: g.group,
+      log: g.log,
+      partition: p,
+      owner: this.#env.id,
+      initial: g.startAt,
+      now,
+      until: now + g.leaseMs,
+    });
   }
 
   /** Lets go of this member's lease of partition `p` of `g`, if it holds one. */

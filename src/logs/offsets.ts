@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { NotFoundError, ValidationError } from "../errors.ts";
+import { NotFoundError, StateError, ValidationError } from "../errors.ts";
 import { checkCount } from "../checks/limits.ts";
 import { liveWorkers } from "../cluster/heartbeat.ts";
 import type { ClusterStore, ConsumerStore, LogStore, OffsetTarget } from "../store/store.ts";
@@ -68,6 +68,12 @@ export type SeekTo = "earliest" | "latest" | Date | { readonly partition: number
 export interface SeekOptions {
   /** Where to move the group. */
   to: SeekTo;
+  /**
+   * With `to: { partition, offset }`: move only if the group's committed
+   * offset in that partition is still this one, so an operator's skip of
+   * the record they saw never moves a group that went on meanwhile.
+   */
+  ifCommitted?: number;
 }
 
 /** What the offset calls need. */
@@ -209,7 +215,20 @@ export class OffsetCalls {
         }"`,
       );
     }
-    return await this.#env.store.consumerSeek({ group, log: name, partitions: moved, target });
+    if (options.ifCommitted === undefined) {
+      return await this.#env.store.consumerSeek({ group, log: name, partitions: moved, target });
+    }
+    if (target.kind !== "offset") {
+      throw new ValidationError(`Option "ifCommitted" of seek("${group}") goes with to: { partition, offset }`);
+    }
+    const ifCommitted = checkCount("ifCommitted", options.ifCommitted, 0);
+    const applied = await this.#env.store.consumerSeek({ group, log: name, partitions: moved, target, ifCommitted });
+    if (applied.length === 0) {
+      throw new StateError(
+        `Consumer group "${group}" is no longer at offset ${ifCommitted} of partition ${moved[0]}; nothing was moved`,
+      );
+    }
+    return applied;
   }
 
   /** The key of the log `group` reads: from this instance's groups, else from the stored offsets. */

@@ -453,6 +453,8 @@ export interface ConsumerSeekParams {
   readonly partitions: readonly number[];
   /** Where to. */
   readonly target: OffsetTarget;
+  /** Move only partitions whose committed offset is still this (and that the group has an offset in). */
+  readonly ifCommitted?: number;
 }
 
 /** Parameters of {@link ClusterStore.leaderAcquire}. */
@@ -829,7 +831,7 @@ export interface ConsumerStore {
   /**
    * Moves the group's committed offset in each of `partitions` to `target`
    * and ends their leases with a new epoch, so a batch in flight cannot
-   * commit over the seek; returns the new offsets.
+   * commit over the seek; returns the new offsets of the partitions it moved.
    */
   consumerSeek(params: ConsumerSeekParams): Promise<{ partition: number; committed: number }[]>;
 }

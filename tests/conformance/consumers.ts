@@ -1,6 +1,15 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { defineJobs, defineLogs, log, type LogRecord, NotFoundError, partitionOf, ValidationError } from "../../mod.ts";
+import {
+  defineJobs,
+  defineLogs,
+  log,
+  type LogRecord,
+  NotFoundError,
+  partitionOf,
+  StateError,
+  ValidationError,
+} from "../../mod.ts";
 import type { RetentionSkip } from "../../mod.ts";
 import type { StoreKind } from "../support/stores.ts";
 import { eventually } from "../support/wait.ts";
@@ -142,7 +151,11 @@ export function consumerCases(kind: StoreKind<unknown>): void {
           "stuck at the poison record",
         );
         // Skip the poison record at offset 2: the group goes on from the one after it.
-        await errand.seek("billing", { to: { partition: poisoned, offset: 3 } });
+        await assert.rejects(
+          errand.seek("billing", { to: { partition: poisoned, offset: 3 }, ifCommitted: 1 }),
+          (e: unknown) => e instanceof StateError && /no longer at offset 1 of partition/.test(e.message),
+        );
+        await errand.seek("billing", { to: { partition: poisoned, offset: 3 }, ifCommitted: 2 });
         clock.advance(10_000);
         await errand.step();
         assert.deepEqual(got.map((r) => r.value.n).sort(), [1, 2, 4, 5]);
