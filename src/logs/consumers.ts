@@ -17,8 +17,9 @@
  * once and in offset order per partition.
  *
  * Each group loop reads the ends of the log's partitions and the group's
- * stored offsets (two reads), then runs one batch in each owned partition
- * that has records past its offset, partitions in parallel. A batch whose
+ * stored offsets (two reads), then works each owned partition that has
+ * records past its offset, partitions in parallel: batch after batch while
+ * they come back full, then the partition waits for the next look. A batch whose
  * handler throws waits out its retry delay; the group's other partitions
  * go on.
  *
@@ -217,11 +218,26 @@ export class LogConsumers {
       const position = s.epoch !== null ? s.position : stored?.committed ?? (g.startAt === "latest" ? end : 0);
       if (end <= position && !(stored === undefined && end > 0)) continue;
       if (s.failures > 0 && now < s.retryAt) continue;
-      const running = this.#batch(g, p, s, end).finally(() => s.running = undefined);
+      const running = this.#drain(g, p, s, end).finally(() => s.running = undefined);
       s.running = running;
       started.push(running);
     }
     return started;
+  }
+
+  /**
+   * Batches of partition `p` one after another while each comes back full
+   * (more records are waiting) and the partition is still this member's,
+   * so a backlog is consumed at the store's pace, not the poll's. Resolves
+   * to the records consumed.
+   */
+  async #drain(g: ConsumerGroup, p: number, s: PartitionState, end: number): Promise<number> {
+    let consumed = 0;
+    for (;;) {
+      const n = await this.#batch(g, p, s, end);
+      consumed += n;
+      if (n < g.batch || this.#stopping || s.epoch === null || !this.#owned.get(g.member)!.has(p)) return consumed;
+    }
   }
 
   /** One batch of partition `p`: lease, read, handle, commit. Resolves to the records consumed (0 when none were). */
