@@ -47,6 +47,7 @@ export default defineConfig({
           { text: "Transactions", link: "/guides/transactions" },
           { text: "Retries and errors", link: "/guides/retries" },
           { text: "Workers", link: "/guides/workers" },
+          { text: "Serverless drain", link: "/guides/serverless-drain" },
           { text: "Graceful shutdown and deploys", link: "/guides/shutdown" },
           { text: "Testing", link: "/guides/testing" },
           { text: "Unique jobs", link: "/guides/unique-jobs" },
