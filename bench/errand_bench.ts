@@ -11,13 +11,15 @@
  * an enqueue and the `result()` that awaits it, with the worker idle or
  * draining a backlog (see {@link RESULT}).
  * `log_append_single` and `log_append_batch` append the same payloads to a
- * retained log (see `benchLogs`).
+ * retained log (see `benchLogs`); `log_consume` and `log_consume_members`
+ * time a consumer group reading a backlog of it (see {@link CONSUME}).
  * Each line says exactly which options were set, in `settings`.
  */
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { createErrand, defineJobs, defineLogs, type Duration, type Errand, job, log } from "../mod.ts";
 import type { StoreFor } from "../src/store/mod.ts";
+import { HEARTBEAT_MS } from "../src/cluster/heartbeat.ts";
 import {
   benchMain,
   CFG,
@@ -74,6 +76,30 @@ const RESULT = { priority: -1, libsqlPollInterval: "20ms", fastResultPoll: "20ms
  */
 const benchLogs = defineLogs({ events: log<{ i: number; s: string }>({ topic: "events", key: (p) => p.i % 500 }) });
 const LOG_TOPICS = { events: { partitions: 16 } };
+/**
+ * The consume workloads' setup: `N_CONSUME` records appended to the log of
+ * the append workloads before any group runs, and groups whose handler only
+ * counts the records. `log_consume` runs one member in each of `variants`
+ * (a group of its own each, on the same backlog, in this order): batches of
+ * 100 and of 1,000 with the default `pollInterval` (500 ms), and batches of
+ * 100 polling every 10 ms, which shows what the store takes when the group
+ * loop's poll is not what paces it. `log_consume_members` runs `members`
+ * members of one group in this process, each an instance with a client of
+ * its own, with batches of 100 and the default poll.
+ */
+const CONSUME = {
+  appendBatch: 1_000,
+  variants: [
+    { label: "batch_100", batch: 100 },
+    { label: "batch_1000", batch: 1_000 },
+    { label: "batch_100_poll_10ms", batch: 100, pollInterval: "10ms" },
+  ],
+  members: 3,
+} as const;
+/** One group of the consume workloads: its name, batch and poll interval. */
+type ConsumeVariant = { label: string; batch: number; pollInterval?: Duration };
+/** The consume workloads' instances run no jobs, only their consumer group. */
+const noJobs = defineJobs({});
 /** A bench job for `enqueueMany`. */
 const asJob = (p: { i: number; s: string }) => ({ kind: "bench" as const, payload: p });
 const version = process.env.npm_package_version ?? "dev";
@@ -447,6 +473,148 @@ function subject(name: StoreName): Subject {
       },
     };
   };
+  /**
+   * `log_consume` and (`members` > 1) `log_consume_members`: `N_CONSUME`
+   * records appended to the log of the append workloads (`appendMany` calls
+   * of 1,000, not timed), then read by a consumer group whose handler only
+   * counts each record by partition and offset (a record handled twice
+   * shows as more records than distinct ones). Each member is an instance
+   * in mode "work" that runs the group and no jobs, with a client of its own.
+   * The clock stops at the first check, every 10 ms once the handlers have
+   * seen every record, that finds the group's lag 0 in every partition: its
+   * last offsets committed. One member: the clock starts just before
+   * `start()`, once per variant of {@link CONSUME}, each a group of its own
+   * on the same backlog. Several: the members start with `startAt: "latest"`
+   * (so nothing is consumed) and run until every one has beaten after the
+   * last one started, so that the partitions are divided among them; then
+   * the clock starts just before `seek(group, { to: "earliest" })`.
+   */
+  const consume = async (signal: AbortSignal, members: number) => {
+    const b = bench = await openBench(name);
+    const loader = createErrand({
+      jobs,
+      logs: benchLogs,
+      topics: LOG_TOPICS,
+      store: b.store,
+      mode: "enqueue",
+      logger: silent,
+    });
+    others.push(loader);
+    await loader.start();
+    const n = CFG.nConsume;
+    for (const batch of payloadBatches(n, CONSUME.appendBatch)) await loader.appendMany("events", batch);
+    const appended = (await loader.logPartitions("events")).reduce((sum, p) => sum + p.end, 0);
+    if (appended !== n) throw new Error(`pre-append failed: ${appended} of ${n} records`);
+    const lagOf = async (group: string) => (await loader.lag("events")).filter((r) => r.group === group);
+    /** The members of the group `variant.label`, not started, and what their handlers saw. */
+    const open = (variant: ConsumeVariant, startAt: "earliest" | "latest") => {
+      const tracker = drainTracker(n);
+      const handled = Array.from({ length: members }, () => 0);
+      const instances = handled.map((_, m) => {
+        const member = createErrand({
+          jobs: noJobs,
+          logs: benchLogs,
+          topics: LOG_TOPICS,
+          store: b.connect(),
+          mode: "work",
+          logger: silent,
+          consumers: {
+            [variant.label]: {
+              log: "events",
+              batch: variant.batch,
+              startAt,
+              ...(variant.pollInterval ? { pollInterval: variant.pollInterval } : {}),
+              handler: (records) => {
+                handled[m] += records.length;
+                for (const r of records) tracker.hit(`${r.partition}:${r.offset}`);
+              },
+            },
+          },
+        });
+        others.push(member);
+        return member;
+      });
+      return { tracker, handled, instances };
+    };
+    /** Waits for every record and the lag of 0; returns the figures of the time since `t0`. */
+    const figures = async (variant: ConsumeVariant, t0: number, tracker: ReturnType<typeof drainTracker>) => {
+      await tracker.done;
+      const t1 = await waitUntil(async () => (await lagOf(variant.label)).every((r) => r.lag === 0), signal, 10);
+      const ms = t1 - t0;
+      const lag = await lagOf(variant.label);
+      if (tracker.distinct !== n || lag.length !== LOG_TOPICS.events.partitions) {
+        throw new Error(`verification failed: ${tracker.distinct} of ${n} records handled`);
+      }
+      return {
+        n,
+        batch: variant.batch,
+        records_per_s: rate(n, ms),
+        elapsed_ms: Math.round(ms),
+        verified: {
+          records_handled: tracker.calls,
+          distinct_records: tracker.distinct,
+          committed_in_db: lag.reduce((sum, r) => sum + r.committed, 0),
+          partitions_with_lag: lag.filter((r) => r.lag > 0).length,
+        },
+        group: {
+          name: variant.label,
+          batch: variant.batch,
+          pollInterval: variant.pollInterval ?? "500ms (default)",
+          lease: "30s (default)",
+        },
+      };
+    };
+    const settings = {
+      backlog: `${n} records appended beforehand (appendMany, ${CONSUME.appendBatch} a call, not timed)`,
+      log: "16 partitions, key i % 500",
+      member: 'an instance in mode "work" running the group and no jobs, with a store and driver client of its own',
+      handler: "counts each record by partition and offset",
+      ...b.settings,
+    };
+    if (members === 1) {
+      const results: Record<string, unknown>[] = [];
+      for (const variant of CONSUME.variants) {
+        const { tracker, instances: [member] } = open(variant, "earliest");
+        const t0 = now();
+        await member.start();
+        results.push(await figures(variant, t0, tracker));
+        await member.shutdown({ drain: "5s" });
+      }
+      const [headline, ...more] = results;
+      return {
+        ...headline,
+        ...Object.fromEntries(more.map((r, k) => [CONSUME.variants[k + 1].label, r])),
+        settings: {
+          timed: "from just before start() to the first check that finds the lag 0",
+          order: CONSUME.variants.map((v) => v.label),
+          ...settings,
+        },
+      };
+    }
+    const variant = { ...CONSUME.variants[0], label: "members" };
+    const { tracker, handled, instances } = open(variant, "latest");
+    for (const member of instances) await member.start();
+    await sleep(HEARTBEAT_MS + 1_000);
+    const owners = new Set((await lagOf(variant.label)).map((r) => r.owner));
+    if (owners.size !== members || handled.some((h) => h > 0)) {
+      throw new Error(`setup failed: ${owners.size} owners, ${handled} records handled before the seek`);
+    }
+    const t0 = now();
+    await instances[0].seek(variant.label, { to: "earliest" });
+    const result = await figures(variant, t0, tracker);
+    return {
+      ...result,
+      members,
+      verified: { ...result.verified, records_per_member: handled, owners: owners.size },
+      settings: {
+        timed: 'from just before seek(group, { to: "earliest" }) to the first check that finds the lag 0',
+        members: `${members} in this process, started with startAt: "latest" and run ${
+          HEARTBEAT_MS + 1_000
+        } ms before the seek, so the partitions are divided among them`,
+        ...settings,
+      },
+    };
+  };
   const workloads: Subject["workloads"] = {
     async enqueue_single({ signal }) {
       const { bench, errand } = await make("enqueue");
@@ -470,6 +638,8 @@ function subject(name: StoreName): Subject {
     },
     log_append_single: ({ signal }) => appends(signal, false),
     log_append_batch: ({ signal }) => appends(signal, true),
+    log_consume: ({ signal }) => consume(signal, 1),
+    log_consume_members: ({ signal }) => consume(signal, CONSUME.members),
     drain: ({ signal }) => drain(signal, false),
     result_idle: ({ signal }) => results(signal, false),
     result_busy: ({ signal }) => results(signal, true),

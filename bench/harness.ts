@@ -25,6 +25,7 @@ export const CFG = {
   concurrency: envInt("C", 32),
   nLatency: envInt("LAT_N", 200),
   nResult: envInt("RESULT_N", 100),
+  nConsume: envInt("N_CONSUME", 50000),
   latencyGapMinMs: envInt("LAT_GAP_MIN_MS", 20),
   latencyGapMaxMs: envInt("LAT_GAP_MAX_MS", 70),
   timeoutS: envInt("WORKLOAD_TIMEOUT_S", 120),
@@ -44,7 +45,9 @@ export function removeSqliteFiles(file: string): void {
  * plain drain so the two are measured in the same run; `result_idle` and
  * `result_busy`, the round trip of an enqueue and the `result()` that
  * awaits it, with the worker idle or draining a backlog; `log_append_single`
- * and `log_append_batch`, appends to a retained log one by one and batched.
+ * and `log_append_batch`, appends to a retained log one by one and batched;
+ * `log_consume` and `log_consume_members`, a consumer group reading a
+ * backlog of that log with one member and with several.
  */
 export const WORKLOADS = [
   "enqueue_single",
@@ -56,13 +59,21 @@ export const WORKLOADS = [
   "result_busy",
   "log_append_single",
   "log_append_batch",
+  "log_consume",
+  "log_consume_members",
 ] as const;
 /** One of {@link WORKLOADS}. */
 export type Workload = typeof WORKLOADS[number];
 /** The workloads of WORKLOAD.md, which every subject has; the others are a subject's own. */
 export type SharedWorkload = Exclude<
   Workload,
-  "drain_flow" | "result_idle" | "result_busy" | "log_append_single" | "log_append_batch"
+  | "drain_flow"
+  | "result_idle"
+  | "result_busy"
+  | "log_append_single"
+  | "log_append_batch"
+  | "log_consume"
+  | "log_consume_members"
 >;
 
 /** The payload of job number `i`. */
