@@ -257,7 +257,8 @@ export class WorkerPool<TTx> implements RunEnds {
   /**
    * Runs due jobs until none is left or the budget nears its end (see
    * `Errand.drain()`): a beat, so this instance owns partitions; the
-   * leadership, to fire due recurring jobs; rescue and promotion; then a
+   * leadership, to fire due recurring jobs; rescue, promotion, continuations
+   * and pruning; then a
    * worker per queue claims and runs rounds while the budget leaves room
    * for one ({@link claimReserve}). At the budget's end runs still going are
    * handed back with the attempt not counted. Every timer and registration
@@ -287,8 +288,11 @@ export class WorkerPool<TTx> implements RunEnds {
       keepAlive.push(
         every(clock, resolved.leaderLeaseMs / 3, "Leadership", logger, () => this.#leadership.renew(), true),
       );
+      // What a "work" instance's maintenance would do, for deployments where drains are all there is.
       await this.#maintenance.rescue();
       await this.#maintenance.promote();
+      await this.#maintenance.resolveContinuations();
+      await this.#maintenance.prune();
       let longestRound = 0;
       await Promise.all(workers.map(async (worker) => {
         while (deadline - clock.now() > claimReserve(plan.budgetMs, longestRound)) {

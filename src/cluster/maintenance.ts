@@ -71,7 +71,7 @@ export class Maintenance {
     const { clock, logger, intervals } = this.#env;
     this.#tasks = [
       every(clock, intervals.promote, "Promoting scheduled jobs", logger, () => this.promote()),
-      every(clock, intervals.promote, "Resolving continuations", logger, () => resolveWaiting(this.#env)),
+      every(clock, intervals.promote, "Resolving continuations", logger, () => this.resolveContinuations()),
       every(clock, intervals.rescue, "Rescuing expired leases", logger, () => this.rescue()),
       every(clock, intervals.prune, "Pruning finished jobs", logger, () => this.prune()),
     ];
@@ -90,6 +90,11 @@ export class Maintenance {
       for (const queue of queues) this.#env.wake(queue);
       if (queues.length === 0) return;
     }
+  }
+
+  /** Releases or cancels continuations whose parents all finished (those a transaction enqueued after the last parent ended). */
+  async resolveContinuations(): Promise<void> {
+    await resolveWaiting(this.#env);
   }
 
   /** Retries or fails running jobs whose lease expired; returns how many. */

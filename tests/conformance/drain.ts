@@ -51,6 +51,12 @@ export function drainCases(kind: StoreKind<unknown>): void {
         assert.ok(ran.includes("report nightly") && ran.includes("task 3"));
         assert.deepEqual(await errand.workers(), [], "the drain's heartbeat is gone");
         assert.deepEqual(await errand.drain({ budget: "1s" }), { ran: 0, completed: 0, failed: 0, left: 0 });
+        // A day later a drain prunes what its retention (24 h for completed jobs) lets go, as maintenance would.
+        const completed = new Set((await errand.list({ state: "completed" })).jobs.map((j) => j.id));
+        clock.advance(25 * 3_600_000);
+        await errand.drain({ budget: "5s" });
+        const left = (await errand.list({ state: "completed" })).jobs.filter((j) => completed.has(j.id));
+        assert.deepEqual(left, [], "the completed jobs of yesterday are pruned");
       }));
 
     it("stops claiming while the budget has no room for another round", () =>
