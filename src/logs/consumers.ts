@@ -218,7 +218,7 @@ export class LogConsumers {
       const position = s.epoch !== null ? s.position : stored?.committed ?? (g.startAt === "latest" ? end : 0);
       if (end <= position && !(stored === undefined && end > 0)) continue;
       if (s.failures > 0 && now < s.retryAt) continue;
-      const running = this.#drain(g, p, s, end).finally(() => s.running = undefined);
+      const running = this.#workPartition(g, p, s, end).finally(() => s.running = undefined);
       s.running = running;
       started.push(running);
     }
@@ -231,7 +231,7 @@ export class LogConsumers {
    * so a backlog is consumed at the store's pace, not the poll's. Resolves
    * to the records consumed.
    */
-  async #drain(g: ConsumerGroup, p: number, s: PartitionState, end: number): Promise<number> {
+  async #workPartition(g: ConsumerGroup, p: number, s: PartitionState, end: number): Promise<number> {
     let consumed = 0;
     for (;;) {
       const n = await this.#batch(g, p, s, end);
@@ -260,23 +260,23 @@ export class LogConsumers {
         s.leaseUntil = now + g.leaseMs;
       }
       const epoch = s.epoch;
-      const from = s.position;
-      const rows = await store.logRead({ log: g.log, partition: p, from, limit: g.batch });
-      // Offsets are gap-free: records missing from `from` on were pruned by retention before the group read them.
+      const rows = await store.logRead({ log: g.log, partition: p, from: s.position, limit: g.batch });
+      // Offsets are gap-free: records missing from the group's offset on were pruned by retention before it read
+      // them. The group moves past them at once (committed, so the skip is reported once), then handles the rest.
       const first = rows.length > 0 ? rows[0].offset : end;
-      if (first > from) {
-        telemetry.retentionSkipped({ group: g.group, log: g.key, partition: p, from, to: first });
+      if (first > s.position) {
+        const skipped = { group: g.group, log: g.key, partition: p, from: s.position, to: first };
+        if (!await this.#commit(g, p, s, epoch, skipped.from, skipped.to)) return 0;
+        telemetry.retentionSkipped(skipped);
         logger.warn(
-          `Consumer group "${g.group}" fell behind the retention of log "${g.key}" in partition ${p}: records ${from} to ${
+          `Consumer group "${g.group}" fell behind the retention of log "${g.key}" in partition ${p}: records ${skipped.from} to ${
             first - 1
           } were pruned before it read them; it resumes at ${first}`,
-          { group: g.group, log: g.key, partition: p, skipped: first - from },
+          { group: g.group, log: g.key, partition: p, skipped: first - skipped.from },
         );
       }
-      if (rows.length === 0) {
-        if (first > from) await this.#commit(g, p, s, epoch, from, first);
-        return 0;
-      }
+      if (rows.length === 0) return 0;
+      const from = s.position;
       const records = rows.map(toRecord);
       const abort = new AbortController();
       s.abort = abort;
