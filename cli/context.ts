@@ -18,9 +18,9 @@ export interface GlobalOptions {
   /** `--schema` or ERRAND_SCHEMA (PostgreSQL). */
   readonly schema?: string;
   /** `--json`. */
-  readonly json: boolean;
+  readonly json?: boolean;
   /** `--debug`. */
-  readonly debug: boolean;
+  readonly debug?: boolean;
   /** False with `--no-color`. */
   readonly color: boolean;
 }
@@ -41,8 +41,8 @@ export function addGlobalOptions(program: Command): Command {
         "ERRAND_SCHEMA",
       ),
     )
-    .option("--json", "machine output: JSON on stdout", false)
-    .option("--debug", "show stack traces of errors", false)
+    .option("--json", "machine output: JSON on stdout")
+    .option("--debug", "show stack traces of errors")
     .option("--no-color", "no colours (also: NO_COLOR=1)");
 }
 
@@ -54,7 +54,7 @@ export function globalOptions(command: Command): GlobalOptions {
 /** The output the global options of `command` choose. */
 export function outputOf(command: Command): Output {
   const { json, color } = globalOptions(command);
-  return new Output({ json, color });
+  return new Output({ json: json === true, color });
 }
 
 /** Whether `name` was given on the command line (not taken from the environment or a default). */

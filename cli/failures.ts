@@ -12,7 +12,7 @@
  *
  * @module
  */
-import { ErrandError, NotFoundError, SchemaVersionError, StateError, ValidationError } from "../mod.ts";
+import { ErrandError, ValidationError } from "../mod.ts";
 
 /** The command did what it was asked. */
 export const EXIT_OK = 0;
@@ -44,12 +44,9 @@ export function exitCodeOf(err: unknown): number {
   return err instanceof UsageError || err instanceof ValidationError ? EXIT_USAGE : EXIT_FAILURE;
 }
 
-/** The one line shown for `err`, without the program's name. */
+/** The one line shown for `err`: its message (with its name when it is not one of errand's or the command line's). */
 export function messageOf(err: unknown): string {
-  if (err instanceof UsageError || err instanceof CommandFailure) return err.message;
-  if (err instanceof NotFoundError || err instanceof StateError || err instanceof ValidationError) return err.message;
-  if (err instanceof SchemaVersionError) return err.message;
-  if (err instanceof ErrandError) return err.message;
+  if (err instanceof UsageError || err instanceof CommandFailure || err instanceof ErrandError) return err.message;
   if (err instanceof Error) return `${err.name}: ${err.message}`;
   return String(err);
 }

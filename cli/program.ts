@@ -55,7 +55,8 @@ export function buildProgram(): Command {
     .version(version(), "-v, --version", "print errand's version")
     .exitOverride()
     .configureOutput({ outputError: (text, write) => write(`errand: ${text.replace(/^error: /, "")}`) })
-    .showHelpAfterError("(errand --help lists the commands; errand <command> --help its options)");
+    .showHelpAfterError("(errand --help lists the commands; errand <command> --help its options)")
+    .configureHelp({ showGlobalOptions: true });
   addGlobalOptions(program);
   program.addHelpText("after", HELP_AFTER);
   addMigrateCommand(program);

@@ -79,7 +79,7 @@ export async function withErrand<T>(
 }
 
 /** `err` said in terms of the command line, when it is about the database. */
-export function explain(err: unknown, url: DatabaseUrl, command: Command): unknown {
+function explain(err: unknown, url: DatabaseUrl, command: Command): unknown {
   if (err instanceof StoreUnavailableError) {
     return new CommandFailure(
       `Cannot reach the database at ${url.shown}: ${
