@@ -212,13 +212,13 @@ describe("getting started, followed as written", { skip }, () => {
     if (work) rmSync(work, { recursive: true, force: true });
   });
 
-  /** A directory with `node` (the given one), `deno` and `bun`, as a user has them installed. */
+  /** A directory with `node` (the given one), `deno`, `bun` and `bunx`, as a user has them installed. */
   const binFor = (node: string) => {
     if (!bins.has(node)) {
       const dir = `${work}/bin-${bins.size}`;
       mkdirSync(dir);
       symlinkSync(node, `${dir}/node`);
-      for (const tool of ["deno", "bun"]) {
+      for (const tool of ["deno", "bun", "bunx"]) {
         symlinkSync(realpathSync(`${root}node_modules/.bin/${tool}`), `${dir}/${tool}`);
       }
       bins.set(node, dir);

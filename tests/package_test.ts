@@ -1,7 +1,8 @@
 /**
  * The packages as users get them. The npm tarball (`npm pack`, which builds
  * dist/) is installed into a fresh project, where plain Node 20 ESM (no tsx,
- * no loader) and Bun import every subpath and run a job on libSQL, and tsc
+ * no loader) and Bun import every subpath and run a job on libSQL, its bin
+ * `errand` runs on both, and tsc
  * type-checks a consumer file against the shipped .d.ts. deno.json and
  * package.json export the same subpaths, and `deno publish --dry-run`
  * passes (no slow types). Runs on Node, which drives npm.
@@ -99,6 +100,16 @@ describe("packages", { skip: onNode ? false : "npm pack and install run from Nod
         const result = JSON.parse(out.trim().split("\n").pop()!);
         assert.deepEqual(result.ran, expected.ran, runtime);
         assert.deepEqual(result.kinds, expected.kinds, runtime);
+      }
+      // The bin: `errand` from plain Node (its shebang) and from Bun, on the same database.
+      const cli = `${project}/node_modules/.bin/errand`;
+      const version = JSON.parse(readFileSync(`${root}package.json`, "utf8")).version;
+      assert.equal(run(cli, ["--version"], project).trim(), version);
+      const migrated = JSON.parse(run(cli, ["--db", `file:${work}/cli.db`, "migrate", "--json"], project));
+      assert.equal(migrated.applied, true);
+      for (const [runtime, args] of [[cli, []], [bin("bun"), [cli]]] as const) {
+        const stats = JSON.parse(run(runtime, [...args, "--db", `file:${work}/cli.db`, "stats", "--json"], project));
+        assert.equal(stats.jobs.byState.failed, 0, runtime);
       }
       writeFileSync(`${project}/consumer.ts`, CONSUMER);
       writeFileSync(

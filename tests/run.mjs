@@ -42,6 +42,7 @@ if (!args.includes("--skip-checks")) {
         "mod.ts",
         "src/",
         "adapters/",
+        "cli/",
         "tests/",
         "examples/",
         "bench/",
@@ -72,6 +73,7 @@ if (!args.includes("--skip-checks")) {
     "adapters/hono/mod.ts",
     "src/testing.ts",
     "src/store/mod.ts",
+    "cli/main.ts",
   ];
   const cycles = ["--no-warning", "--no-tree", "--exit-code", "circular:1", ...entries];
   if (!run("import cycles", bin("dpdm"), cycles).ok) failures.push("import cycles");

@@ -82,6 +82,7 @@ export default defineConfig({
           { text: "Options", link: "/reference/options" },
           { text: "Errors", link: "/reference/errors" },
           { text: "Admin HTTP API", link: "/reference/http-api" },
+          { text: "Command line", link: "/reference/cli" },
           { text: "Metrics", link: "/reference/metrics" },
           { text: "Schema", link: "/reference/schema" },
         ],

@@ -1,0 +1,206 @@
+/**
+ * The `--db` URL: which store it names (PostgreSQL for `postgres://` and
+ * `postgresql://`; libSQL for `file:`, `libsql://`, `http(s)://` and
+ * `ws(s)://`), how it is shown (password and auth token hidden), and
+ * opening the store on it with the driver the project installed
+ * (`postgres` or `@libsql/client`, imported only when used).
+ *
+ * @module
+ */
+import { existsSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import type { StoreFor } from "../src/store/mod.ts";
+import { CommandFailure, UsageError } from "./failures.ts";
+
+/** The stores the command line opens. */
+export type DatabaseKind = "postgres" | "libsql";
+
+/** A checked `--db` URL. */
+export interface DatabaseUrl {
+  readonly kind: DatabaseKind;
+  /** The URL as given. */
+  readonly url: string;
+  /** The URL to show: password and auth token replaced by `***`. */
+  readonly shown: string;
+  /** For a libSQL `file:` URL, the file's path. */
+  readonly file?: string;
+}
+
+const EXAMPLES =
+  "postgres://user:password@host:5432/db, file:path/to/errand.db or libsql://name.turso.io?authToken=...";
+
+/**
+ * Checks `raw` (from `--db` or ERRAND_DATABASE_URL).
+ * @throws {UsageError} When it is missing, malformed or of a kind errand has no store for.
+ */
+export function parseDatabaseUrl(raw: string | undefined): DatabaseUrl {
+  if (raw === undefined || raw.trim() === "") {
+    throw new UsageError(`No database: pass --db <url> or set ERRAND_DATABASE_URL (${EXAMPLES})`);
+  }
+  const url = raw.trim();
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1]?.toLowerCase();
+  if (url === ":memory:" || url === "file::memory:") {
+    throw new UsageError(`--db "${url}" is an in-memory database, empty in every process; use a file: or server URL`);
+  }
+  if (scheme === "postgres" || scheme === "postgresql") {
+    checkParses(url, "PostgreSQL");
+    return { kind: "postgres", url, shown: hideSecrets(url) };
+  }
+  if (scheme === "file") {
+    const rest = url.slice("file:".length).split(/[?#]/)[0];
+    if (rest === "") throw new UsageError(`--db "${url}" names no file; write it as file:path/to/errand.db`);
+    const file = rest.startsWith("//") ? fileURLToPath(url.split(/[?#]/)[0]) : decodeURIComponent(rest);
+    return { kind: "libsql", url, shown: url, file };
+  }
+  if (scheme && ["libsql", "http", "https", "ws", "wss"].includes(scheme)) {
+    checkParses(url, "libSQL");
+    return { kind: "libsql", url, shown: hideSecrets(url) };
+  }
+  throw new UsageError(
+    `--db "${hideSecrets(url)}" is not a database URL errand can open${
+      scheme ? ` (no store for "${scheme}:")` : ""
+    }; use ${EXAMPLES}`,
+  );
+}
+
+function checkParses(url: string, what: string): void {
+  try {
+    new URL(url);
+  } catch (err) {
+    throw new UsageError(`--db "${hideSecrets(url)}" is not a valid ${what} URL; write it as ${EXAMPLES}`, {
+      cause: err,
+    });
+  }
+}
+
+/** `message` (a driver's, which may quote the URL) without the password or auth token of `url`. */
+export function scrubbed(message: string, url: string): string {
+  const secrets = [
+    /^[a-z][a-z0-9+.-]*:\/\/[^:/@]*:([^@/]+)@/i.exec(url)?.[1],
+    /[?&]authToken=([^&#]+)/i.exec(url)?.[1],
+  ].filter((s): s is string => s !== undefined && s !== "");
+  let out = message.replaceAll(url, hideSecrets(url));
+  for (const secret of secrets) {
+    out = out.replaceAll(secret, "***");
+    try {
+      out = out.replaceAll(decodeURIComponent(secret), "***");
+    } catch {
+      // Not percent-encoded.
+    }
+  }
+  return out;
+}
+
+/** `url` with its password and `authToken` replaced by `***`. */
+export function hideSecrets(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return url.replace(/:[^:@/]*@/, ":***@").replace(/(authToken=)[^&#]*/i, "$1***");
+  }
+  if (parsed.password) parsed.password = "***";
+  if (parsed.searchParams.has("authToken")) parsed.searchParams.set("authToken", "***");
+  return parsed.toString();
+}
+
+/** A store opened on a database, and how to close the client under it. */
+export interface OpenDatabase {
+  readonly url: DatabaseUrl;
+  /** The store for the namespace (and schema) given. */
+  readonly store: StoreFor<unknown>;
+  /** Closes the client (the connections). */
+  close(): Promise<void>;
+}
+
+/** How to open a store. */
+export interface OpenOptions {
+  /** The namespace (`--namespace`). */
+  readonly namespace: string;
+  /** The PostgreSQL schema (`--schema`); undefined for the store's default. */
+  readonly schema?: string;
+  /** Whether the store may create or upgrade errand's tables (only `migrate` does). */
+  readonly migrate: boolean;
+  /** Whether a `file:` database may be created (a new file); otherwise a missing file is an error. */
+  readonly create: boolean;
+}
+
+/**
+ * Opens the store `url` names, with the driver the project installed.
+ * @throws {CommandFailure} When the driver is not installed or a database file is missing.
+ * @throws {UsageError} When the driver refuses the URL.
+ */
+export async function openDatabase(url: DatabaseUrl, options: OpenOptions): Promise<OpenDatabase> {
+  return url.kind === "postgres" ? await openPostgres(url, options) : await openLibsql(url, options);
+}
+
+async function openPostgres(url: DatabaseUrl, options: OpenOptions): Promise<OpenDatabase> {
+  const { default: postgres } = await importDriver(() => import("postgres"), "postgres", "PostgreSQL");
+  const { postgresStore } = await import("../adapters/postgres/mod.ts");
+  let sql: ReturnType<typeof postgres>;
+  try {
+    sql = postgres(url.url, {
+      max: 4,
+      connect_timeout: 10,
+      onnotice: () => {},
+      connection: { application_name: "errand-cli" },
+    });
+  } catch (err) {
+    throw new UsageError(
+      `--db "${url.shown}" is not a valid PostgreSQL URL: ${scrubbed((err as Error).message, url.url)}`,
+      { cause: err },
+    );
+  }
+  const store = postgresStore(sql, { namespace: options.namespace, schema: options.schema, migrate: options.migrate });
+  return { url, store: store as StoreFor<unknown>, close: () => sql.end({ timeout: 5 }) };
+}
+
+async function openLibsql(url: DatabaseUrl, options: OpenOptions): Promise<OpenDatabase> {
+  if (url.file !== undefined) {
+    const file = path.resolve(url.file);
+    if (!options.create && !existsSync(file)) {
+      throw new CommandFailure(
+        `There is no database file "${file}" (--db ${url.shown}); check the path, or create it with: errand --db ${url.shown} migrate`,
+      );
+    }
+    if (!existsSync(path.dirname(file))) {
+      throw new CommandFailure(
+        `The folder "${path.dirname(file)}" of --db ${url.shown} does not exist; create it first`,
+      );
+    }
+  }
+  const { createClient } = await importDriver(() => import("@libsql/client"), "@libsql/client", "libSQL");
+  const { libsqlStore } = await import("../adapters/libsql/mod.ts");
+  let client: ReturnType<typeof createClient>;
+  try {
+    client = createClient({ url: url.url });
+  } catch (err) {
+    throw new UsageError(
+      `--db "${url.shown}" is not a valid libSQL URL: ${scrubbed((err as Error).message, url.url)}`,
+      { cause: err },
+    );
+  }
+  const store = libsqlStore(client, { namespace: options.namespace, migrate: options.migrate });
+  return {
+    url,
+    store: store as StoreFor<unknown>,
+    close: () => {
+      client.close();
+      return Promise.resolve();
+    },
+  };
+}
+
+async function importDriver<T>(load: () => Promise<T>, name: string, what: string): Promise<T> {
+  try {
+    return await load();
+  } catch (err) {
+    throw new CommandFailure(
+      `The ${what} driver "${name}" cannot be loaded (${
+        (err as Error).message.split("\n")[0]
+      }); install it in your project: npm install ${name}`,
+      { cause: err },
+    );
+  }
+}
