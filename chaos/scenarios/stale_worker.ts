@@ -32,11 +32,11 @@
  * such runs write nothing.
  */
 import { isDeepStrictEqual } from "node:util";
-import { createClient } from "@libsql/client";
 import { check, type Scenario } from "../scenario.ts";
-import { type ChaosDatabase, orchestrator } from "../support/database.ts";
-import { type Worker, Workers } from "../support/processes.ts";
+import { orchestrator } from "../support/database.ts";
+import { Workers } from "../support/processes.ts";
 import { overlapsWhileLeased, readRunLog, runsOf } from "../support/run_log.ts";
+import { stopOutsideWrites } from "../support/stop_outside_writes.ts";
 import { sleep, until } from "../support/wait.ts";
 
 const LEASE_MS = 3_000;
@@ -151,39 +151,4 @@ export const scenario: Scenario = {
 /** Waits up to 30 s for `probe`; throws, naming `what`, when it does not come true. */
 async function waitFor(what: string, probe: () => boolean | Promise<boolean>): Promise<void> {
   if (!await until(probe, 30_000, 20)) throw new Error(`timed out waiting for ${what}`);
-}
-
-/**
- * SIGSTOPs `worker` at a moment when it holds no write lock, and returns the
- * time of the SIGSTOP that held. A process stopped inside a libSQL write
- * transaction would block every other writer until SIGCONT, and the rescue
- * this scenario needs could not happen. A stop that lands inside a write is
- * undone with SIGCONT and tried again. On PostgreSQL, a worker's writes are
- * single statements, which the server completes without its client, so every
- * stop holds.
- */
-async function stopOutsideWrites(workers: Workers, worker: Worker, db: ChaosDatabase): Promise<number> {
-  for (let attempt = 1; attempt <= 20; attempt++) {
-    workers.signal(worker, "SIGSTOP");
-    const stoppedAt = workers.signals.at(-1)!.t;
-    if (db.store === "postgres" || !await holdsWriteLock(db.env.CHAOS_URL)) return stoppedAt;
-    workers.signal(worker, "SIGCONT");
-    await sleep(20 + Math.random() * 50);
-  }
-  throw new Error("the worker was inside a write at each of 20 SIGSTOPs");
-}
-
-/** Whether some process holds the write lock of the libSQL file at `url` for more than 200 ms. */
-async function holdsWriteLock(url: string): Promise<boolean> {
-  const probe = createClient({ url });
-  try {
-    // A script, so a failed BEGIN IMMEDIATE leaves no statement active on the connection.
-    await probe.executeMultiple("PRAGMA busy_timeout = 200; BEGIN IMMEDIATE; ROLLBACK;");
-    return false;
-  } catch (err) {
-    if (/SQLITE_BUSY|locked/i.test(String(err))) return true;
-    throw err;
-  } finally {
-    probe.close();
-  }
 }

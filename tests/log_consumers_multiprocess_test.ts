@@ -1,0 +1,55 @@
+/**
+ * Log consumer groups across real OS processes (issue 25), on each store: the
+ * short form of the chaos scenario log_consumers (chaos/support/log_consumers_run.ts).
+ * Three member processes run one group on a log over 16 partitions while
+ * 4,000 records over 100 keys are appended; one member is SIGKILLed and
+ * restarted, another SIGSTOPped mid-batch until its partitions are taken
+ * over, then continued. It checks that every record is consumed at least
+ * once, that per partition the group's batches are in offset order, that
+ * committed offsets never go backwards, and that the stopped member's late
+ * commits are rejected and change nothing; and it prints its figures.
+ *
+ * The members run on the runtime running the test. The run takes about
+ * 30 s per store: most of it is the stopped member's heartbeat expiring
+ * (15 s) before its partitions can move.
+ */
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import process from "node:process";
+import { describe, it } from "node:test";
+import { openDatabase, unavailable } from "../chaos/support/database.ts";
+import { logConsumersRun } from "../chaos/support/log_consumers_run.ts";
+import { runtimeCommand } from "./support/runtime.ts";
+
+for (const store of ["libsql", "postgres"] as const) {
+  describe(`log consumer groups across processes: ${store}`, () => {
+    const skip = unavailable(store);
+    if (skip && process.env.ERRAND_REQUIRE_PG === "1") throw new Error(`ERRAND_REQUIRE_PG=1 but ${skip}`);
+    if (skip) {
+      it(`skipped: ${skip}`, { skip }, () => {});
+      return;
+    }
+
+    it("3 members, 16 partitions, 4,000 records over 100 keys, a SIGKILL and a SIGSTOP past the lease: every record consumed, in offset order, offsets never back, the late commits rejected", async () => {
+      const dir = mkdtempSync(`${tmpdir()}/errand-consumers-`);
+      const db = openDatabase(store, dir);
+      const notes: string[] = [];
+      try {
+        const { figures, checks } = await logConsumersRun({
+          db,
+          dir,
+          quick: true,
+          command: runtimeCommand,
+          note: (m) => notes.push(m),
+        });
+        console.log(`log consumers (${store}): ${JSON.stringify(figures)}`);
+        const broken = checks.filter((c) => !c.ok).map((c) => c.rule);
+        assert.deepEqual(broken, [], `rules broken:\n${notes.join("\n")}\n${JSON.stringify(figures)}`);
+      } finally {
+        await db.close();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  });
+}
