@@ -54,8 +54,9 @@ export interface ConsumerOptions<L extends LogDefinitions, K extends LogKey<L>> 
   batch?: number;
   /**
    * How long a member's lease of a partition holds; renewed while the handler
-   * runs and at every commit. After a member dies, its partitions wait this
-   * long before another member takes them.
+   * runs and at every commit. After a member dies, its partitions move once
+   * its heartbeat has expired (15 s, seen at the next beat of a live member)
+   * and this lease has ended, whichever is later.
    * @default {"30s"}
    */
   lease?: Duration;
