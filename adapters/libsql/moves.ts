@@ -42,9 +42,14 @@ const SETS = MOVED_COLUMNS.filter(([c]) => c !== "id").map(([c]) => `${quoted(c)
  * thirty columns.
  */
 const ROW = `json_object(${
-  MOVED_COLUMNS.map(([c, t]) => `'${c}', ${t === "bytes" ? `hex(j.${quoted(c)})` : `j.${quoted(c)}`}`).join(", ")
+  MOVED_COLUMNS.map(([c, t]) => `'${c}', ${t === "bytes" ? hexOrNull(`j.${quoted(c)}`) : `j.${quoted(c)}`}`).join(", ")
 }, 'parents', (SELECT json_group_array(l.parent_id) FROM errand_job_parents AS l
   WHERE l.namespace = j.namespace AND l.job_id = j.id)) AS job`;
+
+/** `column`'s bytes as hex text, or null (SQLite's `hex(NULL)` is an empty text). */
+function hexOrNull(column: string): string {
+  return `CASE WHEN ${column} IS NULL THEN NULL ELSE hex(${column}) END`;
+}
 
 /** A moved job from a row of {@link ROW}. */
 function fromRow(row: Record<string, unknown>): MovedJob {

@@ -92,12 +92,12 @@ export async function fillSource(store: Store, clock: FakeClock, sizes: FillSize
       (n) => ({ kind: "mail" as const, payload: { n: 2 * n + 1 }, options: { attempts: 1 } }),
       errand,
     );
-    const cancelled = await inBatches(
+    await inBatches(
       sizes.finished,
-      (n) => ({ kind: "plain" as const, payload: { n: -1e6 - n } }),
+      (n) => ({ kind: "plain" as const, payload: { n: -1e6 - n }, options: { queue: "doomed" } }),
       errand,
     );
-    for (const id of cancelled) await errand.cancel(id);
+    await errand.cancelMany({ state: "available", queue: "doomed" });
     // The consumer group consumes these in the step; the later ones stay to consume.
     await errand.appendMany("events", Array.from({ length: 30 }, (_, n) => ({ n })));
     await errand.step();
@@ -183,11 +183,12 @@ export async function snapshot(store: Store): Promise<Snapshot> {
   }
   const logs = [];
   for (const s of await store.logSequences()) {
-    logs.push({ ...s, records: await store.logRead({ log: s.log, partition: s.partition, from: 0, limit: 10_000 }) });
+    const records = await store.logRead({ log: s.log, partition: s.partition, from: 0, limit: 10_000 });
+    logs.push({ ...s, records: records.map((r) => ({ ...r, value: [...r.value] })) });
   }
   return {
     jobs,
-    schedules: (await store.scheduleList()).map((s) => ({ ...s, createdAt: 0 })),
+    schedules: (await store.scheduleList()).map((s) => ({ ...s, payload: [...s.payload], createdAt: 0 })),
     partitions: await store.partitionSequences(),
     paused: (await store.queuesPaused()).sort(),
     logs,
@@ -204,4 +205,43 @@ export function comparable(job: MovedJob): unknown {
     runs: job.runs.map((r) => Object.fromEntries(Object.entries(r).sort(([a], [b]) => (a < b ? -1 : 1)))),
     parents: [...job.parents].sort(),
   }));
+}
+
+/**
+ * Checks that `target` holds what `before` (the source before the move)
+ * held, as a move leaves it: jobs running under a lapsed lease are
+ * available again with the lapsed run recorded and counted, continuations
+ * of completed parents are released, and the rest is unchanged.
+ */
+export function assertCarried(before: Snapshot, target: Snapshot, history: boolean): void {
+  const finished = ["completed", "failed", "cancelled"];
+  let expected = 0;
+  for (const [id, job] of before.jobs) {
+    if (!history && finished.includes(job.state)) {
+      assert.equal(target.jobs.get(id), undefined, `finished job ${id} stays behind without history`);
+      continue;
+    }
+    expected++;
+    const moved = target.jobs.get(id);
+    assert.ok(moved, `job ${id} (${job.kind}, ${job.state}) is on the target`);
+    if (job.state === "running") {
+      assert.equal(moved.state, "available", "a lapsed run's job is available again");
+      assert.equal(moved.attempt, job.attempt, "the lapsed attempt stays counted");
+      assert.equal(moved.runs.length, job.runs.length + 1);
+      assert.equal(moved.runs.at(-1)?.error?.name, "LeaseExpired");
+      continue;
+    }
+    const released = job.state === "waiting" && job.parents.every((p) => before.jobs.get(p)?.state === "completed");
+    if (released) {
+      assert.equal(moved.state, "available", "a continuation of a completed parent is released");
+      assert.deepEqual(moved.parents, job.parents);
+      continue;
+    }
+    assert.deepEqual(comparable(moved), comparable(job), `job ${id} (${job.kind}, ${job.state}) is carried as it was`);
+  }
+  assert.equal(target.jobs.size, expected, "no other job is on the target");
+  assert.deepEqual(target.schedules, before.schedules);
+  assert.deepEqual(target.partitions, before.partitions);
+  assert.deepEqual(target.logs, before.logs);
+  assert.deepEqual(target.consumers, before.consumers);
 }
