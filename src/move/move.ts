@@ -23,11 +23,14 @@
  *   enqueued to it afterwards waits there until the same move is run
  *   again, which carries it over too.
  *
+ * One call runs a move at a time (`lease.ts`).
+ *
  * @module
  */
 import type { Store } from "../store/store.ts";
 import { commitJobs, copyJobs, verifyJobs } from "./jobs.ts";
 import { copyLogs } from "./logs.ts";
+import { MoveLease } from "./lease.ts";
 import { dryRun } from "./dry_run.ts";
 import { checkPair, ensureSchemas, openMove } from "./open.ts";
 import type { MoveOptions, MovePhase, MoveReport } from "./options.ts";
@@ -84,7 +87,23 @@ export async function moveStore(from: Store, to: Store, options: MoveOptions = {
   checkPair(from, to, resolved);
   if (resolved.dryRun) return await dryRun(from, resolved);
   await ensureSchemas(from, to);
-  const run = await openMove(from, to, resolved);
+  const lease = await MoveLease.take(from, resolved, () =>
+    resolved.onProgress({
+      phase: "prepare",
+      done: 0,
+      total: 0,
+      message: "Waiting for another moveStore() call on this source to end, or for the lease of a stopped one to lapse",
+    }));
+  try {
+    return await runMove(await openMove(from, to, resolved));
+  } finally {
+    await lease.release();
+  }
+}
+
+/** Runs an opened move through its phases, from where it is. */
+async function runMove(run: MoveRun): Promise<MoveReport> {
+  const { from, options } = run;
   progress(run, run.state.phase, 0, 0, run.resumed ? `Resuming move "${run.id}"` : `Beginning move "${run.id}"`);
   await pauseQueues(run, await sourceQueues(from, run.state.pausedBefore), true);
   await settleSource(run);
@@ -107,7 +126,7 @@ export async function moveStore(from: Store, to: Store, options: MoveOptions = {
     await carryPartitions(run);
     await advance(run, "commit", "logs");
   }
-  if (resolved.logs) await copyLogs(run);
+  if (options.logs) await copyLogs(run);
   const resumed = await resumeTarget(run);
   await saveState(run, { phase: "done" }, true);
   const report = reportOf(run, await from.queuesPaused());

@@ -89,7 +89,9 @@ export async function openMove(from: Store, to: Store, options: ResolvedMoveOpti
     run = { id: source.id, from, to, options, resumed: false, state };
     target = null;
   } else {
-    const state = newState(now, options.history, await from.queuesPaused());
+    // A source moved before keeps every queue paused: the queues paused before that move are the user's.
+    const pausedBefore = source ? stateOf(source).pausedBefore : await from.queuesPaused();
+    const state = newState(now, options.history, pausedBefore);
     run = { id: idFactory()(now), from, to, options, resumed: false, state };
   }
   // The source's record first: it names the move before anything else is written.

@@ -71,6 +71,16 @@ async function runTarget(store: Store, clock: FakeClock): Promise<Map<string, nu
   return order;
 }
 
+/** Moves `clock` on a second at a time until `promise` settles. */
+async function advanceUntil(clock: FakeClock, promise: Promise<unknown>): Promise<void> {
+  let settled = false;
+  void promise.then(() => (settled = true), () => (settled = true));
+  while (!settled) {
+    await new Promise((r) => setTimeout(r, 5));
+    clock.advance(1_000);
+  }
+}
+
 /** Moving a store into another of the same kind (the cross-kind moves are in tests/move_test.ts). */
 export function moveCases(kind: StoreKind<unknown>): void {
   describe("moving a store", () => {
@@ -261,6 +271,34 @@ export function moveCases(kind: StoreKind<unknown>): void {
         const report = await moveStore(from, b.store("other"), { clock, renameNamespace: true });
         assert.equal(report.jobs, 2);
         assert.equal((await b.store("other").jobCounts()).reduce((n, c) => n + c.count, 0), 2);
+      }));
+
+    it("a second moveStore() call waits for the move's lease, and fails while a live call keeps it", () =>
+      withTwo(kind, async (a, b) => {
+        const clock = new FakeClock(Date.now());
+        const from = a.store();
+        const source = fixtureErrand(from, clock);
+        await source.enqueue("plain", { n: 1 });
+        await source.shutdown();
+        // A call that keeps its lease: the other call gives up after two lease lengths.
+        await from.leaderAcquire({ name: "move", holder: "live", now: clock.now(), until: clock.now() + 3_600_000 });
+        const messages: string[] = [];
+        const onProgress = (p: MoveProgress) => void (p.message && messages.push(p.message));
+        const refused = assert.rejects(moveStore(from, b.store(), { clock, onProgress }), (err) => {
+          assert.ok(err instanceof StateError);
+          assert.match(err.message, /Another moveStore\(\) call is moving this store now/);
+          return true;
+        });
+        await advanceUntil(clock, refused);
+        await refused;
+        assert.match(messages.join("\n"), /Waiting for another moveStore\(\) call/);
+        assert.deepEqual(await from.queuesPaused(), [], "the refused call paused nothing");
+        // A call that was killed: its lease lapses, and the next call goes on.
+        await from.leaderRelease({ name: "move", holder: "live" });
+        await from.leaderAcquire({ name: "move", holder: "killed", now: clock.now(), until: clock.now() + 10_000 });
+        const moving = moveStore(from, b.store(), { clock });
+        await advanceUntil(clock, moving);
+        assert.equal((await moving).jobs, 1);
       }));
 
     it("jobImport() leaves out a job whose unique key the target holds, or whose id another namespace holds", () =>
