@@ -227,7 +227,7 @@ async function runTarget(store: Store, ordered: number): Promise<Map<string, num
     logger: { debug() {}, info() {}, warn() {}, error() {} },
     queues: {
       default: { concurrency: 32 },
-      orders: { concurrency: 16 },
+      orders: { concurrency: 64 },
       mail: { concurrency: 4 },
       after: { concurrency: 4 },
       unique: { concurrency: 8 },

@@ -23,7 +23,7 @@ export const moveJobs = defineJobs({
 });
 
 /** The topics of {@link moveJobs}. */
-export const moveTopics = { orders: { partitions: 16 }, events: { partitions: 4 } };
+export const moveTopics = { orders: { partitions: 64 }, events: { partitions: 4 } };
 
 /** The log of the move tests. */
 export const moveLogs = defineLogs({ events: log<{ n: number }>({ topic: "events", key: (e) => String(e.n % 5) }) });
