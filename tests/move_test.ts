@@ -24,11 +24,11 @@ const moveScript = fileURLToPath(new URL("./support/move_process.ts", import.met
 
 /** 50,000 jobs in all, with the occurrence the schedule enqueues in advance. */
 const LARGE: FillSizes = {
-  plain: 15_379,
+  plain: 25_679,
   delayed: 2_000,
-  ordered: 30_000,
-  keys: 300,
-  continuations: 400,
+  ordered: 20_000,
+  keys: 200,
+  continuations: 200,
   unique: 2_000,
   mail: 1_000,
   finished: 500,
