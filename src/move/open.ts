@@ -11,6 +11,8 @@
  * - a target that holds jobs and was never this move's target;
  * - a target receiving another move that has not finished, or a source
  *   that is itself receiving one;
+ * - a move resumed with another target once it has begun removing jobs
+ *   from the source (before that, it begins afresh in the new target);
  * - a schema newer than this errand's (or older, with `migrate: false`) on either side;
  * - a rerun with another `history` than the move began with.
  *
@@ -20,7 +22,7 @@ import { SchemaVersionError, StateError, ValidationError } from "../errors.ts";
 import { idFactory } from "../encoding/ids.ts";
 import type { Store } from "../store/store.ts";
 import type { ResolvedMoveOptions } from "./options.ts";
-import { type MoveRun, newState, saveState, stateOf } from "./run.ts";
+import { before, type MoveRun, newState, saveState, stateOf } from "./run.ts";
 
 /**
  * What can be checked without reading either store.
@@ -106,16 +108,38 @@ export async function openMove(from: Store, to: Store, options: ResolvedMoveOpti
       `The target is receiving move "${target.id}" from another store, which has not finished; run that move to its end first`,
     );
   }
-  if (!target || target.id !== run.id) {
-    // A target new to this move: empty unless the same pair moves again.
+  // The target this move writes to, unless it is another store than the one the move began with.
+  const bound = target !== null && target.id === run.id && stateOf(target).targetKey === run.state.targetKey;
+  if (!bound) {
+    if (run.resumed && !before(run, "commit")) {
+      throw new StateError(
+        `Move "${run.id}" has begun removing jobs from the source into another target, which holds its record; run it again with that target`,
+      );
+    }
+    // A target new to this move: empty unless the same pair moves again, or this move wrote to it before
+    // it went into another target (its jobs are then copies of the source's).
     const held = (await to.jobCounts()).reduce((n, c) => n + c.count, 0);
     const again = source !== null && source.phase === "done" && run.id === source.id;
-    if (held > 0 && !again) {
+    const earlier = target !== null && target.id === run.id ? stateOf(target) : null;
+    if (held > 0 && !again && !earlier) {
       throw new ValidationError(
         `The target namespace "${to.namespace}" already holds ${held} jobs; a move goes into a namespace without jobs (another namespace, database or PostgreSQL schema)`,
       );
     }
-    await saveState(run, { targetWasEmpty: held === 0, targetPausedBefore: await to.queuesPaused() }, true);
+    // A move that had not removed anything from the source may go into another target: it begins afresh there.
+    const afresh = run.resumed
+      ? { phase: "prepare", copiedThrough: null, targetPaused: [], verified: null } as const
+      : {};
+    await saveState(
+      run,
+      {
+        ...afresh,
+        targetKey: crypto.randomUUID(),
+        targetWasEmpty: held === 0,
+        targetPausedBefore: earlier ? earlier.targetPausedBefore : await to.queuesPaused(),
+      },
+      true,
+    );
   } else {
     await saveState(run, {}, true);
   }

@@ -31,6 +31,8 @@ export interface MoveState {
   readonly targetPausedBefore: readonly string[];
   /** Queues the move paused on the target (written before it pauses them); resumed when it is done. */
   readonly targetPaused: readonly string[];
+  /** Names the target the move goes into: written into both records when the move first writes to that target. */
+  readonly targetKey: string;
   /** Whether the target held no job when the move began: then its counts must equal the source's. */
   readonly targetWasEmpty: boolean;
   /** The last id the copy wrote to the target, or null. */
@@ -56,6 +58,7 @@ export function newState(now: number, history: boolean, pausedBefore: readonly s
     sourcePaused: [],
     targetPausedBefore: [],
     targetPaused: [],
+    targetKey: "",
     targetWasEmpty: false,
     copiedThrough: null,
     verified: null,

@@ -301,6 +301,41 @@ export function moveCases(kind: StoreKind<unknown>): void {
         assert.equal((await moving).jobs, 1);
       }));
 
+    it("moveStore() stopped before it removed a job goes into another target; stopped after, it keeps to its target", () =>
+      withTwo(kind, async (a, b) => {
+        const c = await kind.open();
+        try {
+          const clock = new FakeClock(Date.now());
+          const from = a.store();
+          const source = fixtureErrand(from, clock);
+          await source.enqueueMany(Array.from({ length: 30 }, (_, n) => ({ kind: "plain" as const, payload: { n } })));
+          await source.shutdown();
+          const stopIn = (phase: string) => {
+            const controller = new AbortController();
+            const onProgress = (p: MoveProgress) =>
+              p.phase === phase && p.done >= 10 && controller.abort(new Error("stopped"));
+            return { clock, batchSize: 5, onProgress, signal: controller.signal };
+          };
+          await assert.rejects(moveStore(from, b.store(), stopIn("copy")), /stopped/);
+          // Into another target after all, and back: it begins afresh each time.
+          await assert.rejects(moveStore(from, c.store(), stopIn("copy")), /stopped/);
+          await assert.rejects(moveStore(from, b.store(), stopIn("verify")), /stopped/);
+          await assert.rejects(moveStore(from, c.store(), stopIn("commit")), /stopped/);
+          await assert.rejects(moveStore(from, b.store(), { clock }), (err) => {
+            assert.ok(err instanceof StateError);
+            assert.match(err.message, /has begun removing jobs from the source into another target/);
+            return true;
+          });
+          const report = await moveStore(from, c.store(), { clock });
+          assert.equal(report.verified, true);
+          assert.equal((await c.store().jobCounts()).reduce((n, x) => n + x.count, 0), 30);
+          assert.deepEqual(await from.jobCounts(), []);
+          assert.deepEqual(await c.store().queuesPaused(), []);
+        } finally {
+          await c.close();
+        }
+      }));
+
     it("jobImport() leaves out a job whose unique key the target holds, or whose id another namespace holds", () =>
       withTwo(kind, async (a, b) => {
         const clock = new FakeClock(Date.now());
