@@ -5,14 +5,19 @@
  * from the source) and run again; every job, schedule, partition sequence
  * and log then reads back from the target as the source had it, and the
  * target runs the jobs, each partition key's in order. And a move the other
- * way, PostgreSQL into a libSQL file. (Moves between two stores of one kind
- * are conformance cases, tests/conformance/moves.ts.)
+ * way, PostgreSQL into a libSQL file, and a target whose schema is newer.
+ * (Moves between two stores of one kind are conformance cases,
+ * tests/conformance/moves.ts.)
  */
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, it } from "node:test";
-import { createErrand, type MoveProgress, type MoveReport, moveStore } from "../mod.ts";
+import { mkdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { createClient } from "@libsql/client";
+import { createErrand, type MoveProgress, type MoveReport, moveStore, SchemaVersionError } from "../mod.ts";
+import { libsqlStore } from "../adapters/libsql/mod.ts";
 import { FakeClock } from "../src/testing.ts";
 import type { Store } from "../src/store/mod.ts";
 import { runtimeCommand } from "./support/runtime.ts";
@@ -207,6 +212,35 @@ describe("moving a store across kinds", () => {
     } finally {
       await b.close();
       await a.close();
+    }
+  });
+});
+
+describe("moving a store: errors", () => {
+  it("moveStore() names the side whose schema is newer than this errand's, and writes nothing", async () => {
+    const dir = `${tmpdir()}/errand-tests`;
+    mkdirSync(dir, { recursive: true });
+    const [fromUrl, toUrl] = ["from", "to"].map((end) =>
+      `file:${dir}/move-schema-${process.pid}-${Date.now()}-${end}.db`
+    );
+    const [fromClient, toClient] = [createClient({ url: fromUrl }), createClient({ url: toUrl })];
+    try {
+      const from = libsqlStore(fromClient);
+      const to = libsqlStore(toClient);
+      await to.ensureSchema();
+      await toClient.execute("INSERT INTO errand_migrations (version, name, applied_at) VALUES (999, 'later', 0)");
+      await assert.rejects(moveStore(from, to), (err) => {
+        assert.ok(err instanceof SchemaVersionError);
+        assert.match(err.message, /^The target store: .*"999", newer than .*upgrade errand/);
+        return true;
+      });
+      assert.equal(await from.moveGet({ role: "source" }), null, "no move began");
+    } finally {
+      fromClient.close();
+      toClient.close();
+      for (const url of [fromUrl, toUrl]) {
+        for (const suffix of ["", "-wal", "-shm"]) rmSync(url.slice("file:".length) + suffix, { force: true });
+      }
     }
   });
 });

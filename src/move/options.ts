@@ -55,7 +55,23 @@ export interface MoveOptions {
    * @default {false}
    */
   renameNamespace?: boolean;
-  /** Called as the move goes on, for a progress bar: the phase, how much of it is done, and of how much. */
+  /**
+   * Called as the move goes on, for a progress bar: the phase, how much of
+   * it is done, and of how much, and a message when the move does something
+   * an operator should know (which queues it paused, that it resumes an
+   * earlier move, that it waits for running jobs).
+   *
+   * @example One line per phase, and every message
+   * ```ts
+   * import type { MoveProgress } from "@errand/errand";
+   *
+   * let phase = "";
+   * const onProgress = (p: MoveProgress) => {
+   *   if (p.message) console.log(p.message);
+   *   else if (p.phase !== phase) console.log(`${(phase = p.phase)}: ${p.total} to go through`);
+   * };
+   * ```
+   */
   onProgress?: (progress: MoveProgress) => void;
   /** Stops the move between two batches (it fails with the signal's reason); run it again to resume. */
   signal?: AbortSignal;
@@ -115,9 +131,12 @@ export interface MoveReport {
    * and were moved (and verified one by one) while the source was cleared.
    */
   readonly late: number;
-  /** Jobs that were running when the move began (it waited for them). */
+  /** Jobs that were running when the move began (it waited for them). With `dryRun`: running now. */
   readonly running: number;
-  /** Of those, jobs whose lease had lapsed, which the move rescued: available again, the lapsed attempt counted. */
+  /**
+   * Of those, jobs whose lease had lapsed, which the move rescued: available
+   * again, the lapsed attempt counted. With `dryRun`: those whose lease has lapsed now.
+   */
   readonly rescued: number;
   /** Jobs not written because the target already held their unique key (an occurrence of a schedule fired on both). */
   readonly deduplicated: number;
