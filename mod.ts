@@ -72,6 +72,8 @@ export type {
 } from "./src/observability/telemetry.ts";
 export type { ErrandMode, ErrandOptions, Handlers, QueueOptions } from "./src/client/options.ts";
 export type { DrainOptions, DrainReport } from "./src/client/drain.ts";
+export { moveStore } from "./src/move/move.ts";
+export type { JobTally, MoveOptions, MovePhase, MoveProgress, MoveReport } from "./src/move/options.ts";
 export { defineJobs, job } from "./src/jobs/job.ts";
 export { defineLogs, log } from "./src/logs/log.ts";
 export type {

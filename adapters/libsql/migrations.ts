@@ -247,6 +247,22 @@ export const LIBSQL_MIGRATIONS: readonly LibsqlMigration[] = [
       ) WITHOUT ROWID`,
     ],
   },
+  {
+    version: 13,
+    name: "moves",
+    statements: [
+      `CREATE TABLE errand_moves (
+        namespace TEXT NOT NULL,
+        role TEXT NOT NULL,
+        id TEXT NOT NULL,
+        phase TEXT NOT NULL,
+        state TEXT NOT NULL,
+        started_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (namespace, role)
+      ) WITHOUT ROWID`,
+    ],
+  },
 ];
 
 /** The newest schema version this errand understands. */

@@ -84,6 +84,21 @@ import type {
   ResolvedWaiting,
   ScheduleRecord,
 } from "../../src/store/records.ts";
+import type {
+  ConsumerImportParams,
+  JobDeleteMovedParams,
+  JobExportParams,
+  JobImportParams,
+  JobImportResult,
+  LogImportParams,
+  LogSequence,
+  MovedJob,
+  MoveGetParams,
+  MoveRecord,
+  MoveSaveParams,
+  PartitionImportParams,
+  PartitionSequence,
+} from "../../src/store/moves.ts";
 import { LISTED_STATES, LISTED_STATES_SQL } from "../sql/listed_states.ts";
 import type { WorkerInfo } from "../../src/jobs/types.ts";
 import {
@@ -111,6 +126,18 @@ import { insertJobs } from "./insert.ts";
 import { saveProgress, watchJobs } from "./results.ts";
 import { appendRecords, pruneRecords, readRecords } from "./logs.ts";
 import { commitOffset, leasePartition, listOffsets, logEnds, releasePartition, seekOffsets } from "./consumers.ts";
+import {
+  deleteMovedJobs,
+  exportJobs,
+  getMove,
+  importConsumers,
+  importJobs,
+  importLog,
+  importPartitions,
+  logSequences,
+  partitionSequences,
+  saveMove,
+} from "./moves.ts";
 import { LIBSQL_MIGRATIONS, LIBSQL_SCHEMA_VERSION, MIGRATIONS_TABLE_SQL } from "./migrations.ts";
 
 /** Settings of the libSQL store, resolved. */
@@ -244,6 +271,46 @@ export class LibsqlStore implements StoreFor<Transaction> {
 
   jobFinishMany(p: JobFinishParams): Promise<FinishedJob[]> {
     return finishJobs(this.#db, this.namespace, p);
+  }
+
+  consumerImport(p: ConsumerImportParams): Promise<void> {
+    return importConsumers(this.#db, this.namespace, p);
+  }
+
+  jobDeleteMoved(p: JobDeleteMovedParams): Promise<string[]> {
+    return deleteMovedJobs(this.#db, this.namespace, p);
+  }
+
+  jobExport(p: JobExportParams): Promise<MovedJob[]> {
+    return exportJobs(this.#db, this.namespace, p);
+  }
+
+  jobImport(p: JobImportParams): Promise<JobImportResult> {
+    return importJobs(this.#db, this.namespace, p);
+  }
+
+  logImport(p: LogImportParams): Promise<void> {
+    return importLog(this.#db, this.namespace, p);
+  }
+
+  logSequences(): Promise<LogSequence[]> {
+    return logSequences(this.#db, this.namespace);
+  }
+
+  moveGet(p: MoveGetParams): Promise<MoveRecord | null> {
+    return getMove(this.#db, this.namespace, p);
+  }
+
+  moveSave(p: MoveSaveParams): Promise<void> {
+    return saveMove(this.#db, this.namespace, p);
+  }
+
+  partitionImport(p: PartitionImportParams): Promise<void> {
+    return importPartitions(this.#db, this.namespace, p);
+  }
+
+  partitionSequences(): Promise<PartitionSequence[]> {
+    return partitionSequences(this.#db, this.namespace);
   }
 
   async jobGet({ id }: JobGetParams): Promise<JobRow | null> {

@@ -251,6 +251,21 @@ CREATE TABLE {schema}.log_records (
   PRIMARY KEY (namespace, consumer_group, log, partition)
 );`,
   },
+  {
+    version: 14,
+    name: "moves",
+    // One row per namespace and end of a move (moveStore): its id, phase and what it needs to resume.
+    sql: `CREATE TABLE {schema}.moves (
+  namespace text NOT NULL,
+  role text NOT NULL,
+  id text NOT NULL,
+  phase text NOT NULL,
+  state text NOT NULL,
+  started_at bigint NOT NULL,
+  updated_at bigint NOT NULL,
+  PRIMARY KEY (namespace, role)
+);`,
+  },
 ];
 
 /** The newest schema version this errand understands. */

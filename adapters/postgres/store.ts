@@ -75,6 +75,21 @@ import type {
   ResolvedWaiting,
   ScheduleRecord,
 } from "../../src/store/records.ts";
+import type {
+  ConsumerImportParams,
+  JobDeleteMovedParams,
+  JobExportParams,
+  JobImportParams,
+  JobImportResult,
+  LogImportParams,
+  LogSequence,
+  MovedJob,
+  MoveGetParams,
+  MoveRecord,
+  MoveSaveParams,
+  PartitionImportParams,
+  PartitionSequence,
+} from "../../src/store/moves.ts";
 import { LISTED_STATES, LISTED_STATES_SQL } from "../sql/listed_states.ts";
 import type { WorkerInfo } from "../../src/jobs/types.ts";
 import {
@@ -103,6 +118,18 @@ import { insertJobs } from "./insert.ts";
 import { saveProgress, watchJobs } from "./results.ts";
 import { appendRecords, pruneRecords, readRecords } from "./logs.ts";
 import { commitOffset, leasePartition, listOffsets, logEnds, releasePartition, seekOffsets } from "./consumers.ts";
+import {
+  deleteMovedJobs,
+  exportJobs,
+  getMove,
+  importConsumers,
+  importJobs,
+  importLog,
+  importPartitions,
+  logSequences,
+  partitionSequences,
+  saveMove,
+} from "./moves.ts";
 import {
   BOOTSTRAP_SQL,
   CHANGES_CHANNEL_PREFIX,
@@ -264,6 +291,46 @@ export class PostgresStore implements StoreFor<TransactionSql> {
 
   jobFinishMany(p: JobFinishParams): Promise<FinishedJob[]> {
     return finishJobs(this.#db, this.#target, p);
+  }
+
+  consumerImport(p: ConsumerImportParams): Promise<void> {
+    return importConsumers(this.#db, this.#target, p);
+  }
+
+  jobDeleteMoved(p: JobDeleteMovedParams): Promise<string[]> {
+    return deleteMovedJobs(this.#db, this.#target, p);
+  }
+
+  jobExport(p: JobExportParams): Promise<MovedJob[]> {
+    return exportJobs(this.#db, this.#target, p);
+  }
+
+  jobImport(p: JobImportParams): Promise<JobImportResult> {
+    return importJobs(this.#db, this.#target, p);
+  }
+
+  logImport(p: LogImportParams): Promise<void> {
+    return importLog(this.#db, this.#target, p);
+  }
+
+  logSequences(): Promise<LogSequence[]> {
+    return logSequences(this.#db, this.#target);
+  }
+
+  moveGet(p: MoveGetParams): Promise<MoveRecord | null> {
+    return getMove(this.#db, this.#target, p);
+  }
+
+  moveSave(p: MoveSaveParams): Promise<void> {
+    return saveMove(this.#db, this.#target, p);
+  }
+
+  partitionImport(p: PartitionImportParams): Promise<void> {
+    return importPartitions(this.#db, this.#target, p);
+  }
+
+  partitionSequences(): Promise<PartitionSequence[]> {
+    return partitionSequences(this.#db, this.#target);
   }
 
   async jobGet({ id }: JobGetParams): Promise<JobRow | null> {

@@ -21,3 +21,10 @@ export function toHex(bytes: Uint8Array): string {
   for (let i = 0; i < bytes.length; i++) pairs[i] = HEX_PAIRS[bytes[i]];
   return ASCII.decode(pairs);
 }
+
+/** The bytes of hex text (either case), as {@link toHex} writes them or a database's `hex()` returns them. */
+export function fromHex(hex: string): Uint8Array {
+  const bytes = new Uint8Array(hex.length >> 1);
+  for (let i = 0; i < bytes.length; i++) bytes[i] = parseInt(hex.substr(2 * i, 2), 16);
+  return bytes;
+}

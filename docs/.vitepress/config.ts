@@ -62,6 +62,7 @@ export default defineConfig({
           { text: "Observability", link: "/guides/observability" },
           { text: "libSQL and SQLite", link: "/guides/libsql" },
           { text: "PostgreSQL", link: "/guides/postgres" },
+          { text: "Moving a store", link: "/guides/moving" },
         ],
       },
       {

@@ -20,4 +20,5 @@
  */
 export type * from "./store.ts";
 export type * from "./records.ts";
+export type * from "./moves.ts";
 export type { RunError, RunRecord } from "../jobs/types.ts";

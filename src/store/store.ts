@@ -8,9 +8,9 @@
  *
  * The operations come in role slices, each service of the core receiving
  * only the slice it uses: {@link JobStore} (the hot path), {@link OperatorStore},
- * {@link ClusterStore}, {@link ScheduleStore}, {@link WatchStore}, {@link LogStore}, {@link ConsumerStore}
- * and {@link SchemaStore}. Three of them can also run inside the application's transaction, through
- * {@link JobStore.inTransaction}. Operations are named noun first, listed
+ * {@link ClusterStore}, {@link ScheduleStore}, {@link WatchStore}, {@link LogStore}, {@link ConsumerStore},
+ * {@link MoveStore} (in `moves.ts`) and {@link SchemaStore}. Three of them can also run
+ * inside the application's transaction, through {@link JobStore.inTransaction}. Operations are named noun first, listed
  * alphabetically within a slice, and take one `XxxParams` each.
  *
  * @module
@@ -43,6 +43,7 @@ import type {
   ResolvedWaiting,
   ScheduleRecord,
 } from "./records.ts";
+import type { MoveStore } from "./moves.ts";
 
 /** Parameters of {@link OperatorStore.jobActivity}. */
 export interface JobActivityParams {
@@ -860,7 +861,16 @@ export interface SchemaStore {
 
 /** The database operations errand needs; one implementation per dialect in `adapters/`. */
 export interface Store
-  extends JobStore, OperatorStore, ClusterStore, ScheduleStore, WatchStore, LogStore, ConsumerStore, SchemaStore {}
+  extends
+    JobStore,
+    OperatorStore,
+    ClusterStore,
+    ScheduleStore,
+    WatchStore,
+    LogStore,
+    ConsumerStore,
+    MoveStore,
+    SchemaStore {}
 
 /**
  * A store whose {@link JobStore.inTransaction} takes the application's

@@ -15,6 +15,7 @@ import { executionCases } from "./execution.ts";
 import { flowControlCases } from "./flow_control.ts";
 import { leaseCases } from "./leases.ts";
 import { logCases } from "./logs.ts";
+import { moveCases } from "./moves.ts";
 import { lifecycleCases } from "./lifecycle.ts";
 import { operatorCases } from "./operators.ts";
 import { poisonCases } from "./poison.ts";
@@ -55,5 +56,6 @@ export function runConformance(kind: StoreKind<unknown>): void {
     logCases(kind);
     consumerCases(kind);
     drainCases(kind);
+    moveCases(kind);
   });
 }

@@ -1,0 +1,300 @@
+/**
+ * The PostgreSQL store's side of moving a store (`MoveStore`): jobs read
+ * and written with every column, the conditional delete of moved jobs,
+ * the move's record, partition counters, and retained logs' records and
+ * consumer offsets. An import is one transaction: the jobs go as one
+ * JSON document read once by `json_to_recordset`, updating the rows the
+ * namespace has and inserting the others (`ON CONFLICT DO NOTHING` leaves out
+ * a job whose unique key another holds, or whose id another namespace has).
+ *
+ * @module
+ */
+import type { TransactionSql } from "postgres";
+import type {
+  ConsumerImportParams,
+  JobDeleteMovedParams,
+  JobExportParams,
+  JobImportParams,
+  JobImportResult,
+  LogImportParams,
+  LogSequence,
+  MovedJob,
+  MoveGetParams,
+  MoveRecord,
+  MoveSaveParams,
+  PartitionImportParams,
+  PartitionSequence,
+} from "../../src/store/moves.ts";
+import { toHex } from "../sql/hex.ts";
+import {
+  importDocument,
+  MOVED_COLUMNS,
+  MOVED_SELECT,
+  type MovedColumnType,
+  parentLinks,
+  quoted,
+  toMovedJob,
+  toMoveRecord,
+} from "../sql/moved_rows.ts";
+import type { PostgresConnection, StoreTarget } from "./connection.ts";
+
+/** Each import document type as PostgreSQL reads it from `json_to_recordset`. */
+const RECORD_TYPE: Record<MovedColumnType, string> = {
+  text: "text",
+  int: "integer",
+  bigint: "bigint",
+  bytes: "text",
+  json: "text",
+  bool: "boolean",
+};
+
+/** A column's value from the document's record `x`, in the column's own type. */
+function fromRecord(column: string, type: MovedColumnType): string {
+  const value = `x.${quoted(column)}`;
+  if (type === "bytes") return `decode(${value}, 'hex')`;
+  if (type === "json") return `${value}::jsonb`;
+  return value;
+}
+
+const RECORDSET = `json_to_recordset($2::text::json) AS x(${
+  MOVED_COLUMNS.map(([c, t]) => `${quoted(c)} ${RECORD_TYPE[t]}`).join(", ")
+})`;
+const COLUMN_LIST = MOVED_COLUMNS.map(([c]) => quoted(c)).join(", ");
+const VALUES = MOVED_COLUMNS.map(([c, t]) => fromRecord(c, t)).join(", ");
+const SETS = MOVED_COLUMNS.filter(([c]) => c !== "id").map(([c, t]) => `${quoted(c)} = ${fromRecord(c, t)}`).join(
+  ", ",
+);
+
+/** Reads a page of jobs, or the jobs of a list of ids, with every column (see `MoveStore.jobExport`). */
+export async function exportJobs(db: PostgresConnection, target: StoreTarget, p: JobExportParams): Promise<MovedJob[]> {
+  const parents =
+    `(SELECT coalesce(array_agg(l.parent_id ORDER BY l.parent_id), '{}') FROM ${target.tables.parents} AS l
+     WHERE l.namespace = j.namespace AND l.job_id = j.id) AS parents`;
+  const rows = "ids" in p
+    ? await db.query(
+      `SELECT ${MOVED_SELECT}, ${parents} FROM ${target.tables.jobs} AS j
+       WHERE j.namespace = $1 AND j.id = ANY($2::text[]) ORDER BY j.id`,
+      [target.namespace, p.ids],
+    )
+    : await db.query(
+      `SELECT ${MOVED_SELECT}, ${parents} FROM ${target.tables.jobs} AS j
+       WHERE j.namespace = $1 AND j.state = ANY($2::text[]) AND j.id > $3 ORDER BY j.id LIMIT $4`,
+      [target.namespace, p.states, p.after ?? "", p.limit],
+    );
+  return rows.map(toMovedJob);
+}
+
+/** Writes jobs as given, updating those present and inserting the others (see `MoveStore.jobImport`). */
+export async function importJobs(
+  db: PostgresConnection,
+  target: StoreTarget,
+  p: JobImportParams,
+): Promise<JobImportResult> {
+  if (p.jobs.length === 0) return { held: [], foreign: [] };
+  const { jobs, parents } = target.tables;
+  return await db.run(() =>
+    db.sql.begin(async (tx) => {
+      const [written] = await db.query(
+        `WITH x AS MATERIALIZED (SELECT * FROM ${RECORDSET}),
+         updated AS (
+           UPDATE ${jobs} AS j SET ${SETS} FROM x WHERE j.id = x.id AND j.namespace = $1 RETURNING j.id),
+         inserted AS (
+           INSERT INTO ${jobs} (namespace, ${COLUMN_LIST})
+           SELECT $1::text, ${VALUES} FROM x WHERE NOT EXISTS (SELECT 1 FROM updated AS u WHERE u.id = x.id)
+           ON CONFLICT DO NOTHING RETURNING id)
+         SELECT (SELECT coalesce(array_agg(id), '{}') FROM updated) AS updated,
+                (SELECT coalesce(array_agg(id), '{}') FROM inserted) AS inserted`,
+        [target.namespace, importDocument(p.jobs)],
+        tx,
+      );
+      const done = new Set([...written.updated as string[], ...written.inserted as string[]]);
+      const links = parentLinks(p.jobs.filter((j) => done.has(j.id)));
+      if (links.length) {
+        await db.query(
+          `WITH links AS (
+             INSERT INTO ${parents} (namespace, job_id, parent_id)
+             SELECT $1::text, job_id, parent_id FROM unnest($2::text[], $3::text[]) AS l(job_id, parent_id)
+             ON CONFLICT DO NOTHING)
+           UPDATE ${jobs} SET has_children = true
+           WHERE namespace = $1 AND id = ANY($3::text[]) AND NOT has_children`,
+          [target.namespace, links.map((l) => l[0]), links.map((l) => l[1])],
+          tx,
+        );
+      }
+      const skipped = p.jobs.filter((j) => !done.has(j.id));
+      if (skipped.length === 0) return { held: [], foreign: [] };
+      return await leftOut(db, target, skipped, tx);
+    }) as Promise<JobImportResult>
+  );
+}
+
+/** Why each of `skipped` was not written: its id is another namespace's, or its unique key is held. */
+async function leftOut(
+  db: PostgresConnection,
+  target: StoreTarget,
+  skipped: readonly MovedJob[],
+  tx: TransactionSql,
+): Promise<JobImportResult> {
+  const elsewhere = new Set(
+    (await db.query(
+      `SELECT id FROM ${target.tables.jobs} WHERE id = ANY($1::text[])`,
+      [skipped.map((j) => j.id)],
+      tx,
+    )).map((r) => String(r.id)),
+  );
+  const held = skipped.filter((j) => !elsewhere.has(j.id));
+  const holders = held.length === 0 ? [] : await db.query(
+    `SELECT j.id, j.kind, j.unique_key FROM ${target.tables.jobs} AS j
+     JOIN unnest($2::text[], $3::text[], $4::text[]) AS s(kind, unique_key, unique_scope)
+       ON j.kind = s.kind AND j.unique_key = s.unique_key AND j.unique_scope = s.unique_scope
+     WHERE j.namespace = $1 AND (j.unique_scope = 'any' OR j.state IN ('scheduled', 'available', 'running', 'waiting'))`,
+    [target.namespace, held.map((j) => j.kind), held.map((j) => j.uniqueKey), held.map((j) => j.uniqueScope)],
+    tx,
+  );
+  const holderOf = new Map(holders.map((h) => [`${h.kind}\u0000${h.unique_key}`, String(h.id)]));
+  return {
+    foreign: [...elsewhere],
+    held: held.map((j) => ({ id: j.id, holder: holderOf.get(`${j.kind}\u0000${j.uniqueKey}`) ?? null })),
+  };
+}
+
+/**
+ * Deletes the stamped jobs still as stamped, not running and waited for by
+ * no waiting job, with their links to their parents (see `MoveStore.jobDeleteMoved`).
+ */
+export async function deleteMovedJobs(
+  db: PostgresConnection,
+  target: StoreTarget,
+  p: JobDeleteMovedParams,
+): Promise<string[]> {
+  if (p.jobs.length === 0) return [];
+  const { jobs, parents } = target.tables;
+  const rows = await db.query(
+    `WITH gone AS (
+       DELETE FROM ${jobs} AS j USING unnest($2::text[], $3::text[], $4::int[]) AS s(id, state, fence)
+       WHERE j.id = s.id AND j.namespace = $1 AND j.state = s.state AND j.fence = s.fence AND j.state <> 'running'
+         AND NOT EXISTS (
+           SELECT 1 FROM ${parents} AS l JOIN ${jobs} AS c ON c.id = l.job_id AND c.namespace = l.namespace
+           WHERE l.namespace = $1 AND l.parent_id = j.id AND c.state = 'waiting')
+       RETURNING j.id),
+     links AS (DELETE FROM ${parents} WHERE namespace = $1 AND job_id IN (SELECT id FROM gone))
+     SELECT id FROM gone`,
+    [target.namespace, p.jobs.map((j) => j.id), p.jobs.map((j) => j.state), p.jobs.map((j) => j.fence)],
+  );
+  return rows.map((r) => String(r.id));
+}
+
+/** Reads the move's record at one end (see `MoveStore.moveGet`). */
+export async function getMove(
+  db: PostgresConnection,
+  target: StoreTarget,
+  p: MoveGetParams,
+): Promise<MoveRecord | null> {
+  const rows = await db.query(
+    `SELECT role, id, phase, state, started_at, updated_at FROM ${target.schema}.moves WHERE namespace = $1 AND role = $2`,
+    [target.namespace, p.role],
+  );
+  return rows.length ? toMoveRecord(rows[0]) : null;
+}
+
+/** Writes the move's record at its end (see `MoveStore.moveSave`). */
+export async function saveMove(db: PostgresConnection, target: StoreTarget, p: MoveSaveParams): Promise<void> {
+  const r = p.record;
+  await db.query(
+    `INSERT INTO ${target.schema}.moves (namespace, role, id, phase, state, started_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)
+     ON CONFLICT (namespace, role) DO UPDATE SET id = excluded.id, phase = excluded.phase, state = excluded.state,
+       started_at = excluded.started_at, updated_at = excluded.updated_at`,
+    [target.namespace, r.role, r.id, r.phase, r.state, r.startedAt, r.updatedAt],
+  );
+}
+
+/** Every topic partition's counter (see `MoveStore.partitionSequences`). */
+export async function partitionSequences(db: PostgresConnection, target: StoreTarget): Promise<PartitionSequence[]> {
+  const rows = await db.query(
+    `SELECT topic, "partition", next_seq FROM ${target.tables.partitions} WHERE namespace = $1
+     ORDER BY topic, "partition"`,
+    [target.namespace],
+  );
+  return rows.map((r) => ({ topic: String(r.topic), partition: Number(r.partition), nextSeq: Number(r.next_seq) }));
+}
+
+/** Raises partition counters (see `MoveStore.partitionImport`). */
+export async function importPartitions(
+  db: PostgresConnection,
+  target: StoreTarget,
+  p: PartitionImportParams,
+): Promise<void> {
+  if (p.sequences.length === 0) return;
+  await db.query(
+    `INSERT INTO ${target.tables.partitions} AS p (namespace, topic, "partition", next_seq)
+     SELECT $1::text, topic, part, next_seq FROM unnest($2::text[], $3::int[], $4::bigint[]) AS s(topic, part, next_seq)
+     ON CONFLICT (namespace, topic, "partition") DO UPDATE SET next_seq = greatest(p.next_seq, excluded.next_seq)`,
+    [
+      target.namespace,
+      p.sequences.map((s) => s.topic),
+      p.sequences.map((s) => s.partition),
+      p.sequences.map((s) => s.nextSeq),
+    ],
+  );
+}
+
+/** Every retained log partition's counter (see `MoveStore.logSequences`). */
+export async function logSequences(db: PostgresConnection, target: StoreTarget): Promise<LogSequence[]> {
+  const rows = await db.query(
+    `SELECT log, partition, next_offset FROM ${target.schema}.log_partitions WHERE namespace = $1
+     ORDER BY log, partition`,
+    [target.namespace],
+  );
+  return rows.map((r) => ({ log: String(r.log), partition: Number(r.partition), nextOffset: Number(r.next_offset) }));
+}
+
+/** Writes a log partition's records at their offsets and raises its counter (see `MoveStore.logImport`). */
+export async function importLog(db: PostgresConnection, target: StoreTarget, p: LogImportParams): Promise<void> {
+  const r = p.records;
+  await db.query(
+    `WITH records AS (
+       INSERT INTO ${target.schema}.log_records (namespace, log, partition, "offset", key, value, appended_at)
+       SELECT $1::text, $2::text, $3::int, o, k, decode(v, 'hex'), a FROM unnest($4::bigint[], $5::text[], $6::text[], $7::bigint[])
+         AS r(o, k, v, a)
+       ON CONFLICT DO NOTHING)
+     INSERT INTO ${target.schema}.log_partitions AS lp (namespace, log, partition, next_offset) VALUES ($1, $2, $3, $8::bigint)
+     ON CONFLICT (namespace, log, partition) DO UPDATE SET next_offset = greatest(lp.next_offset, excluded.next_offset)`,
+    [
+      target.namespace,
+      p.log,
+      p.partition,
+      r.map((x) => x.offset),
+      r.map((x) => x.key),
+      r.map((x) => toHex(x.value)),
+      r.map((x) => x.appendedAt),
+      p.nextOffset,
+    ],
+  );
+}
+
+/** Writes consumer groups' offsets (see `MoveStore.consumerImport`). */
+export async function importConsumers(
+  db: PostgresConnection,
+  target: StoreTarget,
+  p: ConsumerImportParams,
+): Promise<void> {
+  if (p.offsets.length === 0) return;
+  const o = p.offsets;
+  await db.query(
+    `INSERT INTO ${target.schema}.log_consumers
+       (namespace, consumer_group, log, partition, committed, owner, epoch, lease_until)
+     SELECT $1::text, g, l, p, c, NULL::text, e, 0 FROM unnest($2::text[], $3::text[], $4::int[], $5::bigint[], $6::bigint[])
+       AS s(g, l, p, c, e)
+     ON CONFLICT (namespace, consumer_group, log, partition) DO UPDATE SET committed = excluded.committed,
+       owner = NULL, epoch = excluded.epoch, lease_until = 0`,
+    [
+      target.namespace,
+      o.map((x) => x.group),
+      o.map((x) => x.log),
+      o.map((x) => x.partition),
+      o.map((x) => x.committed),
+      o.map((x) => x.epoch),
+    ],
+  );
+}

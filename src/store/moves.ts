@@ -1,0 +1,228 @@
+/**
+ * The store operations that moving a store uses ({@link MoveStore}): jobs
+ * exported and imported with every field they have, a move's record of its
+ * progress, partition sequences, retained logs' records and consumer
+ * offsets. The rules of a move live in `src/move/`; a store only says how
+ * to do each operation atomically. **Unstable**, as the rest of the seam.
+ *
+ * @module
+ */
+import type { JobState, RunRecord } from "../jobs/types.ts";
+import type { ConsumerOffsetRow, JobFields, JobRunSettings, LogRecordRow } from "./records.ts";
+
+/**
+ * A job with every field a store keeps about it, as a move carries it from
+ * one store to another: what {@link MoveStore.jobExport} reads and
+ * {@link MoveStore.jobImport} writes back unchanged.
+ */
+export interface MovedJob extends JobFields, JobRunSettings {
+  /** Its state. */
+  readonly state: JobState;
+  /** Counted attempts so far. */
+  readonly attempt: number;
+  /** The fence of its latest claim. */
+  readonly fence: number;
+  /** When its latest run was claimed, or null. */
+  readonly startedAt: number | null;
+  /** When it reached a final state, or null. */
+  readonly finishedAt: number | null;
+  /** When its current claim's lease ends, or null. */
+  readonly leaseUntil: number | null;
+  /** The instance that claimed it last, or null. */
+  readonly workerId: string | null;
+  /** Its runs that did not complete, oldest first. */
+  readonly runs: readonly RunRecord[];
+  /** Why errand cancelled or failed it, or null. */
+  readonly reason: string | null;
+  /** Its unique key, or null. */
+  readonly uniqueKey: string | null;
+  /** How long its unique key holds, or null. */
+  readonly uniqueScope: "active" | "any" | null;
+  /** Its topic, or null. */
+  readonly topic: string | null;
+  /** Its partition in the topic, or null. */
+  readonly partition: number | null;
+  /** Its sequence number in the partition, or null. */
+  readonly seq: number | null;
+  /** Its group, or null. */
+  readonly group: string | null;
+  /** The trace context it was enqueued with, or null. */
+  readonly trace: string | null;
+  /** Its latest progress (JSON text), or null. */
+  readonly progress: string | null;
+  /** Its handler's result (msgpack), or null. */
+  readonly result: Uint8Array | null;
+  /** Whether continuations wait (or waited) for it. */
+  readonly hasChildren: boolean;
+  /** The jobs it waits (or waited) for, by id. */
+  readonly parents: readonly string[];
+}
+
+/** What identifies a job's version for {@link MoveStore.jobDeleteMoved}: it has not changed while these hold. */
+export interface MovedStamp {
+  /** The job. */
+  readonly id: string;
+  /** Its state when it was read. */
+  readonly state: JobState;
+  /** Its fence when it was read. */
+  readonly fence: number;
+}
+
+/** Which end of a move a store is. */
+export type MoveRole = "source" | "target";
+
+/**
+ * A move's record, kept in each of its two stores: which move it is, how
+ * far it got, and what it needs to resume (`state`, JSON the core writes
+ * and reads; a store keeps it as text).
+ */
+export interface MoveRecord {
+  /** Which end this store is. */
+  readonly role: MoveRole;
+  /** The move's id, the same in both stores. */
+  readonly id: string;
+  /** The phase it reached. */
+  readonly phase: string;
+  /** What the move keeps to resume, as JSON text. */
+  readonly state: string;
+  /** When the move began. */
+  readonly startedAt: number;
+  /** When the record was last written. */
+  readonly updatedAt: number;
+}
+
+/** A topic partition's counter: the sequence number its latest job got. */
+export interface PartitionSequence {
+  readonly topic: string;
+  readonly partition: number;
+  /** The counter as stored. */
+  readonly nextSeq: number;
+}
+
+/** A retained log's partition counter: the offset its next record will get. */
+export interface LogSequence {
+  /** The log's stored name. */
+  readonly log: string;
+  readonly partition: number;
+  /** The offset the partition's next record gets. */
+  readonly nextOffset: number;
+}
+
+/** Parameters of {@link MoveStore.consumerImport}. */
+export interface ConsumerImportParams {
+  /** Consumer groups' committed offsets and epochs, written as given, with no owner and no lease. */
+  readonly offsets: readonly ConsumerOffsetRow[];
+}
+
+/** Parameters of {@link MoveStore.jobDeleteMoved}. */
+export interface JobDeleteMovedParams {
+  /** The jobs to delete, each only while it is as stamped. */
+  readonly jobs: readonly MovedStamp[];
+}
+
+/**
+ * Parameters of {@link MoveStore.jobExport}: a page of the jobs in some
+ * states in id order, or the jobs of a list of ids.
+ */
+export type JobExportParams =
+  | {
+    /** Only jobs in these states. */
+    readonly states: readonly JobState[];
+    /** Only ids greater than this (the last id of the previous page), or null from the first. */
+    readonly after: string | null;
+    /** Most jobs to read. */
+    readonly limit: number;
+  }
+  | {
+    /** The jobs to read (those of them that exist, in any state). */
+    readonly ids: readonly string[];
+  };
+
+/** Parameters of {@link MoveStore.jobImport}. */
+export interface JobImportParams {
+  /** The jobs to write, in one transaction. */
+  readonly jobs: readonly MovedJob[];
+}
+
+/** What {@link MoveStore.jobImport} left out. */
+export interface JobImportResult {
+  /**
+   * Jobs not written because another job of the store holds their unique
+   * key, each with the holder's id (null when it could not be read).
+   */
+  readonly held: readonly { readonly id: string; readonly holder: string | null }[];
+  /** Jobs not written because their id belongs to a job of another namespace of the same database. */
+  readonly foreign: readonly string[];
+}
+
+/** Parameters of {@link MoveStore.logImport}. */
+export interface LogImportParams {
+  /** The log's stored name. */
+  readonly log: string;
+  /** The partition. */
+  readonly partition: number;
+  /** Records of the partition, each kept at its offset (one already there stays as it is). */
+  readonly records: readonly LogRecordRow[];
+  /** The partition's counter becomes at least this. */
+  readonly nextOffset: number;
+}
+
+/** Parameters of {@link MoveStore.moveGet}. */
+export interface MoveGetParams {
+  /** Which end's record. */
+  readonly role: MoveRole;
+}
+
+/** Parameters of {@link MoveStore.moveSave}. */
+export interface MoveSaveParams {
+  /** The record, replacing the one of its role. */
+  readonly record: MoveRecord;
+}
+
+/** Parameters of {@link MoveStore.partitionImport}. */
+export interface PartitionImportParams {
+  /** Each partition's counter becomes at least its `nextSeq`. */
+  readonly sequences: readonly PartitionSequence[];
+}
+
+/**
+ * Moving a store's contents into another (`moveStore`). The export reads
+ * and the imports write every field as stored, so that ids, attempts, run
+ * history, unique keys, continuation links and partition order survive;
+ * every write is idempotent, so a move interrupted at any point can run
+ * again.
+ */
+export interface MoveStore {
+  /** Writes consumer groups' offsets and epochs (insert or replace), with no owner and an ended lease. */
+  consumerImport(params: ConsumerImportParams): Promise<void>;
+  /**
+   * Deletes, in one transaction, each job of `jobs` that is still in the
+   * stamped state under the stamped fence and not running, with its links
+   * to its parents, except a job that a waiting job of the namespace waits
+   * for (it goes once its waiting children are gone). Returns the ids deleted.
+   */
+  jobDeleteMoved(params: JobDeleteMovedParams): Promise<string[]>;
+  /** Reads jobs with every field, in id order. */
+  jobExport(params: JobExportParams): Promise<MovedJob[]>;
+  /**
+   * Writes jobs as given, in one transaction: a job the namespace holds
+   * already (same id) is overwritten in every field, a missing one is
+   * inserted unless another job holds its unique key or its id is taken in
+   * another namespace (both reported). Each job's links to its `parents` are
+   * written too (kept when present), and the parents it has here are marked
+   * as having children.
+   */
+  jobImport(params: JobImportParams): Promise<JobImportResult>;
+  /** Writes records of a log's partition at their offsets (keeping those there) and raises its counter to `nextOffset`. */
+  logImport(params: LogImportParams): Promise<void>;
+  /** Every retained log partition of the namespace with its counter, by log and partition. */
+  logSequences(): Promise<LogSequence[]>;
+  /** Reads this store's record of a move at the given end, or null. */
+  moveGet(params: MoveGetParams): Promise<MoveRecord | null>;
+  /** Writes this store's record of a move at its end (insert or replace). */
+  moveSave(params: MoveSaveParams): Promise<void>;
+  /** Raises each partition's counter to at least the given one (creating it when missing). */
+  partitionImport(params: PartitionImportParams): Promise<void>;
+  /** Every topic partition of the namespace with its counter, by topic and partition. */
+  partitionSequences(): Promise<PartitionSequence[]>;
+}
