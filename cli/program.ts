@@ -11,6 +11,7 @@ import process from "node:process";
 import { Command, CommanderError } from "commander";
 import { addChangeCommands } from "./commands/changes.ts";
 import { addDashboardCommand } from "./commands/dashboard.ts";
+import { addMoveCommand } from "./commands/move.ts";
 import { addDrainCommand } from "./commands/drain.ts";
 import { addJobCommands } from "./commands/jobs.ts";
 import { addMigrateCommand } from "./commands/migrate.ts";
@@ -19,7 +20,7 @@ import { addScheduleCommands } from "./commands/schedules.ts";
 import { addStatsCommand } from "./commands/stats.ts";
 import { addWorkCommand } from "./commands/work.ts";
 import { addGlobalOptions } from "./context.ts";
-import { debugOf, EXIT_OK, EXIT_USAGE, exitCodeOf, messageOf, UsageError } from "./failures.ts";
+import { debugOf, EXIT_OK, EXIT_USAGE, exitCodeOf, messageOf } from "./failures.ts";
 import { scrubbed } from "./database.ts";
 import { colorsWanted } from "./output.ts";
 import picocolors from "picocolors";
@@ -68,14 +69,7 @@ export function buildProgram(): Command {
   addDashboardCommand(program);
   addWorkCommand(program);
   addDrainCommand(program);
-  program
-    .command("move", { hidden: true })
-    .description("not available yet")
-    .allowUnknownOption()
-    .allowExcessArguments()
-    .action(() => {
-      throw new UsageError("errand move is not available yet: moving jobs between stores comes in a later release");
-    });
+  addMoveCommand(program);
   return program;
 }
 

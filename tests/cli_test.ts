@@ -493,8 +493,54 @@ describe("errand command line errors", () => {
     assert.doesNotMatch(plain.stderr, ESCAPES, "NO_COLOR wins");
   });
 
-  it("dashboard needs a token; move is not available yet", async () => {
+  it("dashboard needs a token; move needs --from and --to, not --db", async () => {
     failed(await errand(["--db", "file:x.db", "dashboard"]), 2, /dashboard needs a token: set ERRAND_ADMIN_TOKEN/);
-    failed(await errand(["move", "--to", "postgres://x"]), 2, /errand move is not available yet/);
+    failed(await errand(["move", "--to", "postgres://x"]), 2, /required option '--from <url>' not specified/);
+    failed(
+      await errand(["--db", "file:x.db", "move", "--from", "file:a.db", "--to", "file:b.db"]),
+      2,
+      /move takes --from and --to, not --db/,
+    );
+    failed(await errand(["move", "--from", "file:a.db", "--to", "file:a.db"]), 2, /name the same database/);
+  });
+});
+
+const target = postgresKind();
+describe("errand move", { skip: target.skip }, () => {
+  it("reports what would move with --dry-run, then moves a libSQL file's jobs into PostgreSQL, verified", async () => {
+    const source = await libsqlKind("file").open();
+    const into = await target.open();
+    try {
+      const app = appErrand(source.store(), "manual");
+      const ids: string[] = [];
+      try {
+        for (let i = 0; i < 5; i++) ids.push((await app.enqueue("greet", { name: `n${i}` }, { delay: "1h" })).id);
+        ids.push((await app.enqueue("fail", { why: "later" })).id);
+      } finally {
+        await app.shutdown();
+      }
+      const sides = ["move", "--from", source.url, "--to", into.url, ...(into.schema ? ["--schema", into.schema] : [])];
+      const dry = await json<{ dryRun: boolean; jobs: number }>([...sides, "--dry-run"]);
+      assert.deepEqual([dry.dryRun, dry.jobs], [true, 6]);
+      const before = await json<{ jobs: JobInfo[] }>(["--db", source.url, "list"]);
+      assert.equal(before.jobs.length, 6, "a dry run changes nothing");
+
+      const moved = await errand(sides);
+      assert.equal(moved.code, 0, moved.stderr);
+      assert.match(moved.stdout, /^Moved from file:.* to postgres:.*:\n\s+jobs\s+6 unfinished/m);
+      assert.match(moved.stdout, /Every job was verified on the target\./);
+      const onTarget = await json<{ jobs: JobInfo[] }>([
+        "--db",
+        into.url,
+        ...(into.schema ? ["--schema", into.schema] : []),
+        "list",
+      ]);
+      assert.deepEqual(onTarget.jobs.map((j) => j.id).sort(), [...ids].sort());
+      const again = await json<{ jobs: number; resumed: boolean; verified: boolean }>(sides);
+      assert.equal(again.jobs, 0, "run again, nothing is moved twice");
+    } finally {
+      await into.close();
+      await source.close();
+    }
   });
 });
