@@ -143,9 +143,11 @@ export interface Errand<J extends JobDefinitions, TTx, L extends LogDefinitions 
    *
    * @example Find the partitions a group is behind in
    * ```ts
-   * import type { Errand } from "@errand/errand";
-   * declare const errand: Errand<{}, unknown, { orderEvents: import("@errand/errand").LogDefinition<{ id: string }> }>;
-   * const behind = (await errand.lag("orderEvents")).filter((p) => p.group === "billing" && p.lag > 1_000);
+   * import { defineLogs, type Errand, type JobDefinitions, log } from "@errand/errand";
+   * const logs = defineLogs({ orderEvents: log<{ id: string }>({ topic: "orders", key: (e) => e.id }) });
+   * async function behind(errand: Errand<JobDefinitions, unknown, typeof logs>) {
+   *   return (await errand.lag("orderEvents")).filter((p) => p.group === "billing" && p.lag > 1_000);
+   * }
    * ```
    */
   lag<K extends LogKey<L>>(log: K): Promise<LagInfo[]>;
@@ -176,10 +178,11 @@ export interface Errand<J extends JobDefinitions, TTx, L extends LogDefinitions 
    *
    * @example Skip the record a batch keeps failing on
    * ```ts
-   * import type { Errand } from "@errand/errand";
-   * declare const errand: Errand<{}>;
-   * await errand.seek("billing", { to: { partition: 3, offset: 43 } }); // the record at 42 is skipped
-   * await errand.seek("audit", { to: new Date(Date.now() - 3_600_000) }); // replay the last hour
+   * import type { Errand, JobDefinitions } from "@errand/errand";
+   * async function repair(errand: Errand<JobDefinitions, unknown>) {
+   *   await errand.seek("billing", { to: { partition: 3, offset: 43 } }); // the record at 42 is skipped
+   *   await errand.seek("audit", { to: new Date(Date.now() - 3_600_000) }); // replay the last hour
+   * }
    * ```
    */
   seek(group: string, options: SeekOptions): Promise<{ partition: number; committed: number }[]>;
@@ -735,10 +738,12 @@ export interface Errand<J extends JobDefinitions, TTx, L extends LogDefinitions 
    *
    * @example A cron-invoked function
    * ```ts
-   * import type { Errand } from "@errand/errand";
-   * declare const errand: Errand<{}>; // mode "enqueue", with handlers
-   * const { ran, completed, failed, left } = await errand.drain({ budget: "25s" });
-   * console.log(`${ran} ran, ${completed} completed, ${failed} failed, ${left} left for next time`);
+   * import type { Errand, JobDefinitions } from "@errand/errand";
+   * // `errand` is in mode "enqueue", with the handlers of the kinds to run.
+   * async function onCron(errand: Errand<JobDefinitions, unknown>) {
+   *   const { ran, completed, failed, left } = await errand.drain({ budget: "25s" });
+   *   console.log(`${ran} ran, ${completed} completed, ${failed} failed, ${left} left for next time`);
+   * }
    * ```
    */
   drain(options: DrainOptions): Promise<DrainReport>;
