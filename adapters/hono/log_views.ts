@@ -12,7 +12,7 @@ import { html } from "hono/html";
 import type { LagInfo, LogInfo } from "../../mod.ts";
 import type { Html } from "./page.ts";
 import type { AdminErrand } from "./present.ts";
-import type { ViewContext } from "./views.ts";
+import type { ViewContext } from "./page.ts";
 
 /** A log's consumer groups' lag, summed over groups and partitions. */
 export function totalLag(log: LogInfo): number {

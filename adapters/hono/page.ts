@@ -105,3 +105,11 @@ export function bytes(n: number | null): string {
   while (v >= 1024 && i < units.length - 1) (v /= 1024), i++;
   return `${i === 0 ? v : v.toFixed(1)} ${units[i]}`;
 }
+
+/** What every view knows about its request. */
+export interface ViewContext {
+  /** Where the router is mounted. */
+  readonly base: string;
+  /** Whether payloads are shown. */
+  readonly showPayloads: boolean;
+}

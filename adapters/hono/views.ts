@@ -20,16 +20,8 @@ import {
 } from "../../mod.ts";
 import { activityChart, DEFAULT_CHART_MINUTES, windowLinks, windowName } from "./chart.ts";
 import { logBadges } from "./log_views.ts";
-import { bytes, duration, type Html, jobLink, rate, stateLabel, when } from "./page.ts";
+import { bytes, duration, type Html, jobLink, rate, stateLabel, type ViewContext, when } from "./page.ts";
 import { type AdminErrand, groupPage, jobDurations, jsonSafe } from "./present.ts";
-
-/** What every view knows about its request. */
-export interface ViewContext {
-  /** Where the router is mounted. */
-  readonly base: string;
-  /** Whether payloads are shown. */
-  readonly showPayloads: boolean;
-}
 
 /**
  * The overview: counts, activity over the last `minutes`, workers, storage,
