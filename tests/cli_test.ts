@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { rmSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
@@ -522,6 +522,17 @@ describe("errand move", { skip: target.skip }, () => {
       const sides = ["move", "--from", source.url, "--to", into.url, ...(into.schema ? ["--schema", into.schema] : [])];
       const dry = await json<{ dryRun: boolean; jobs: number }>([...sides, "--dry-run"]);
       assert.deepEqual([dry.dryRun, dry.jobs], [true, 6]);
+      const newFile = `${tmpdir()}/errand-move-dry-${process.pid}.db`;
+      const intoFile = await json<{ jobs: number }>([
+        "move",
+        "--from",
+        source.url,
+        "--to",
+        `file:${newFile}`,
+        "--dry-run",
+      ]);
+      assert.equal(intoFile.jobs, 6);
+      assert.equal(existsSync(newFile), false, "a dry run creates no target file");
       const before = await json<{ jobs: JobInfo[] }>(["--db", source.url, "list"]);
       assert.equal(before.jobs.length, 6, "a dry run changes nothing");
 

@@ -266,8 +266,7 @@ export async function importConsumers(db: LibsqlConnection, namespace: string, p
     sql:
       `INSERT INTO errand_log_consumers (namespace, consumer_group, log, partition, committed, owner, epoch, lease_until)
           SELECT ?, value ->> 0, value ->> 1, value ->> 2, value ->> 3, NULL, value ->> 4, 0 FROM json_each(?) WHERE true
-          ON CONFLICT (namespace, consumer_group, log, partition) DO UPDATE SET committed = excluded.committed,
-            owner = NULL, epoch = excluded.epoch, lease_until = 0`,
+          ON CONFLICT (namespace, consumer_group, log, partition) DO NOTHING`,
     args: [namespace, JSON.stringify(p.offsets.map((o) => [o.group, o.log, o.partition, o.committed, o.epoch]))],
   });
 }

@@ -286,8 +286,7 @@ export async function importConsumers(
        (namespace, consumer_group, log, partition, committed, owner, epoch, lease_until)
      SELECT $1::text, g, l, p, c, NULL::text, e, 0 FROM unnest($2::text[], $3::text[], $4::int[], $5::bigint[], $6::bigint[])
        AS s(g, l, p, c, e)
-     ON CONFLICT (namespace, consumer_group, log, partition) DO UPDATE SET committed = excluded.committed,
-       owner = NULL, epoch = excluded.epoch, lease_until = 0`,
+     ON CONFLICT (namespace, consumer_group, log, partition) DO NOTHING`,
     [
       target.namespace,
       o.map((x) => x.group),

@@ -10,12 +10,14 @@
  *
  * @module
  */
+import { existsSync } from "node:fs";
+import path from "node:path";
 import type { Command } from "commander";
 import { type MovePhase, type MoveReport, moveStore } from "../../mod.ts";
 import type { Store } from "../../src/store/mod.ts";
 import { givenOnCommandLine, globalOptions, outputOf } from "../context.ts";
 import { type DatabaseUrl, type OpenDatabase, openDatabase, parseDatabaseUrl } from "../database.ts";
-import { UsageError } from "../failures.ts";
+import { CommandFailure, UsageError } from "../failures.ts";
 import { type Progress, startProgress } from "../progress.ts";
 import { duration } from "./options.ts";
 
@@ -49,12 +51,21 @@ export function addMoveCommand(program: Command): void {
         throw new UsageError(`--from and --to name the same database (${from.shown}); give the store to move into`);
       }
       const out = outputOf(command);
-      const source = await open(command, from, false);
+      // The source must exist; its schema is brought up to date, as the move needs its record table.
+      const source = await open(command, from, { migrate: true, create: false });
       let target: OpenDatabase | undefined;
       let progress: { phase: MovePhase; bar: Progress } | undefined;
       let report: MoveReport;
       try {
-        target = await open(command, to, true);
+        // A dry run reads the source only: the target is neither created nor migrated.
+        const dry = flags.dryRun === true;
+        // A dry run reads the source only and leaves the target untouched: a target file not there yet stays
+        // uncreated (an empty database in memory stands in for it).
+        const standIn = dry && to.file !== undefined && !existsSync(path.resolve(to.file));
+        target = await open(command, standIn ? { kind: "libsql", url: ":memory:", shown: to.shown } : to, {
+          migrate: !dry,
+          create: !dry,
+        });
         report = await moveStore(source.store as Store, target.store as Store, {
           dryRun: flags.dryRun === true,
           history: flags.history === true,
@@ -82,19 +93,21 @@ export function addMoveCommand(program: Command): void {
         await target?.close().catch(() => {});
         await source.close().catch(() => {});
       }
+      if (!report.dryRun && !report.verified) {
+        throw new CommandFailure(`The move into ${to.shown} did not verify; run it again: it resumes`);
+      }
       if (out.json) return out.printJson(report);
       out.print(describe(report, from, to));
     });
 }
 
-/** Opens one side of the move; the target's schema may be created, the source must exist. */
-function open(command: Command, url: DatabaseUrl, target: boolean): Promise<OpenDatabase> {
+/** Opens one side of the move, in the namespace (and PostgreSQL schema) of the global options. */
+function open(command: Command, url: DatabaseUrl, how: { migrate: boolean; create: boolean }): Promise<OpenDatabase> {
   const globals = globalOptions(command);
   return openDatabase(url, {
     namespace: globals.namespace,
     schema: url.kind === "postgres" ? globals.schema : undefined,
-    migrate: true,
-    create: target,
+    ...how,
   });
 }
 
@@ -114,7 +127,7 @@ function describe(r: MoveReport, from: DatabaseUrl, to: DatabaseUrl): string {
   ];
   if (r.deduplicated) lines.push(`  ${r.deduplicated} jobs the target held already by unique key were not written`);
   if (!r.dryRun) {
-    lines.push(r.verified ? "Every job was verified on the target." : "The verification did not pass.");
+    lines.push("Every job was verified on the target.");
     if (r.sourcePaused.length) {
       lines.push(
         `The source's queues stay paused (${r.sourcePaused.join(", ")}): point your workers at ${to.shown}.`,

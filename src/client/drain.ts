@@ -18,9 +18,15 @@ export interface DrainOptions {
    * platform's time limit, less a margin for the response).
    */
   budget: Duration;
-  /** The queues to drain. Unset: every queue this instance has handlers for or configures. */
+  /**
+   * The queues to drain.
+   * @default every queue this instance has handlers for or configures
+   */
   queues?: readonly string[];
-  /** Jobs run at once per queue. Unset: each queue's configured concurrency. */
+  /**
+   * Jobs run at once per queue.
+   * @default each queue's configured concurrency
+   */
   concurrency?: number;
 }
 
@@ -38,7 +44,9 @@ export interface DrainReport {
 
 /** A checked drain: its budget and the slots of each queue. */
 export interface DrainPlan {
+  /** How long the drain may take, in ms. */
   readonly budgetMs: number;
+  /** The queues it drains, each with the jobs it runs at once. */
   readonly queues: ReadonlyMap<string, number>;
 }
 

@@ -164,6 +164,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
     }
     await this.#ensureReady();
     if (this.#phase !== "new") return;
+    if (this.#pool.draining) throw new StateError("start() was called while drain() runs; await the drain first");
     this.#phase = "started";
     try {
       await this.#pool.start(this.mode);

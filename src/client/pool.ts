@@ -113,6 +113,7 @@ export class WorkerPool<TTx> implements RunEnds {
   #stepRuns: StepRun[] | undefined;
   #cronEnqueued = 0;
   #started = false;
+  #draining = false;
 
   /** Creates the services; nothing runs before `start()`. */
   constructor(deps: PoolDeps<TTx>) {
@@ -165,6 +166,11 @@ export class WorkerPool<TTx> implements RunEnds {
         if (this.#ownership.refresh(live) && workers.partitioned) workers.wakeAll();
       },
     });
+  }
+
+  /** Whether a `drain()` runs now (its workers are in the registry until it ends). */
+  get draining(): boolean {
+    return this.#draining;
   }
 
   /** Mode "work": starts every service; mode "manual": makes the workers, which claim only in `step()`. */
@@ -235,6 +241,7 @@ export class WorkerPool<TTx> implements RunEnds {
     const ran: StepRun[] = (this.#stepRuns = []);
     this.#cronEnqueued = 0;
     try {
+      this.consumers.activate();
       await this.#heartbeat.beat();
       const leader = await this.#leadership.renew();
       if (leader) await this.schedules.fireDue();
@@ -272,8 +279,9 @@ export class WorkerPool<TTx> implements RunEnds {
       throw new StateError("drain() cannot run once start() has: this instance works its queues already");
     }
     if (this.#stepRuns) throw new StateError("drain() was called while another drain() runs; await the first");
-    const { clock, logger, options: resolved, workers: registry, store } = this.#deps;
+    const { clock, logger, options: resolved, workers: registry } = this.#deps;
     const plan = checkDrainOptions(options, resolved.queues);
+    this.#draining = true;
     const deadline = clock.now() + plan.budgetMs;
     const runs: StepRun[] = (this.#stepRuns = []);
     const workers = [...plan.queues].map(([queue, slots]) => this.#worker(queue, slots, false));
@@ -284,15 +292,26 @@ export class WorkerPool<TTx> implements RunEnds {
     try {
       await this.#heartbeat.beat();
       keepAlive.push(every(clock, HEARTBEAT_MS, "Heartbeat", logger, () => this.#heartbeat.beat(), true));
-      if (await this.#leadership.renew()) await this.schedules.fireDue();
+      if (await this.#leadership.renew()) {
+        await this.schedules.fireDue().catch((err) =>
+          logger.warn("Firing recurring jobs failed in drain(); it goes on", { error: String(err) })
+        );
+      }
       keepAlive.push(
         every(clock, resolved.leaderLeaseMs / 3, "Leadership", logger, () => this.#leadership.renew(), true),
       );
-      // What a "work" instance's maintenance would do, for deployments where drains are all there is.
-      await this.#maintenance.rescue();
-      await this.#maintenance.promote();
-      await this.#maintenance.resolveContinuations();
-      await this.#maintenance.prune();
+      // What a "work" instance's maintenance would do, for deployments where drains are all there is. A failure
+      // is logged and the drain goes on, as maintenance's loops do; pruning waits for a drain with time to spare.
+      const upkeep: [string, () => Promise<unknown>][] = [
+        ["Rescuing expired leases", () => this.#maintenance.rescue()],
+        ["Promoting scheduled jobs", () => this.#maintenance.promote()],
+        ["Resolving continuations", () => this.#maintenance.resolveContinuations()],
+        ["Pruning finished jobs", () => this.#maintenance.prune()],
+      ];
+      for (const [name, task] of upkeep) {
+        if (name.startsWith("Pruning") && deadline - clock.now() < plan.budgetMs / 2) break;
+        await task().catch((err) => logger.warn(`${name} failed in drain(); it goes on`, { error: String(err) }));
+      }
       let longestRound = 0;
       await Promise.all(workers.map(async (worker) => {
         while (deadline - clock.now() > claimReserve(plan.budgetMs, longestRound)) {
@@ -313,12 +332,13 @@ export class WorkerPool<TTx> implements RunEnds {
       await this.#completer.flush();
       await this.#leases.stop();
       await Promise.all(keepAlive.map((task) => task.stop()));
-      for (const worker of workers) registry.delete(worker.queue);
+      for (const worker of workers) if (registry.get(worker.queue) === worker) registry.delete(worker.queue);
+      this.#draining = false;
       await this.#leadership.release();
       await this.#heartbeat.stop();
       this.#stepRuns = undefined;
     }
-    const counts = await store.jobCounts();
+    const counts = await this.#store.jobCounts();
     const ended = runs.filter((r) => r.outcome !== "interrupted" && r.outcome !== "lost");
     return {
       ran: ended.length,

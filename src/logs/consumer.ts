@@ -93,11 +93,17 @@ export interface ConsumerGroup {
   readonly partitions: number;
   /** What members register in their heartbeat: `group@log`. */
   readonly member: string;
+  /** Most records per handler call. */
   readonly batch: number;
+  /** How long a partition's lease holds, in ms. */
   readonly leaseMs: number;
+  /** How often an idle member looks for records, in ms. */
   readonly pollMs: number;
+  /** The wait before a failed batch is retried. */
   readonly retry: RetryPolicy;
+  /** Where the group starts in a partition it never consumed. */
   readonly startAt: "earliest" | "latest";
+  /** The application's handler. */
   readonly handler: ConsumerHandler<unknown>;
 }
 

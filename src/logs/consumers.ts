@@ -68,6 +68,9 @@ interface PartitionState {
 /** Most batch rounds of one group one `step()` runs. */
 const MAX_STEP_ROUNDS = 1_000;
 
+/** How long shutdown waits for handlers whose signal it aborted before letting their partitions go. */
+const ABORT_WAIT_MS = 1_000;
+
 /** Runs this instance's consumer groups. */
 export class LogConsumers {
   readonly #env: ConsumersEnv;
@@ -77,6 +80,8 @@ export class LogConsumers {
   readonly #wakeups = new Map<string, Wakeup>();
   #loops: Promise<void>[] = [];
   #stopping = false;
+  /** Whether this instance runs its groups: after `start()`, or `activate()` in mode "manual". */
+  #active = false;
 
   /** The consumers of `env.groups`; nothing runs before `start()` or `step()`. */
   constructor(env: ConsumersEnv) {
@@ -90,7 +95,13 @@ export class LogConsumers {
 
   /** What this instance's heartbeat lists: each group as `group@log`. */
   members(): string[] {
-    return this.#env.groups.map((g) => g.member);
+    // An instance that does not consume (a drain) must not be given partitions it would never work.
+    return this.#active ? this.#env.groups.map((g) => g.member) : [];
+  }
+
+  /** Mode "manual": from now on this instance is a member of its groups (each `step()` runs them). */
+  activate(): void {
+    this.#active = true;
   }
 
   /** Takes the live instances as just read; recomputes the partitions this instance owns and wakes groups that changed. */
@@ -114,6 +125,7 @@ export class LogConsumers {
 
   /** Mode "work": runs each group's loop until `stop()`. */
   start(): void {
+    this.#active = true;
     this.#loops = this.#env.groups.map((g) => this.#loop(g));
   }
 
@@ -151,6 +163,10 @@ export class LogConsumers {
       await Promise.race([Promise.allSettled(running), sleep(this.#env.clock, drainMs, drained.signal)]);
       drained.abort();
       for (const states of this.#states.values()) for (const s of states.values()) s.abort?.abort("shutdown");
+      // Handlers that honour their signal end now; their partitions are let go below, not left to their leases.
+      const aborted = new AbortController();
+      await Promise.race([Promise.allSettled(running), sleep(this.#env.clock, ABORT_WAIT_MS, aborted.signal)]);
+      aborted.abort();
     }
     await Promise.all(
       this.#env.groups.flatMap((g) =>
@@ -216,7 +232,9 @@ export class LogConsumers {
       if (s.epoch !== null && stored?.epoch !== s.epoch) s.epoch = null;
       const end = endOf.get(p)?.end ?? 0;
       const position = s.epoch !== null ? s.position : stored?.committed ?? (g.startAt === "latest" ? end : 0);
-      if (end <= position && !(stored === undefined && end > 0)) continue;
+      // A partition the group has no offset in is leased even while empty, which pins where the group starts
+      // ("latest" at its end now), so records appended from then on are not skipped.
+      if (stored !== undefined && end <= position) continue;
       if (s.failures > 0 && now < s.retryAt) continue;
       const running = this.#workPartition(g, p, s, end).finally(() => s.running = undefined);
       s.running = running;
@@ -290,6 +308,14 @@ export class LogConsumers {
           signal: abort.signal,
         });
       } catch (err) {
+        if (abort.signal.aborted) {
+          // The lease was lost (a seek, a takeover) or shutdown came: not the batch's fault, and its commit would
+          // be rejected anyway. The partition's next batch starts where the store says.
+          logger.info(`Consumer group "${g.group}" stopped a batch of partition ${p} of log "${g.key}"`, {
+            reason: String(abort.signal.reason),
+          });
+          return 0;
+        }
         s.failures++;
         const delay = retryDelay(g.retry, s.failures) ?? g.pollMs;
         s.retryAt = clock.now() + delay;
@@ -310,7 +336,9 @@ export class LogConsumers {
       telemetry.consumed(g.group, g.key, records.length);
       return records.length;
     } catch (err) {
-      // The store failed: nothing was committed, so the batch comes again.
+      // The store failed, or gave up on a call that may still have applied (a commit): the next batch takes the
+      // lease again and so reads the committed offset from the store.
+      s.leaseUntil = 0;
       logger.warn(`Consumer group "${g.group}" could not work partition ${p} of log "${g.key}"; retrying`, {
         error: String(err),
       });
@@ -379,6 +407,7 @@ export class LogConsumers {
           }
           if (lease) {
             // Taken again under a new epoch (after a seek): the next batch starts from the stored offset.
+            if (lease.committed !== s.position) s.failures = 0;
             s.epoch = lease.epoch;
             s.position = lease.committed;
             s.leaseUntil = now + g.leaseMs;

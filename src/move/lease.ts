@@ -26,6 +26,7 @@ export class MoveLease {
   #timer: Timer | undefined;
   #renewing: Promise<unknown> = Promise.resolve();
   #released = false;
+  readonly #lost = new AbortController();
 
   private constructor(store: Store, options: ResolvedMoveOptions) {
     this.#store = store;
@@ -56,6 +57,15 @@ export class MoveLease {
     return lease;
   }
 
+  /**
+   * Aborted when a renewal finds another call holding the lease (this one
+   * stalled past it): the move must stop, as the other call now records its
+   * progress.
+   */
+  get lost(): AbortSignal {
+    return this.#lost.signal;
+  }
+
   /** Gives the lease up; safe to call twice. */
   async release(): Promise<void> {
     this.#released = true;
@@ -73,7 +83,12 @@ export class MoveLease {
     if (this.#released) return;
     this.#timer = this.#options.clock.setTimer(() => {
       // A failed renewal is tried again at the next tick; the lease lapses only after several.
-      this.#renewing = this.#acquire().catch(() => false).then(() => this.#schedule());
+      this.#renewing = this.#acquire().then((held) => {
+        if (held || this.#released) return;
+        this.#lost.abort(
+          new StateError("This moveStore() call lost its lease to another call (it stalled past it); it stops here"),
+        );
+      }, () => undefined).then(() => this.#schedule());
     }, LEASE_MS / 3);
   }
 }

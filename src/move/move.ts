@@ -95,7 +95,9 @@ export async function moveStore(from: Store, to: Store, options: MoveOptions = {
       message: "Waiting for another moveStore() call on this source to end, or for the lease of a stopped one to lapse",
     }));
   try {
-    return await runMove(await openMove(from, to, resolved));
+    // The move stops between two batches, as on the caller's signal, if the lease is lost.
+    const signal = resolved.signal ? AbortSignal.any([resolved.signal, lease.lost]) : lease.lost;
+    return await runMove(await openMove(from, to, { ...resolved, signal }));
   } finally {
     await lease.release();
   }

@@ -193,7 +193,7 @@ export interface PartitionImportParams {
  * again.
  */
 export interface MoveStore {
-  /** Writes consumer groups' offsets and epochs (insert or replace), with no owner and an ended lease. */
+  /** Writes consumer groups' offsets and epochs, with no owner and an ended lease, where the target has none yet (a rerun never moves a target's offsets back). */
   consumerImport(params: ConsumerImportParams): Promise<void>;
   /**
    * Deletes, in one transaction, each job of `jobs` that is still in the

@@ -317,6 +317,36 @@ export function consumerCases(kind: StoreKind<unknown>): void {
         assert.match(await errand.metrics(), /errand_log_records_skipped_total\{log="events",group="slow"\} 7/);
       }));
 
+    it('a group with startAt "latest" gets every record appended once it began, in every partition, and none before', () =>
+      withDatabase(kind, async (db, track) => {
+        const got: number[] = [];
+        const { errand } = errandOn(db, {
+          jobs,
+          logs,
+          topics,
+          mode: "manual",
+          consumers: {
+            live: {
+              log: "events",
+              startAt: "latest",
+              handler: (records) => void got.push(...records.map((r) => r.value.n)),
+            },
+          },
+        });
+        track(errand);
+        const keys = Array.from({ length: 40 }, (_, i) => `k${i}`);
+        const first = keys[0];
+        // One partition has records before the group begins; the others are empty.
+        await errand.appendMany("events", [{ key: first, n: 1 }, { key: first, n: 2 }]);
+        await errand.step();
+        assert.deepEqual(got, [], "records from before the group began are not its");
+        const others = keys.filter((k) => partitionOf(k, 4) !== partitionOf(first, 4));
+        await errand.appendMany("events", [{ key: first, n: 3 }, { key: others[0], n: 4 }]);
+        await errand.append("events", { key: others[0], n: 5 });
+        await errand.step();
+        assert.deepEqual(got.sort(), [3, 4, 5], "every record appended after it began, empty partitions included");
+      }));
+
     it("bad consumer options are ValidationErrors that say what to change", () =>
       withDatabase(kind, (db) => {
         const handler = () => {};
