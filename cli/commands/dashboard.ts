@@ -111,8 +111,13 @@ export function addDashboardCommand(program: Command): void {
           await stop.stopped;
         } finally {
           stop.dispose();
+          // Open event streams keep connections up: close them, and stop waiting after a moment where that is not possible.
           await new Promise<void>((resolve) => {
-            server.close(() => resolve());
+            const gaveUp = setTimeout(resolve, 2_000);
+            server.close(() => {
+              clearTimeout(gaveUp);
+              resolve();
+            });
             (server as { closeAllConnections?: () => void }).closeAllConnections?.();
           });
         }
