@@ -8,8 +8,9 @@
  *   finishing job wakes the loop to claim again.
  * - idle: the last claim came back short; the loop sleeps until a wake-up
  *   (local enqueue, NOTIFY, promotion) or the poll interval.
- * - gathering: jobs are running and fewer than half a claim's slots are
- *   free; the loop waits a moment (GATHER_MS) for more to free, then claims.
+ * - gathering: fewer than half a claim's slots are free and more will free
+ *   soon (jobs are running, or outcomes owed beyond the slot count are being
+ *   saved); the loop waits a moment (GATHER_MS) for more to free, then claims.
  * - full: no free slot; the loop sleeps until a job finishes.
  *   A slot frees when its handler returns, before its outcome is saved,
  *   so the next claim does not wait for the write (under flow control the
@@ -218,7 +219,7 @@ export class QueueWorker<TTx> {
         await this.#slotFreed.wait(Infinity);
         continue;
       }
-      if (!gathered && free < this.#gatherTarget() && this.#running.size > 0) {
+      if (!gathered && free < this.#gatherTarget() && this.#freeing()) {
         await this.#gather();
         gathered = true;
         continue;
@@ -266,7 +267,7 @@ export class QueueWorker<TTx> {
   async #gather(): Promise<void> {
     const until = systemClock.now() + GATHER_MS;
     const target = this.#gatherTarget();
-    while (!this.#stopping && this.#free() < target && this.#running.size > 0) {
+    while (!this.#stopping && this.#free() < target && this.#freeing()) {
       const left = until - systemClock.now();
       if (left <= 0) return;
       await this.#slotFreed.wait(left);
@@ -297,6 +298,11 @@ export class QueueWorker<TTx> {
     }
     if (this.#hot || flow.untilNextWindow(this.queue, now) === undefined) return undefined;
     return carried ?? now;
+  }
+
+  /** Whether slots will free without a claim: jobs are running, or outcomes owed beyond the slot count are being saved. */
+  #freeing(): boolean {
+    return this.#running.size > 0 || this.#returned.size > this.#slots;
   }
 
   /** Slots a claim may fill now: those not running, reserved, or owed to outcomes waiting beyond the slot count. */
