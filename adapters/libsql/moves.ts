@@ -26,7 +26,15 @@ import type {
   PartitionSequence,
 } from "../../src/store/moves.ts";
 import { fromHex, toHex } from "../sql/hex.ts";
-import { importDocument, MOVED_COLUMNS, parentLinks, quoted, toMovedJob, toMoveRecord } from "../sql/moved_rows.ts";
+import {
+  importDocument,
+  leftOutResult,
+  MOVED_COLUMNS,
+  parentLinks,
+  quoted,
+  toMovedJob,
+  toMoveRecord,
+} from "../sql/moved_rows.ts";
 import { deleteParentLinks } from "./bulk.ts";
 import type { LibsqlConnection } from "./connection.ts";
 
@@ -136,11 +144,7 @@ async function leftOut(tx: Transaction, namespace: string, skipped: readonly Mov
           WHERE j.unique_scope = 'any' OR j.state IN ('scheduled', 'available', 'running', 'waiting')`,
     args: [JSON.stringify(held.map((j) => [j.kind, j.uniqueKey, j.uniqueScope])), namespace],
   })).rows;
-  const holderOf = new Map(holders.map((h) => [`${h.kind}\u0000${h.unique_key}`, String(h.id)]));
-  return {
-    foreign: [...elsewhere],
-    held: held.map((j) => ({ id: j.id, holder: holderOf.get(`${j.kind}\u0000${j.uniqueKey}`) ?? null })),
-  };
+  return leftOutResult(elsewhere, held, holders);
 }
 
 /**

@@ -28,6 +28,7 @@ import type {
 import { toHex } from "../sql/hex.ts";
 import {
   importDocument,
+  leftOutResult,
   MOVED_COLUMNS,
   MOVED_SELECT,
   type MovedColumnType,
@@ -151,11 +152,7 @@ async function leftOut(
     [target.namespace, held.map((j) => j.kind), held.map((j) => j.uniqueKey), held.map((j) => j.uniqueScope)],
     tx,
   );
-  const holderOf = new Map(holders.map((h) => [`${h.kind}\u0000${h.unique_key}`, String(h.id)]));
-  return {
-    foreign: [...elsewhere],
-    held: held.map((j) => ({ id: j.id, holder: holderOf.get(`${j.kind}\u0000${j.uniqueKey}`) ?? null })),
-  };
+  return leftOutResult(elsewhere, held, holders);
 }
 
 /**

@@ -8,7 +8,7 @@
  * @module
  */
 import type { JobState, RunRecord } from "../../src/jobs/types.ts";
-import type { MovedJob, MoveRecord, MoveRole } from "../../src/store/moves.ts";
+import type { JobImportResult, MovedJob, MoveRecord, MoveRole } from "../../src/store/moves.ts";
 import { toHex } from "./hex.ts";
 import type { StoredRow } from "./rows.ts";
 
@@ -152,6 +152,23 @@ export function importDocument(jobs: readonly MovedJob[], booleansAsNumbers = fa
 /** The links of `jobs` to their parents, as `[jobId, parentId]` pairs. */
 export function parentLinks(jobs: readonly MovedJob[]): [string, string][] {
   return jobs.flatMap((j) => j.parents.map((parent): [string, string] => [j.id, parent]));
+}
+
+/**
+ * What an import reports of the jobs it left out: `elsewhere`, the ids
+ * another namespace holds; and each job of `held` with the job holding its
+ * unique key, found among `holders` (rows with `id`, `kind`, `unique_key`).
+ */
+export function leftOutResult(
+  elsewhere: ReadonlySet<string>,
+  held: readonly MovedJob[],
+  holders: readonly StoredRow[],
+): JobImportResult {
+  const holderOf = new Map(holders.map((h) => [`${h.kind}\u0000${h.unique_key}`, String(h.id)]));
+  return {
+    foreign: [...elsewhere],
+    held: held.map((j) => ({ id: j.id, holder: holderOf.get(`${j.kind}\u0000${j.uniqueKey}`) ?? null })),
+  };
 }
 
 /** A move's record from a row with `role`, `id`, `phase`, `state`, `started_at` and `updated_at`. */

@@ -7,49 +7,23 @@
  *
  * @module
  */
-import type { JobState, RunRecord } from "../jobs/types.ts";
-import type { ConsumerOffsetRow, JobFields, JobRunSettings, LogRecordRow } from "./records.ts";
+import type { JobState } from "../jobs/types.ts";
+import type { ConsumerOffsetRow, JobRow, JobRunSettings, LogRecordRow } from "./records.ts";
 
 /**
  * A job with every field a store keeps about it, as a move carries it from
  * one store to another: what {@link MoveStore.jobExport} reads and
  * {@link MoveStore.jobImport} writes back unchanged.
  */
-export interface MovedJob extends JobFields, JobRunSettings {
-  /** Its state. */
-  readonly state: JobState;
-  /** Counted attempts so far. */
-  readonly attempt: number;
-  /** The fence of its latest claim. */
-  readonly fence: number;
-  /** When its latest run was claimed, or null. */
-  readonly startedAt: number | null;
-  /** When it reached a final state, or null. */
-  readonly finishedAt: number | null;
-  /** When its current claim's lease ends, or null. */
-  readonly leaseUntil: number | null;
+export interface MovedJob extends Omit<JobRow, "result">, JobRunSettings {
   /** The instance that claimed it last, or null. */
   readonly workerId: string | null;
-  /** Its runs that did not complete, oldest first. */
-  readonly runs: readonly RunRecord[];
-  /** Why errand cancelled or failed it, or null. */
-  readonly reason: string | null;
   /** Its unique key, or null. */
   readonly uniqueKey: string | null;
   /** How long its unique key holds, or null. */
   readonly uniqueScope: "active" | "any" | null;
-  /** Its topic, or null. */
-  readonly topic: string | null;
-  /** Its partition in the topic, or null. */
-  readonly partition: number | null;
-  /** Its sequence number in the partition, or null. */
-  readonly seq: number | null;
-  /** Its group, or null. */
-  readonly group: string | null;
   /** The trace context it was enqueued with, or null. */
   readonly trace: string | null;
-  /** Its latest progress (JSON text), or null. */
-  readonly progress: string | null;
   /** Its handler's result (msgpack), or null. */
   readonly result: Uint8Array | null;
   /** Whether continuations wait (or waited) for it. */
