@@ -73,8 +73,10 @@ for (const scenario of scenarios.filter((s) => !names.length || names.includes(s
       };
     } finally {
       await db.close().catch(() => {});
-      rmSync(dir, { recursive: true, force: true });
     }
+    // A broken run's files (its run logs, its libSQL database) stay for a look; a kept run's go.
+    if (line.ok) rmSync(dir, { recursive: true, force: true });
+    else note(`its files are kept in ${dir}`);
     lines.push(line);
     print(line);
   }

@@ -14,7 +14,7 @@
  * offset after its last record: the boundaries of a partition are 0 and
  * those offsets.
  */
-import { type Batch, eventsOf, type Line } from "./consumer_run_log.ts";
+import { type Batch, eventsOf, type Line, REJECTED } from "./consumer_run_log.ts";
 
 /** Where each record went: per partition, the `n` of the record at each offset (offsets are gap-free from 0). */
 export type Appended = readonly (readonly number[])[];
@@ -137,8 +137,13 @@ export function committedOffsets(samples: readonly Line<"lag">[], batches: reado
  * committed: its batch returned, its commit was not rejected, and its
  * process was not SIGKILLed before it could commit (its last batch of the
  * partition before a "killed" mark). Redelivery has no other cause.
+ * Returns how many, and the first three described with the batches that
+ * handled them and their processes' rejection warnings.
  */
-export function unexplainedDuplicates(batches: readonly Batch[], events: readonly Line[]): number {
+export function unexplainedDuplicates(
+  batches: readonly Batch[],
+  events: readonly Line[],
+): { count: number; examples: string[] } {
   const killedAt = new Map(eventsOf(events, "killed").map((x) => [x.of, x.line]));
   const lastBeforeKill = new Set<Batch>();
   for (const [pid, line] of killedAt) {
@@ -151,13 +156,27 @@ export function unexplainedDuplicates(batches: readonly Batch[], events: readonl
     if (b.endLine === undefined) continue;
     for (const o of b.offsets) handledBy.set(`${b.p} ${o}`, [...handledBy.get(`${b.p} ${o}`) ?? [], b]);
   }
-  let unexplained = 0;
-  for (const list of handledBy.values()) {
+  let count = 0;
+  const examples: string[] = [];
+  const describe = (b: Batch) =>
+    `process ${b.pid} batch ${b.b} (offsets ${b.first} to ${b.last}, lines ${b.startLine} to ${b.endLine}, ` +
+    `rejected ${b.rejectedLine === undefined ? "never" : `at line ${b.rejectedLine}`})`;
+  for (const [record, list] of handledBy) {
     if (list.length < 2) continue;
     const earlier = list.slice(0, -1);
-    if (earlier.some((b) => b.rejectedLine === undefined && !lastBeforeKill.has(b))) unexplained++;
+    if (!earlier.some((b) => b.rejectedLine === undefined && !lastBeforeKill.has(b))) continue;
+    count++;
+    if (examples.length >= 3) continue;
+    // The rejection warnings of the earlier handlers' processes: one that names no batch is what to look at.
+    const warnings = eventsOf(events, "warn")
+      .filter((w) => earlier.some((b) => b.pid === w.pid) && REJECTED.test(w.message))
+      .map((w) => `line ${w.line} (process ${w.pid}): ${w.message}`);
+    examples.push(
+      `record "${record}" (partition, offset) handled by ${list.map(describe).join(", then ")}; ` +
+        `rejections of those processes: ${warnings.join(" | ") || "none"}`,
+    );
   }
-  return unexplained;
+  return { count, examples };
 }
 
 /**

@@ -55,6 +55,7 @@ export function consumerOutcome(facts: RunFacts): Outcome & { details: string[] 
   const order = orderViolations(batches);
   const committed = committedOffsets(lagSamples, batches);
   const stop = stopFigures(events, batches, lagSamples, facts.stoppedPid);
+  const duplicates = unexplainedDuplicates(batches, events);
   // Each kill that cut batches short: until the group committed past them.
   const killRecovery = eventsOf(events, "killed").map((mark) => ({ mark, open: openAt(batches, mark.of, mark.line) }))
     .filter(({ open }) => open.length > 0).map(({ mark, open }) => recoveredAt(lagSamples, mark, open));
@@ -71,7 +72,7 @@ export function consumerOutcome(facts: RunFacts): Outcome & { details: string[] 
     lost: covered.unhandled,
     mismatched: covered.mismatched,
     duplicates: covered.duplicates,
-    unexplainedDuplicates: unexplainedDuplicates(batches, events),
+    unexplainedDuplicates: duplicates.count,
     orderViolations: order.violations,
     appendOrderViolations: appendOrderViolations(facts.appended, facts.keyOf),
     committedDecreases: committed.decreases,
@@ -95,7 +96,7 @@ export function consumerOutcome(facts: RunFacts): Outcome & { details: string[] 
   };
   return {
     figures,
-    details: [...order.examples, ...committed.examples],
+    details: [...order.examples, ...committed.examples, ...duplicates.examples],
     checks: [
       check(
         "(a) every record appended is handled at least once, at its place",
