@@ -910,6 +910,7 @@ async function servedLogs<TTx>(db: TestDatabase<TTx>, track: <E extends Stoppabl
   };
   return {
     errand,
+    logs,
     clock,
     billed,
     audited,
@@ -1092,6 +1093,28 @@ for (const kind of allKinds()) {
         }
         assert.deepEqual(await committed(), before);
         assert.deepEqual(audited, []);
+      }));
+
+    it("POST /api/logs/:log/groups/:group/seek moves a group that reads several logs in the log the route names", () =>
+      withDatabase(kind, async (db, track) => {
+        const { errand, logs, post } = await servedLogs(db, track);
+        // Another instance runs "auditor" on orderEvents too; the served errand runs it on audits.
+        const elsewhere = errandOn(db, {
+          jobs: defineJobs({}),
+          logs,
+          topics: { orders: { partitions: 4 } },
+          mode: "manual",
+          consumers: { auditor: { log: "orderEvents", handler: () => {} } },
+        }).errand;
+        track(elsewhere);
+        await elsewhere.step();
+        const lag = async (l: "orderEvents" | "audits") =>
+          (await errand.lag(l)).filter((r) => r.group === "auditor").reduce((n, r) => n + r.lag, 0);
+        assert.deepEqual([await lag("orderEvents"), await lag("audits")], [0, 0]);
+
+        const res = await post("/api/logs/orderEvents/groups/auditor/seek", { to: "earliest" });
+        assert.equal(res.status, 200);
+        assert.deepEqual([await lag("orderEvents"), await lag("audits")], [4, 0], "only orderEvents moved");
       }));
 
     it("POST /api/logs/:log/groups/:group/skip skips the record a group is stuck on, which then goes on; 409 at the end", () =>

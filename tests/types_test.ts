@@ -183,6 +183,8 @@ describe("types", () => {
     void (() => errand.append("orderEvents", { customerId: "c", cents: "1" }));
     // @ts-expect-error: there is no log "refunds"
     void (() => errand.lag("refunds"));
+    // @ts-expect-error: a seek's log must be one of the errand's logs
+    void (() => errand.seek("billing", { to: "earliest", log: "refunds" }));
     assert.throws(
       () =>
         createErrand({

@@ -67,7 +67,7 @@ export function logRoutes(errand: AdminErrand, settings: LogApiSettings): Hono {
     const to = seekTarget(await jsonBody(c, SEEK_FORMS));
     const group = c.req.param("group");
     const { log } = await logOfGroup(errand, c.req.param("log"), group);
-    const offsets = await errand.seek(group, { to });
+    const offsets = await errand.seek(group, { to, log });
     await record(c, { action: "seek", log, group, to, offsets });
     return c.json(offsets);
   });
@@ -100,6 +100,7 @@ export function logRoutes(errand: AdminErrand, settings: LogApiSettings): Hono {
     const [moved] = await errand.seek(group, {
       to: { partition, offset: at.committed + 1 },
       ifCommitted: at.committed,
+      log,
     });
     await record(c, { action: "skipRecord", log, group, partition, offset: at.committed });
     return c.json({ partition, skipped: at.committed, committed: moved.committed });
@@ -115,29 +116,18 @@ async function knownLog(errand: AdminErrand, log: string): Promise<LogInfo> {
 }
 
 /**
- * The log with key `log`, checked to be the one consumer group `group`
- * reads. `seek` finds a group's log by itself (the log this errand runs it
- * on, else the one log it has offsets in), so a group with offsets in
- * several logs is refused rather than moved in a log the route does not
- * name.
+ * The log with key `log`, checked to be one that consumer group `group`
+ * reads (a group may have offsets in several logs; the route names which).
  * @throws {NotFoundError} When there is no such log, or the group does not read it.
- * @throws {StateError} When the group has offsets in other logs too.
  */
 async function logOfGroup(errand: AdminErrand, log: string, group: string): Promise<LogInfo> {
   const logs = await errand.logs();
   const info = logs.find((l) => l.log === log);
   if (!info) throw new NotFoundError(`There is no log "${log}"`);
-  const readers = logs.filter((l) => l.groups.some((g) => g.group === group)).map((l) => `"${l.log}"`);
   if (!info.groups.some((g) => g.group === group)) {
+    const readers = logs.filter((l) => l.groups.some((g) => g.group === group)).map((l) => `"${l.log}"`);
     const elsewhere = readers.length === 0 ? "" : `; it reads ${readers.join(", ")}`;
     throw new NotFoundError(`Consumer group "${group}" does not read log "${log}"${elsewhere}`);
-  }
-  if (readers.length > 1) {
-    throw new StateError(
-      `Consumer group "${group}" has offsets in logs ${
-        readers.join(", ")
-      }; move it with errand.seek() from an errand that runs it, which knows its log`,
-    );
   }
   return info;
 }

@@ -171,9 +171,12 @@ export interface Errand<J extends JobDefinitions, TTx, L extends LogDefinitions 
    * the one after it. The group's batches in flight cannot commit over a
    * seek (their leases' epoch ends) and the next batch starts at the new
    * offset. With `ifCommitted`, a one-partition seek applies only if the
-   * group is still at that offset. Returns the new committed offsets.
-   * @throws {NotFoundError} When neither this errand nor the store knows the group.
-   * @throws {ValidationError} When `to` is malformed, or its partition or offset is out of range.
+   * group is still at that offset. `log` names the group's log when the
+   * group has offsets in several logs and this errand does not run it.
+   * Returns the new committed offsets.
+   * @throws {NotFoundError} When neither this errand nor the store knows the group (in `log`, when given).
+   * @throws {ValidationError} When `to` is malformed, or its partition or offset is out of range; when `log`
+   *   is not a log of this errand, or is needed and missing.
    * @throws {StateError} When `ifCommitted` is given and the group is no longer there.
    *
    * @example Skip the record a batch keeps failing on
@@ -185,7 +188,7 @@ export interface Errand<J extends JobDefinitions, TTx, L extends LogDefinitions 
    * }
    * ```
    */
-  seek(group: string, options: SeekOptions): Promise<{ partition: number; committed: number }[]>;
+  seek(group: string, options: SeekOptions<LogKey<L>>): Promise<{ partition: number; committed: number }[]>;
   /**
    * Waits for a job and resolves with its result (what its handler
    * returned) once it completes, from any process and in every mode, so an

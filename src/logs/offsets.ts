@@ -64,8 +64,8 @@ export interface LogInfo {
 /** Where `seek` moves a group: its earliest retained record, its end, the first record appended at or after a time, or one partition to an offset. */
 export type SeekTo = "earliest" | "latest" | Date | { readonly partition: number; readonly offset: number };
 
-/** Options of `seek`. */
-export interface SeekOptions {
+/** Options of `seek`; `K` is the keys of the errand's logs. */
+export interface SeekOptions<K extends string = string> {
   /** Where to move the group. */
   to: SeekTo;
   /**
@@ -74,6 +74,13 @@ export interface SeekOptions {
    * the record they saw never moves a group that went on meanwhile.
    */
   ifCommitted?: number;
+  /**
+   * The log (its key in `logs`) to move the group in. Needed only for a
+   * group that has offsets in several logs and that this errand does not
+   * run; by default, the log this errand runs the group on, else the one
+   * log the group has offsets in.
+   */
+  log?: K;
 }
 
 /** What the offset calls need. */
@@ -181,7 +188,7 @@ export class OffsetCalls {
       throw new ValidationError(`seek("${group}") needs options such as { to: "earliest" }`);
     }
     await this.#env.ready();
-    const key = await this.#logOfGroup(group);
+    const key = await this.#logOfGroup(group, options.log);
     const { name, partitions } = this.#log(key);
     const to = options.to;
     let target: OffsetTarget;
@@ -231,22 +238,38 @@ export class OffsetCalls {
     return applied;
   }
 
-  /** The key of the log `group` reads: from this instance's groups, else from the stored offsets. */
-  async #logOfGroup(group: string): Promise<string> {
+  /**
+   * The key of the log `group` reads: `log` when given (a log of this errand
+   * that this instance runs the group on or the store has its offsets in),
+   * else the log this instance runs it on, else the one log the store has
+   * its offsets in.
+   */
+  async #logOfGroup(group: string, log: string | undefined): Promise<string> {
+    if (log !== undefined && (typeof log !== "string" || !Object.hasOwn(this.#env.logs, log))) {
+      throw new ValidationError(
+        `Option "log" of seek("${group}") must be the key of a log in "logs" (${
+          Object.keys(this.#env.logs).map((k) => `"${k}"`).join(", ")
+        }), got "${String(log)}"`,
+      );
+    }
     const configured = this.#env.groups.find((g) => g.group === group);
-    if (configured) return configured.key;
+    if (configured && (log === undefined || log === configured.key)) return configured.key;
     const logs = new Set((await this.#env.store.consumerOffsets({ group })).map((o) => o.log));
-    const keys = Object.entries(this.#env.logs).filter(([key, d]) => logs.has(d.name ?? key)).map(([key]) => key);
+    const keys = Object.entries(this.#env.logs)
+      .filter(([key, d]) => logs.has(d.name ?? key) && (log === undefined || key === log))
+      .map(([key]) => key);
     if (keys.length === 1) return keys[0];
     if (keys.length === 0) {
       throw new NotFoundError(
-        `Unknown consumer group "${group}": this errand runs no such group and the store has no offsets of it for its logs`,
+        `Unknown consumer group "${group}": this errand runs no such group and the store has no offsets of it for ${
+          log === undefined ? "its logs" : `log "${log}"`
+        }`,
       );
     }
     throw new ValidationError(
       `Consumer group "${group}" has offsets in logs ${
         keys.map((k) => `"${k}"`).join(", ")
-      }; seek it from an errand that runs it, so the log is known`,
+      }; say which with the option "log", e.g. seek("${group}", { to, log: "${keys[0]}" })`,
     );
   }
 

@@ -224,6 +224,50 @@ export function consumerCases(kind: StoreKind<unknown>): void {
         }
       }));
 
+    it("seek with log moves a group that has offsets in several logs in the log named, and only there", () =>
+      withDatabase(kind, async (db, track) => {
+        const two = defineLogs({
+          events: log<Event>({ topic: "events", key: (e) => e.key }),
+          audits: log<Event>({ topic: "audits", key: (e) => e.key }),
+        });
+        const twoTopics = { ...topics, audits: { partitions: 4 } };
+        const consumer = (on: "events" | "audits") =>
+          errandOn(db, {
+            jobs,
+            logs: two,
+            topics: twoTopics,
+            mode: "manual",
+            consumers: { audit: { log: on, handler: () => {} } },
+          }).errand;
+        const [onEvents, onAudits] = [track(consumer("events")), track(consumer("audits"))];
+        await onEvents.appendMany("events", Array.from({ length: 8 }, (_, n) => ({ key: `k${n}`, n })));
+        await onEvents.appendMany("audits", Array.from({ length: 8 }, (_, n) => ({ key: `k${n}`, n })));
+        await onEvents.step();
+        await onAudits.step();
+        const lagOf = async (l: "events" | "audits") =>
+          (await onEvents.lag(l)).filter((r) => r.group === "audit").reduce((n, r) => n + r.lag, 0);
+        assert.deepEqual([await lagOf("events"), await lagOf("audits")], [0, 0]);
+
+        const operator = track(errandOn(db, { jobs, logs: two, topics: twoTopics, mode: "enqueue" }).errand);
+        await assert.rejects(
+          operator.seek("audit", { to: "earliest" }),
+          (e: unknown) =>
+            e instanceof ValidationError &&
+            /offsets in logs "events", "audits"; say which with the option "log"/.test(e.message),
+        );
+        assert.equal((await operator.seek("audit", { to: "earliest", log: "audits" })).length, 4);
+        assert.deepEqual([await lagOf("events"), await lagOf("audits")], [0, 8], "only the log named moved");
+        // The errand that runs the group on "events" moves it in "audits" too when told so.
+        await onEvents.seek("audit", { to: "latest", log: "audits" });
+        assert.equal(await lagOf("audits"), 0);
+        await assert.rejects(
+          operator.seek("audit", { to: "earliest", log: "nowhere" as never }),
+          (e: unknown) =>
+            e instanceof ValidationError && /Option "log" .* \("events", "audits"\), got "nowhere"/.test(e.message),
+        );
+        await assert.rejects(operator.seek("nobody", { to: "earliest", log: "audits" }), NotFoundError);
+      }));
+
     it("a member that lost its lease has its commit rejected; the new owner's offsets never go back", () =>
       withDatabase(kind, async (db, track) => {
         const held = gate();
