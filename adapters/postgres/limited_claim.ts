@@ -74,17 +74,71 @@ const RETURNED: Readonly<Record<string, string>> = {
   trace: "text",
 };
 
+/** The queued jobs of the claim's queue that belong to a group. */
+const QUEUED_IN_GROUPS =
+  `namespace = p_ns AND queue = p_queue AND state IN ('available', 'scheduled') AND grp IS NOT NULL`;
+
+/** The kinds' limits, as rows, from the function's arrays. */
+const KINDS_SQL = `SELECT kind, group_concurrency, rate_limit, rate_window, per_group_flag = 1 AS per_group
+      FROM unnest(p_k_kind, p_k_concurrency, p_k_rate, p_k_window, p_k_per_group)
+        AS u(kind, group_concurrency, rate_limit, rate_window, per_group_flag)`;
+
+/** Starts the jobs of `ids` (a relation with an `id` column): the claim's write. */
+function claimSql(ids: string): string {
+  return `UPDATE {schema}.jobs AS j SET state = 'running', attempt = j.attempt + 1, fence = j.fence + 1,
+        started_at = p_now, lease_until = p_lease_until, worker_id = p_worker
+      FROM ${ids} WHERE j.id = ${ids}.id
+      RETURNING ${CLAIMED_COLUMNS.map((c) => `j.${c}`).join(", ")}`;
+}
+
+/**
+ * The CTE `counted`: every start of `claimed` counts in its buckets' windows, in
+ * the claim's commit (nothing without a rate limit). Needs the CTE `kl`.
+ */
+function countedSql(): string {
+  return `    counted AS (
+      INSERT INTO {schema}.rate_windows AS w (namespace, bucket, window_start, starts)
+      SELECT p_ns, b.bucket, b.window_start, count(*) FROM (
+        SELECT 'q:' || p_queue AS bucket, p_queue_window AS window_start FROM claimed WHERE p_queue_rate IS NOT NULL
+        UNION ALL
+        SELECT CASE WHEN kl.per_group THEN 'g:' || c.grp ELSE 'k:' || c.kind END, kl.rate_window
+        FROM claimed AS c JOIN kl ON kl.kind = c.kind WHERE kl.rate_limit IS NOT NULL) AS b
+      GROUP BY b.bucket, b.window_start
+      ON CONFLICT (namespace, bucket) DO UPDATE SET
+        starts = CASE WHEN w.window_start >= excluded.window_start THEN w.starts + excluded.starts ELSE excluded.starts END,
+        window_start = GREATEST(w.window_start, excluded.window_start)
+    )`;
+}
+
+/**
+ * Starts already counted in `windowStart`'s window of `bucket`: none when its
+ * row is of an older window; all the limit allows when a claim of a later
+ * window has counted there (this claim's clock is behind it), so a claim
+ * never starts jobs stamped in a window that is over.
+ */
+function windowCount(bucket: string, windowStart: string): string {
+  return `COALESCE((SELECT CASE WHEN w.window_start = ${windowStart} THEN w.starts
+                    WHEN w.window_start > ${windowStart} THEN 2147483647 ELSE 0 END
+               FROM {schema}.rate_windows AS w WHERE w.namespace = p_ns AND w.bucket = ${bucket}), 0)`;
+}
+
+/**
+ * How many jobs the claim may start: its size, within the queue's
+ * concurrency and its rate window. `returned` selects the (id, fence) of the
+ * claiming worker's returned runs, which hold no slot.
+ */
+function claimSizeSql(returned: string): string {
+  return `GREATEST(0, LEAST(p_lim,
+        COALESCE(p_queue_concurrency - (SELECT count(*) FROM {schema}.jobs AS r
+                  WHERE r.namespace = p_ns AND r.queue = p_queue AND r.state = 'running'
+                    AND (r.id, r.fence) NOT IN (${returned})), p_lim),
+        COALESCE(p_queue_rate - ${windowCount("'q:' || p_queue", "p_queue_window")}, p_lim)))`;
+}
+
 /** The claim of the function's body, on the tables of `{schema}`. */
 function claimQuery(): string {
-  const [jobs, rates, pauses, queues] = ["jobs", "rate_windows", "group_pauses", "queues"].map((t) => `{schema}.${t}`);
-  const queued = `namespace = p_ns AND queue = p_queue AND state IN ('available', 'scheduled') AND grp IS NOT NULL`;
-  // Starts already counted in `windowStart`'s window of `bucket`: none when its row is of an older window;
-  // all the limit allows when a claim of a later window has counted there (this claim's clock is behind
-  // it), so a claim never starts jobs stamped in a window that is over.
-  const windowCount = (bucket: string, windowStart: string) =>
-    `COALESCE((SELECT CASE WHEN w.window_start = ${windowStart} THEN w.starts
-                    WHEN w.window_start > ${windowStart} THEN 2147483647 ELSE 0 END
-               FROM ${rates} AS w WHERE w.namespace = p_ns AND w.bucket = ${bucket}), 0)`;
+  const [jobs, pauses, queues] = ["jobs", "group_pauses", "queues"].map((t) => `{schema}.${t}`);
+  const queued = QUEUED_IN_GROUPS;
   // The first group with queued jobs after `from`, one index probe; with `wrap`, the first of all
   // when there is none after it (a second probe, made only then). OFFSET 0 keeps the planner from
   // copying the probes into every use of the group.
@@ -104,10 +158,7 @@ function claimQuery(): string {
     ownedPartitions: "p_owned_partitions",
   });
   return `WITH RECURSIVE
-    kl AS (
-      SELECT kind, group_concurrency, rate_limit, rate_window, per_group_flag = 1 AS per_group
-      FROM unnest(p_k_kind, p_k_concurrency, p_k_rate, p_k_window, p_k_per_group)
-        AS u(kind, group_concurrency, rate_limit, rate_window, per_group_flag)),
+    kl AS (${KINDS_SQL}),
     -- The running jobs of each group, the claiming worker's returned runs (handlers returned, outcomes
     -- not saved yet) not counted; the paused groups; and the groups that may start none now.
     returned AS (SELECT * FROM unnest(p_returned_ids, p_returned_fences) AS u(id, fence)),
@@ -176,31 +227,65 @@ function claimQuery(): string {
   })
         AND NOT EXISTS (SELECT 1 FROM ${queues} AS q WHERE q.namespace = p_ns AND q.queue = p_queue AND q.paused)
       ORDER BY rk.r, rk.n, rk.priority, rk.run_at, rk.id
-      LIMIT GREATEST(0, LEAST(p_lim,
-        COALESCE(p_queue_concurrency - (SELECT count(*) FROM ${jobs} AS r
-                  WHERE r.namespace = p_ns AND r.queue = p_queue AND r.state = 'running'
-                    AND (r.id, r.fence) NOT IN (SELECT id, fence FROM returned)), p_lim),
-        COALESCE(p_queue_rate - ${windowCount("'q:' || p_queue", "p_queue_window")}, p_lim)))
+      LIMIT ${claimSizeSql("SELECT id, fence FROM returned")}
     ),
-    claimed AS (
-      UPDATE ${jobs} AS j SET state = 'running', attempt = j.attempt + 1, fence = j.fence + 1,
-        started_at = p_now, lease_until = p_lease_until, worker_id = p_worker
-      FROM picked WHERE j.id = picked.id
-      RETURNING ${CLAIMED_COLUMNS.map((c) => `j.${c}`).join(", ")}
-    ),
-    -- Every start counts in its buckets' windows, in this commit (nothing without a rate limit).
-    counted AS (
-      INSERT INTO ${rates} AS w (namespace, bucket, window_start, starts)
-      SELECT p_ns, b.bucket, b.window_start, count(*) FROM (
-        SELECT 'q:' || p_queue AS bucket, p_queue_window AS window_start FROM claimed WHERE p_queue_rate IS NOT NULL
-        UNION ALL
-        SELECT CASE WHEN kl.per_group THEN 'g:' || c.grp ELSE 'k:' || c.kind END, kl.rate_window
-        FROM claimed AS c JOIN kl ON kl.kind = c.kind WHERE kl.rate_limit IS NOT NULL) AS b
-      GROUP BY b.bucket, b.window_start
-      ON CONFLICT (namespace, bucket) DO UPDATE SET
-        starts = CASE WHEN w.window_start >= excluded.window_start THEN w.starts + excluded.starts ELSE excluded.starts END,
-        window_start = GREATEST(w.window_start, excluded.window_start)
-    )
+    claimed AS (${claimSql("picked")}),
+${countedSql()}
+    SELECT * FROM claimed`;
+}
+
+/**
+ * The claim in turn order (see turns.ts). It reads the first queued jobs of
+ * the queue's groups in turn order (the claim's size and 24 more, at most
+ * `p_groups`) and picks, up to the claim's size, those that are due, of a
+ * handled kind, of a group that is not paused, and no more of a group than it
+ * may start now (its kind's group concurrency less its running jobs). They go
+ * by rank within their group, then in turn order: the first job of each group
+ * in turn, then the second, as a claim that visits the groups does. It starts
+ * them only when they fill the claim or are all the queued grouped jobs there
+ * are; otherwise it starts none, and the caller visits the groups instead.
+ */
+function turnOrderSql(): string {
+  const returned = "SELECT * FROM unnest(p_returned_ids, p_returned_fences)";
+  // The running jobs per group are read once, as two arrays: a join would be planned as a loop over
+  // them for every job read.
+  return `WITH
+    kl AS (${KINDS_SQL}),
+    want AS (
+      SELECT ${claimSizeSql(returned)}
+        * (NOT EXISTS (SELECT 1 FROM {schema}.queues AS q WHERE q.namespace = p_ns AND q.queue = p_queue AND q.paused))::int
+        AS n),
+    win AS MATERIALIZED (
+      SELECT j.id, j.grp, j.run_at, j.kind, j.version,
+             row_number() OVER (ORDER BY j.turn, j.priority, j.run_at, j.id) AS pos
+      FROM (SELECT id, grp, run_at, kind, version, turn, priority FROM {schema}.jobs
+            WHERE ${QUEUED_IN_GROUPS} ORDER BY turn, priority, run_at, id
+            LIMIT LEAST(p_groups, (SELECT n FROM want) + 24)) AS j),
+    running AS MATERIALIZED (
+      SELECT array_agg(r.grp) AS grps, array_agg(r.n) AS counts FROM (
+        SELECT r.grp, count(*) AS n FROM {schema}.jobs AS r
+        WHERE r.namespace = p_ns AND r.state = 'running' AND r.grp IS NOT NULL AND (r.id, r.fence) NOT IN (${returned})
+        GROUP BY r.grp) AS r),
+    picks AS MATERIALIZED (
+      SELECT x.id FROM (
+        SELECT w.id, w.grp, w.pos, row_number() OVER (PARTITION BY w.grp ORDER BY w.pos) AS r FROM win AS w
+        WHERE w.run_at <= p_now AND w.kind || '@' || w.version = ANY(p_kinds)
+          AND w.grp NOT IN (SELECT pz.grp FROM {schema}.group_pauses AS pz
+                            WHERE pz.namespace = p_ns AND pz.paused_until > p_now)) AS x
+      WHERE x.r <= LEAST(p_per_group, COALESCE(
+        p_k_concurrency[array_position(p_k_kind, split_part(x.grp, E'\\t', 1))]
+          - COALESCE((SELECT counts FROM running)[array_position((SELECT grps FROM running), x.grp)], 0),
+        p_per_group))
+      ORDER BY x.r, x.pos LIMIT (SELECT n FROM want)),
+    -- Read without a lock: lock them now, passing over any that another transaction holds.
+    locked AS (
+      SELECT j.id FROM {schema}.jobs AS j
+      WHERE j.id IN (SELECT id FROM picks) AND j.state IN ('available', 'scheduled')
+        AND ((SELECT count(*) FROM picks) >= (SELECT n FROM want)
+          OR (SELECT count(*) FROM win) < LEAST(p_groups, (SELECT n FROM want) + 24))
+      FOR UPDATE SKIP LOCKED),
+    claimed AS (${claimSql("locked")}),
+${countedSql()}
     SELECT * FROM claimed`;
 }
 
@@ -223,6 +308,18 @@ BEGIN
   FOREACH k IN ARRAY p_lock_keys LOOP
     PERFORM pg_advisory_xact_lock(p_lock_scope, k);
   END LOOP;
+  -- In turn order when the claim is of grouped jobs only (no topic handled, no due job without a
+  -- group) and no kind has a rate limit.
+  IF p_managed IS NULL AND NOT EXISTS (SELECT 1 FROM unnest(p_k_rate) AS r WHERE r IS NOT NULL)
+    AND NOT EXISTS (SELECT 1 FROM {schema}.jobs WHERE namespace = p_ns AND queue = p_queue
+                    AND state IN ('available', 'scheduled') AND run_at <= p_now AND topic IS NULL AND grp IS NULL)
+  THEN
+    RETURN QUERY ${turnOrderSql()};
+    IF FOUND THEN
+      RETURN;
+    END IF;
+  END IF;
+  -- Otherwise, or when that started none, the claim visits the groups one by one.
   RETURN QUERY ${claimQuery()};
 END
 $claim$;`;

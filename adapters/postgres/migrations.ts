@@ -8,6 +8,7 @@
  */
 import { LISTED_STATES_SQL } from "../sql/listed_states.ts";
 import { claimLimitedFunctionSql } from "./limited_claim.ts";
+import { FAIR_TURNS_SQL } from "./turns.ts";
 
 /** One numbered schema change. */
 export interface PostgresMigration {
@@ -265,6 +266,16 @@ CREATE TABLE {schema}.log_records (
   updated_at bigint NOT NULL,
   PRIMARY KEY (namespace, role)
 );`,
+  },
+  {
+    version: 15,
+    name: "fair turns",
+    sql: FAIR_TURNS_SQL,
+  },
+  {
+    version: 16,
+    name: "limited claim in turn order",
+    sql: claimLimitedFunctionSql(),
   },
 ];
 

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { createErrand, defineJobs, type Duration, job, systemClock, ValidationError } from "../../mod.ts";
 import { FakeClock } from "../../src/testing.ts";
-import type { StoreKind } from "../support/stores.ts";
+import type { StoreKind, TestDatabase } from "../support/stores.ts";
 import { eventually } from "../support/wait.ts";
 import { errandOn, withDatabase } from "./harness.ts";
 
@@ -59,6 +59,22 @@ function gate(): { wait: Promise<void>; open(): void } {
  * fair claims across groups, and paused groups, all enforced by the store at
  * claim time.
  */
+/**
+ * A manual instance that runs `sync` jobs grouped by account, 4 at a time;
+ * `started` lists the accounts of the jobs it started, in order.
+ */
+function syncByAccount<TTx>(db: TestDatabase<TTx>) {
+  const jobs = defineJobs({ sync: job<{ account: string; n: number }>({ group: (p) => p.account }) });
+  const started: string[] = [];
+  const { errand } = errandOn(db, {
+    jobs,
+    mode: "manual",
+    queues: { default: { concurrency: 4 } },
+    handlers: { sync: (p) => void started.push(p.account) },
+  });
+  return { errand, started };
+}
+
 export function flowControlCases(kind: StoreKind<unknown>): void {
   describe("flow control", () => {
     describe("concurrency limits", () => {
@@ -328,14 +344,7 @@ export function flowControlCases(kind: StoreKind<unknown>): void {
 
       it("fair: a group that enqueues after another's backlog is not held up behind it", () =>
         withDatabase(kind, async (db, track) => {
-          const jobs = defineJobs({ sync: job<{ account: string; n: number }>({ group: (p) => p.account }) });
-          const started: string[] = [];
-          const { errand } = errandOn(db, {
-            jobs,
-            mode: "manual",
-            queues: { default: { concurrency: 4 } },
-            handlers: { sync: (p) => void started.push(p.account) },
-          });
+          const { errand, started } = syncByAccount(db);
           track(errand);
           await errand.enqueueMany(
             Array.from({ length: 300 }, (_, n) => ({ kind: "sync" as const, payload: { account: "A", n } })),
@@ -371,6 +380,68 @@ export function flowControlCases(kind: StoreKind<unknown>): void {
           const order = (account: string) => started.filter((s) => s.account === account).map((s) => s.n);
           assert.deepEqual(order("a"), [1, 2, 3]);
           assert.deepEqual(order("b"), [1, 2, 3]);
+        }));
+
+      it("a group's jobs run by priority, then run time, then enqueue order, however they were enqueued", () =>
+        withDatabase(kind, async (db, track) => {
+          const jobs = defineJobs({
+            sync: job<{ account: string; n: number }>({ group: (p) => p.account, groupConcurrency: 1 }),
+          });
+          const clock = new FakeClock();
+          const started: { account: string; n: number }[] = [];
+          const { errand } = errandOn(db, {
+            jobs,
+            clock,
+            mode: "manual",
+            queues: { default: { concurrency: 2 } },
+            handlers: { sync: (p) => void started.push(p) },
+          });
+          track(errand);
+          // A fixed pseudo-random mix of single and bulk enqueues, priorities and run times.
+          let seed = 7;
+          const random = (n: number) => {
+            seed = (seed * 1103515245 + 12345) % 2147483648;
+            return (seed >> 8) % n;
+          };
+          const enqueued: { account: string; n: number; priority: number; runAt: number }[] = [];
+          while (enqueued.length < 60) {
+            const batch = Array.from({ length: 1 + random(4) }, (_, k) => ({
+              account: "abc"[random(3)],
+              n: enqueued.length + k,
+              priority: random(3),
+              runAt: clock.now() + 1000 * random(3),
+            }));
+            const items = batch.map((b) => ({
+              kind: "sync" as const,
+              payload: { account: b.account, n: b.n },
+              options: { priority: b.priority, runAt: new Date(b.runAt) },
+            }));
+            if (items.length === 1) await errand.enqueue("sync", items[0].payload, items[0].options);
+            else await errand.enqueueMany(items);
+            enqueued.push(...batch);
+          }
+          clock.advance(3_000);
+          await errand.step();
+          assert.equal(started.length, enqueued.length);
+          for (const account of "abc") {
+            const expected = enqueued.filter((e) => e.account === account)
+              .sort((x, y) => x.priority - y.priority || x.runAt - y.runAt || x.n - y.n).map((e) => e.n);
+            assert.deepEqual(started.filter((s) => s.account === account).map((s) => s.n), expected, account);
+          }
+        }));
+
+      it("groups that may start nothing, however many jobs they hold ahead, do not hold up a group after them", () =>
+        withDatabase(kind, async (db, track) => {
+          const { errand, started } = syncByAccount(db);
+          track(errand);
+          const paused = Array.from({ length: 40 }, (_, k) => `paused-${k}`);
+          await errand.enqueueMany(
+            paused.flatMap((account) => [0, 1, 2].map((n) => ({ kind: "sync" as const, payload: { account, n } }))),
+          );
+          for (const account of paused) await errand.pauseGroup("sync", account, "1h");
+          await errand.enqueueMany([0, 1, 2].map((n) => ({ kind: "sync" as const, payload: { account: "late", n } })));
+          await errand.step();
+          assert.deepEqual(started, ["late", "late", "late"]);
         }));
     });
 
