@@ -78,6 +78,9 @@ const RETURNED: Readonly<Record<string, string>> = {
 const QUEUED_IN_GROUPS =
   `namespace = p_ns AND queue = p_queue AND state IN ('available', 'scheduled') AND grp IS NOT NULL`;
 
+/** The (id, fence) of the claiming worker's returned runs, which hold no slot. */
+const RETURNED_RUNS = "SELECT * FROM unnest(p_returned_ids, p_returned_fences)";
+
 /** The kinds' limits, as rows, from the function's arrays. */
 const KINDS_SQL = `SELECT kind, group_concurrency, rate_limit, rate_window, per_group_flag = 1 AS per_group
       FROM unnest(p_k_kind, p_k_concurrency, p_k_rate, p_k_window, p_k_per_group)
@@ -138,14 +141,13 @@ function claimSizeSql(returned: string): string {
 /** The claim of the function's body, on the tables of `{schema}`. */
 function claimQuery(): string {
   const [jobs, pauses, queues] = ["jobs", "group_pauses", "queues"].map((t) => `{schema}.${t}`);
-  const queued = QUEUED_IN_GROUPS;
   // The first group with queued jobs after `from`, one index probe; with `wrap`, the first of all
   // when there is none after it (a second probe, made only then). OFFSET 0 keeps the planner from
   // copying the probes into every use of the group.
   const nextGroup = (from: string, wrap: string) =>
-    `(SELECT COALESCE(x.g, CASE WHEN ${wrap} THEN (SELECT grp FROM ${jobs} WHERE ${queued} ORDER BY grp LIMIT 1) END)
+    `(SELECT COALESCE(x.g, CASE WHEN ${wrap} THEN (SELECT grp FROM ${jobs} WHERE ${QUEUED_IN_GROUPS} ORDER BY grp LIMIT 1) END)
              AS grp, x.g IS NULL AS wrapped
-      FROM (SELECT (SELECT grp FROM ${jobs} WHERE ${queued} AND grp > ${from} ORDER BY grp LIMIT 1) AS g) AS x
+      FROM (SELECT (SELECT grp FROM ${jobs} WHERE ${QUEUED_IN_GROUPS} AND grp > ${from} ORDER BY grp LIMIT 1) AS g) AS x
       OFFSET 0)`;
   // Due partition heads, each a group of its own; none when `p_managed` is null (no topic is handled).
   const heads = dueHeadsSql({ jobs, partitions: "{schema}.partitions" }, "id, priority, run_at, kind", {
@@ -234,6 +236,13 @@ ${countedSql()}
     SELECT * FROM claimed`;
 }
 
+/** How many jobs a claim in turn order may start (`n`): none while the queue is paused. */
+function wantSql(): string {
+  return `SELECT ${claimSizeSql(RETURNED_RUNS)}
+        * (NOT EXISTS (SELECT 1 FROM {schema}.queues AS q WHERE q.namespace = p_ns AND q.queue = p_queue AND q.paused))::int
+        AS n`;
+}
+
 /**
  * The claim in turn order (see turns.ts). It reads the first queued jobs of
  * the queue's groups in turn order (the claim's size and 24 more, at most
@@ -243,18 +252,14 @@ ${countedSql()}
  * by rank within their group, then in turn order: the first job of each group
  * in turn, then the second, as a claim that visits the groups does. It starts
  * them only when they fill the claim or are all the queued grouped jobs there
- * are; otherwise it starts none, and the caller visits the groups instead.
+ * are; otherwise it starts none.
  */
 function turnOrderSql(): string {
-  const returned = "SELECT * FROM unnest(p_returned_ids, p_returned_fences)";
   // The running jobs per group are read once, as two arrays: a join would be planned as a loop over
   // them for every job read.
   return `WITH
     kl AS (${KINDS_SQL}),
-    want AS (
-      SELECT ${claimSizeSql(returned)}
-        * (NOT EXISTS (SELECT 1 FROM {schema}.queues AS q WHERE q.namespace = p_ns AND q.queue = p_queue AND q.paused))::int
-        AS n),
+    want AS (${wantSql()}),
     win AS MATERIALIZED (
       SELECT j.id, j.grp, j.run_at, j.kind, j.version,
              row_number() OVER (ORDER BY j.turn, j.priority, j.run_at, j.id) AS pos
@@ -264,7 +269,7 @@ function turnOrderSql(): string {
     running AS MATERIALIZED (
       SELECT array_agg(r.grp) AS grps, array_agg(r.n) AS counts FROM (
         SELECT r.grp, count(*) AS n FROM {schema}.jobs AS r
-        WHERE r.namespace = p_ns AND r.state = 'running' AND r.grp IS NOT NULL AND (r.id, r.fence) NOT IN (${returned})
+        WHERE r.namespace = p_ns AND r.state = 'running' AND r.grp IS NOT NULL AND (r.id, r.fence) NOT IN (${RETURNED_RUNS})
         GROUP BY r.grp) AS r),
     picks AS MATERIALIZED (
       SELECT x.id FROM (
@@ -303,6 +308,8 @@ LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $claim$
 #variable_conflict use_column
 DECLARE
   k integer;
+  v_want integer;
+  v_more boolean;
 BEGIN
   PERFORM set_config('synchronous_commit', 'off', true);
   FOREACH k IN ARRAY p_lock_keys LOOP
@@ -316,6 +323,15 @@ BEGIN
   THEN
     RETURN QUERY ${turnOrderSql()};
     IF FOUND THEN
+      RETURN;
+    END IF;
+    -- It started none. Visiting the groups can start more only when the claim may start some and
+    -- there are queued grouped jobs past the ones it read.
+    SELECT want.n, (SELECT count(*) FROM (SELECT 1 FROM {schema}.jobs WHERE ${QUEUED_IN_GROUPS}
+                                          LIMIT LEAST(p_groups, want.n + 24)) AS w) >= LEAST(p_groups, want.n + 24)
+    INTO v_want, v_more
+    FROM (${wantSql()}) AS want;
+    IF v_want = 0 OR NOT v_more THEN
       RETURN;
     END IF;
   END IF;

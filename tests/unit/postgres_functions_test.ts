@@ -18,7 +18,7 @@ const INSTALLED = [
     name: "claim_limited",
     text: claimLimitedFunctionSql(),
     version: 16,
-    sha256: "763bcb2ad1d5aa84c5330bb5e6ba6c4ea7ab7b206b947ca33f0199158ce1b7c5",
+    sha256: "6cde7bdf1562c2d9b4029276dec8d34bfe307fba18881c155b9caacdcd87dfce",
   },
   {
     name: "take_turn",
