@@ -3,14 +3,16 @@
  * `{schema}.claim_limited`, which the migrations install, and the call of it.
  *
  * The function first takes a transaction-level advisory lock per limited
- * queue and kind (in one order, so two claims never deadlock), then claims
- * in one statement. A volatile function's statements each take a new
- * snapshot, so the claim sees every claim committed before the lock, and no
- * other limited claim of the same queue or kind can commit until this one
- * has: the counts it reads (running jobs, starts in a window) are exact.
- * Finishes take no lock; one committing meanwhile only makes a count high.
- * Being one statement, the call is pipelined on a shared connection like a
- * plain claim, and its commit does not wait for the WAL flush.
+ * queue and kind (in one order, so two claims never deadlock), then claims:
+ * in turn order (see turns.ts) when it can, else by visiting the queue's
+ * groups one by one, each a statement of its own. A volatile function's
+ * statements each take a new snapshot, so the claim sees every claim
+ * committed before the lock, and no other limited claim of the same queue or
+ * kind can commit until this one has: the counts it reads (running jobs,
+ * starts in a window) are exact. Finishes take no lock; one committing
+ * meanwhile only makes a count high. Being one call, it is pipelined on a
+ * shared connection like a plain claim, and its commit does not wait for the
+ * WAL flush.
  *
  * @module
  */
@@ -244,6 +246,15 @@ function wantSql(): string {
 }
 
 /**
+ * How many jobs a claim in turn order reads for a claim of `want` jobs: 24
+ * more, room for those it passes over (not due yet, of a kind this worker
+ * does not handle, of a group that may start none), and at most `p_groups`.
+ */
+function turnWindowSql(want: string): string {
+  return `LEAST(p_groups, ${want} + 24)`;
+}
+
+/**
  * The claim in turn order (see turns.ts). It reads the first queued jobs of
  * the queue's groups in turn order (the claim's size and 24 more, at most
  * `p_groups`) and picks, up to the claim's size, those that are due, of a
@@ -265,7 +276,7 @@ function turnOrderSql(): string {
              row_number() OVER (ORDER BY j.turn, j.priority, j.run_at, j.id) AS pos
       FROM (SELECT id, grp, run_at, kind, version, turn, priority FROM {schema}.jobs
             WHERE ${QUEUED_IN_GROUPS} ORDER BY turn, priority, run_at, id
-            LIMIT LEAST(p_groups, (SELECT n FROM want) + 24)) AS j),
+            LIMIT ${turnWindowSql("(SELECT n FROM want)")}) AS j),
     running AS MATERIALIZED (
       SELECT array_agg(r.grp) AS grps, array_agg(r.n) AS counts FROM (
         SELECT r.grp, count(*) AS n FROM {schema}.jobs AS r
@@ -287,7 +298,7 @@ function turnOrderSql(): string {
       SELECT j.id FROM {schema}.jobs AS j
       WHERE j.id IN (SELECT id FROM picks) AND j.state IN ('available', 'scheduled')
         AND ((SELECT count(*) FROM picks) >= (SELECT n FROM want)
-          OR (SELECT count(*) FROM win) < LEAST(p_groups, (SELECT n FROM want) + 24))
+          OR (SELECT count(*) FROM win) < ${turnWindowSql("(SELECT n FROM want)")})
       FOR UPDATE SKIP LOCKED),
     claimed AS (${claimSql("locked")}),
 ${countedSql()}
@@ -328,7 +339,7 @@ BEGIN
     -- It started none. Visiting the groups can start more only when the claim may start some and
     -- there are queued grouped jobs past the ones it read.
     SELECT want.n, (SELECT count(*) FROM (SELECT 1 FROM {schema}.jobs WHERE ${QUEUED_IN_GROUPS}
-                                          LIMIT LEAST(p_groups, want.n + 24)) AS w) >= LEAST(p_groups, want.n + 24)
+                                          LIMIT ${turnWindowSql("want.n")}) AS w) >= ${turnWindowSql("want.n")}
     INTO v_want, v_more
     FROM (${wantSql()}) AS want;
     IF v_want = 0 OR NOT v_more THEN
