@@ -55,11 +55,6 @@ function gate(): { wait: Promise<void>; open(): void } {
 }
 
 /**
- * Flow control (issue 23): per-group and per-queue concurrency, rate limits,
- * fair claims across groups, and paused groups, all enforced by the store at
- * claim time.
- */
-/**
  * A manual instance that runs `sync` jobs grouped by account, 4 at a time;
  * `started` lists the accounts of the jobs it started, in order.
  */
@@ -75,6 +70,11 @@ function syncByAccount<TTx>(db: TestDatabase<TTx>) {
   return { errand, started };
 }
 
+/**
+ * Flow control (issue 23): per-group and per-queue concurrency, rate limits,
+ * fair claims across groups, and paused groups, all enforced by the store at
+ * claim time.
+ */
 export function flowControlCases(kind: StoreKind<unknown>): void {
   describe("flow control", () => {
     describe("concurrency limits", () => {
