@@ -7,6 +7,9 @@
  * The latency figure is one insert's round trip with its commit, the earliest
  * moment a worker in the enqueuing process could start the job.
  *
+ * `drain_flow` is the floor of the drain under flow control (see
+ * {@link FLOW}): the least an exact, fair claim costs on these drivers.
+ *
  * `npm run bench:floor` takes the same arguments as `npm run bench` and prints
  * lines whose peer is `floor-libsql` or `floor-postgres`.
  */
@@ -31,17 +34,33 @@ import {
   timeSequential,
 } from "./harness.ts";
 
-/** A job row as the floor writes it: an id and the payload's bytes. */
+/** A job row as the floor writes it: an id and the payload's bytes; under flow control, its group and turn. */
 interface Row {
   readonly id: string;
   readonly payload: Uint8Array;
+  readonly group?: { readonly key: string; readonly turn: number };
 }
+
+/**
+ * The floor's flow control, that of errand's `drain_flow`: job `i` is in
+ * group `i % 100`, at most 2 of a group and 32 in all run at once, and claims
+ * go round-robin across the groups, by priority within each. The floor gets
+ * its fairness the cheapest way there is: each job is written with its turn
+ * (its place in its group: job `i`'s is `i / 100`), and a claim reads the
+ * first queued jobs in turn order, 24 more than it starts (as errand's
+ * PostgreSQL claim does), and starts those whose group has room. Unlike
+ * errand, it does not serialize concurrent claims (one process runs it), and
+ * it does not handle what the turn order alone cannot (a front of jobs that
+ * are not due or whose groups are paused or full, priorities that change after
+ * the turns are given).
+ */
+const FLOW = { groups: 100, groupConcurrency: 2, globalConcurrency: 32, window: 24 } as const;
 
 /** What the workloads need of one store. */
 interface Floor {
   insertOne(row: Row): Promise<void>;
   insertMany(rows: readonly Row[]): Promise<void>;
-  /** Marks up to `limit` available jobs running and returns them. */
+  /** Marks up to `limit` available jobs running and returns them; under flow control, within {@link FLOW}. */
   claim(limit: number): Promise<Row[]>;
   /** Marks claimed jobs completed. */
   complete(ids: readonly string[]): Promise<void>;
@@ -56,6 +75,11 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 const toRow = (p: unknown): Row => ({ id: newId(), payload: encoder.encode(JSON.stringify(p)) });
 const row = (i: number): Row => toRow(payload(i));
+/** Job `p.i` of the flow-controlled drain: in group `i % 100`, the `i / 100`th of its group. */
+const flowRow = (p: { i: number; s: string }): Row => ({
+  ...toRow(p),
+  group: { key: `bench\t${p.i % FLOW.groups}`, turn: Math.floor(p.i / FLOW.groups) },
+});
 const SQLITE_FILE = `${CFG.sqliteDir}/errand-floor.db`;
 const SQLITE_SYNCHRONOUS = process.env.ERRAND_SQLITE_SYNCHRONOUS === "normal" ? "normal" : "full";
 const PG_DB = "bench_errand_floor";
@@ -64,7 +88,41 @@ const INSERT_COLUMNS =
   "id, payload, run_at, created_at, namespace, kind, version, queue, state, priority, max_attempts";
 const INSERT_CONSTANTS = "'default', 'bench', 1, 'default', 'available', 0, 25";
 
-async function libsqlFloor(): Promise<Floor> {
+/** How a store writes what {@link flowPicksSql} needs: its jobs table, the claim's time and size, and its two-argument greatest and least. */
+interface FlowDialect {
+  readonly jobs: string;
+  readonly now: string;
+  readonly limit: string;
+  readonly greatest: string;
+  readonly least: string;
+}
+
+/**
+ * The ids a claim under the floor's flow control starts (see {@link FLOW}):
+ * the first queued jobs in turn order, each group's up to its room (its
+ * concurrency less its running jobs), by rank within the group and then in
+ * turn order, up to the claim's size and the room left in the queue.
+ */
+function flowPicksSql(d: FlowDialect): string {
+  return `WITH
+    running AS (
+      SELECT grp, count(*) AS n FROM ${d.jobs}
+      WHERE namespace = 'default' AND state = 'running' AND grp IS NOT NULL GROUP BY grp),
+    win AS (
+      SELECT id, grp, turn, priority, run_at FROM ${d.jobs}
+      WHERE namespace = 'default' AND queue = 'default' AND state IN ('available', 'scheduled') AND grp IS NOT NULL
+      ORDER BY turn, priority, run_at, id LIMIT ${FLOW.globalConcurrency + FLOW.window}),
+    ranked AS (
+      SELECT w.*, row_number() OVER (PARTITION BY w.grp ORDER BY w.turn, w.priority, w.run_at, w.id) AS r
+      FROM win AS w WHERE w.run_at <= ${d.now})
+    SELECT rk.id FROM ranked AS rk LEFT JOIN running AS ru ON ru.grp = rk.grp
+    WHERE rk.r <= ${FLOW.groupConcurrency} - coalesce(ru.n, 0)
+    ORDER BY rk.r, rk.turn, rk.priority, rk.run_at, rk.id
+    LIMIT (SELECT ${d.greatest}(0, ${d.least}(${d.limit}, ${FLOW.globalConcurrency} - count(*))) FROM ${d.jobs}
+           WHERE namespace = 'default' AND queue = 'default' AND state = 'running')`;
+}
+
+async function libsqlFloor(flow: boolean): Promise<Floor> {
   removeSqliteFiles(SQLITE_FILE);
   const [{ createClient }, { libsqlMigrationSql }] = await Promise.all([
     import("@libsql/client"),
@@ -82,14 +140,27 @@ async function libsqlFloor(): Promise<Floor> {
   const client = await open(SQLITE_SYNCHRONOUS);
   const claimer = await open("normal");
   await client.executeMultiple(libsqlMigrationSql());
+  // Under flow control the turn order replaces the group index, which only errand's claim by
+  // visiting the groups reads: a claim writes each index its jobs leave.
+  if (flow) {
+    await client.executeMultiple(
+      `ALTER TABLE errand_jobs ADD COLUMN turn INTEGER;
+       CREATE INDEX errand_jobs_turn_claim ON errand_jobs (namespace, queue, turn, priority, run_at, id)
+         WHERE state IN ('available', 'scheduled') AND grp IS NOT NULL;
+       DROP INDEX errand_jobs_group_claim;`,
+    );
+  }
   const insertMany = async (rows: readonly Row[]) => {
     // Rows as literals in a script: the fastest form measured on this client, and one that leaves
     // no statement object holding native memory until garbage collection (see the libSQL store).
     const at = Date.now();
-    const values = rows.map((r) => `('${r.id}', X'${toHex(r.payload)}')`).join(",");
+    const values = rows.map((r) =>
+      `('${r.id}', X'${toHex(r.payload)}'${r.group ? `, '${r.group.key}', ${r.group.turn}` : ""})`
+    ).join(",");
     await client.executeMultiple(
-      `INSERT INTO errand_jobs (${INSERT_COLUMNS})
-       SELECT column1, column2, ${at}, ${at}, ${INSERT_CONSTANTS} FROM (VALUES ${values}) WHERE true`,
+      `INSERT INTO errand_jobs (${INSERT_COLUMNS}${flow ? ", grp, turn" : ""})
+       SELECT column1, column2, ${at}, ${at}, ${INSERT_CONSTANTS}${flow ? ", column3, column4" : ""}
+       FROM (VALUES ${values}) WHERE true`,
     );
   };
   return {
@@ -97,16 +168,18 @@ async function libsqlFloor(): Promise<Floor> {
     insertMany,
     async claim(limit) {
       const at = Date.now();
+      const picks = flow
+        ? flowPicksSql({ jobs: "errand_jobs", now: "?1", limit: "?3", greatest: "max", least: "min" })
+        : `SELECT id FROM errand_jobs
+           WHERE namespace = 'default' AND queue = 'default' AND state IN ('available', 'scheduled')
+             AND topic IS NULL AND grp IS NULL AND run_at <= ?1
+           ORDER BY priority, run_at, id LIMIT ?3`;
       const rs = await claimer.execute({
         sql: `UPDATE errand_jobs SET state = 'running', attempt = attempt + 1, fence = fence + 1,
-                started_at = ?, lease_until = ?, worker_id = 'floor'
-              WHERE id IN (
-                SELECT id FROM errand_jobs
-                WHERE namespace = 'default' AND queue = 'default' AND state IN ('available', 'scheduled')
-                  AND topic IS NULL AND run_at <= ?
-                ORDER BY priority, run_at, id LIMIT ?)
+                started_at = ?1, lease_until = ?2, worker_id = 'floor'
+              WHERE id IN (${picks})
               RETURNING id, payload`,
-        args: [at, at + 30_000, at, limit],
+        args: [at, at + 30_000, limit],
       });
       return rs.rows.map((r) => ({ id: String(r.id), payload: new Uint8Array(r.payload as ArrayBuffer) }));
     },
@@ -135,7 +208,7 @@ async function libsqlFloor(): Promise<Floor> {
   };
 }
 
-async function postgresFloor(): Promise<Floor> {
+async function postgresFloor(flow: boolean): Promise<Floor> {
   const [{ default: postgres }, { postgresMigrationSql }] = await Promise.all([
     import("postgres"),
     import("../adapters/postgres/mod.ts"),
@@ -161,12 +234,21 @@ async function postgresFloor(): Promise<Floor> {
       );
     },
     async insertMany(rows) {
-      // Ids and payloads as one comma-separated text each: the fastest form measured (see the PostgreSQL store).
+      // Ids and payloads as one comma-separated text each: the fastest form measured (see the PostgreSQL
+      // store). Under flow control the groups go as a third; errand's schema gives each job its turn.
+      const grp = (sql: string) => (flow ? sql : "");
       await query(
-        `INSERT INTO errand.jobs (${INSERT_COLUMNS})
-         SELECT u.id, u.payload::bytea, $3, $3, ${INSERT_CONSTANTS}
-         FROM unnest(string_to_array($1::text, ','), string_to_array($2::text, ',')) AS u(id, payload)`,
-        [rows.map((r) => r.id).join(","), rows.map((r) => `\\x${toHex(r.payload)}`).join(","), Date.now()],
+        `INSERT INTO errand.jobs (${INSERT_COLUMNS}${grp(", grp")})
+         SELECT u.id, u.payload::bytea, $3, $3, ${INSERT_CONSTANTS}${grp(", u.grp")}
+         FROM unnest(string_to_array($1::text, ','), string_to_array($2::text, ',')${
+          grp(", string_to_array($4::text, ',')")
+        }) AS u(id, payload${grp(", grp")})`,
+        [
+          rows.map((r) => r.id).join(","),
+          rows.map((r) => `\\x${toHex(r.payload)}`).join(","),
+          Date.now(),
+          ...flow ? [rows.map((r) => r.group!.key).join(",")] : [],
+        ],
       );
     },
     async claim(limit) {
@@ -174,10 +256,20 @@ async function postgresFloor(): Promise<Floor> {
       const rows = await query(
         `UPDATE errand.jobs AS j SET state = 'running', attempt = j.attempt + 1, fence = j.fence + 1,
            started_at = $1, lease_until = $2, worker_id = 'floor'
-         FROM (SELECT id FROM errand.jobs
+         FROM (${
+          flow
+            // Locked after the picking: PostgreSQL locks no rows in a query with a window function.
+            ? `SELECT id FROM errand.jobs
+               WHERE id IN (${
+              flowPicksSql({ jobs: "errand.jobs", now: "$1", limit: "$3", greatest: "GREATEST", least: "LEAST" })
+            })
+                 AND state IN ('available', 'scheduled')
+               FOR UPDATE SKIP LOCKED`
+            : `SELECT id FROM errand.jobs
                WHERE namespace = 'default' AND queue = 'default' AND state IN ('available', 'scheduled')
-                 AND topic IS NULL AND run_at <= $1
-               ORDER BY priority, run_at, id LIMIT $3 FOR UPDATE SKIP LOCKED) AS picked,
+                 AND topic IS NULL AND grp IS NULL AND run_at <= $1
+               ORDER BY priority, run_at, id LIMIT $3 FOR UPDATE SKIP LOCKED`
+        }) AS picked,
               -- As errand's claims: committed without waiting for the WAL flush.
               (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit
          WHERE j.id = picked.id
@@ -208,7 +300,63 @@ async function postgresFloor(): Promise<Floor> {
 
 function subject(name: StoreName): Subject {
   let floor: Floor | undefined;
-  const open = async () => (floor = name === "postgres" ? await postgresFloor() : await libsqlFloor());
+  const open = async (
+    flow = false,
+  ) => (floor = name === "postgres" ? await postgresFloor(flow) : await libsqlFloor(flow));
+  /**
+   * The drain, plain or (`flow`) under the floor's flow control, whose every
+   * claim is checked to start no more of a group than its concurrency.
+   */
+  const drain = async (signal: AbortSignal, flow: boolean) => {
+    const f = await open(flow);
+    for (const batch of payloadBatches(CFG.nDrain, 1000)) await f.insertMany(batch.map(flow ? flowRow : toRow));
+    const tracker = drainTracker(CFG.nDrain);
+    const handle = (claimed: readonly Row[]) => {
+      const perGroup = new Map<number, number>();
+      for (const job of claimed) {
+        const { i } = JSON.parse(decoder.decode(job.payload)) as { i: number };
+        tracker.hit(job.id);
+        const group = i % FLOW.groups;
+        perGroup.set(group, (perGroup.get(group) ?? 0) + 1);
+      }
+      if (flow && Math.max(0, ...perGroup.values()) > FLOW.groupConcurrency) {
+        throw new Error("verification failed: a claim started more of a group than its concurrency");
+      }
+      return claimed.map((job) => job.id);
+    };
+    // One loop: each batch's completion goes out together with the next claim (pipelined on
+    // PostgreSQL's one connection; one after the other on libSQL, which writes one at a time).
+    const t0 = now();
+    let claimed = await f.claim(CFG.concurrency);
+    while (claimed.length) {
+      if (signal.aborted) throw new Error("aborted");
+      const ids = handle(claimed);
+      [, claimed] = await Promise.all([f.complete(ids), f.claim(CFG.concurrency)]);
+    }
+    const ms = now() - t0;
+    const completed = await f.count("completed");
+    if (completed !== CFG.nDrain) throw new Error(`verification failed: ${completed} completed`);
+    return {
+      n: CFG.nDrain,
+      c: CFG.concurrency,
+      jobs_per_s: rate(CFG.nDrain, ms),
+      elapsed_ms: Math.round(ms),
+      verified: { completed_in_db: completed, distinct_jobs: tracker.distinct },
+      settings: {
+        ...f.settings,
+        claim_batch: CFG.concurrency,
+        loop: "completion pipelined with the next claim",
+        ...flow
+          ? {
+            globalConcurrency: FLOW.globalConcurrency,
+            group: `payload.i % ${FLOW.groups} (${FLOW.groups} groups, ${CFG.nDrain / FLOW.groups} jobs each)`,
+            groupConcurrency: FLOW.groupConcurrency,
+            claim: `turn order, ${FLOW.window} jobs past the claim's size read`,
+          }
+          : {},
+      },
+    };
+  };
   const workloads: Subject["workloads"] = {
     async enqueue_single({ signal }) {
       const f = await open();
@@ -225,38 +373,8 @@ function subject(name: StoreName): Subject {
         settings: f.settings,
       };
     },
-    async drain({ signal }) {
-      const f = await open();
-      for (const batch of payloadBatches(CFG.nDrain, 1000)) await f.insertMany(batch.map(toRow));
-      const tracker = drainTracker(CFG.nDrain);
-      const handle = (claimed: readonly Row[]) => {
-        for (const job of claimed) {
-          JSON.parse(decoder.decode(job.payload));
-          tracker.hit(job.id);
-        }
-        return claimed.map((job) => job.id);
-      };
-      // One loop: each batch's completion goes out together with the next claim (pipelined on
-      // PostgreSQL's one connection; one after the other on libSQL, which writes one at a time).
-      const t0 = now();
-      let claimed = await f.claim(CFG.concurrency);
-      while (claimed.length) {
-        if (signal.aborted) throw new Error("aborted");
-        const ids = handle(claimed);
-        [, claimed] = await Promise.all([f.complete(ids), f.claim(CFG.concurrency)]);
-      }
-      const ms = now() - t0;
-      const completed = await f.count("completed");
-      if (completed !== CFG.nDrain) throw new Error(`verification failed: ${completed} completed`);
-      return {
-        n: CFG.nDrain,
-        c: CFG.concurrency,
-        jobs_per_s: rate(CFG.nDrain, ms),
-        elapsed_ms: Math.round(ms),
-        verified: { completed_in_db: completed, distinct_jobs: tracker.distinct },
-        settings: { ...f.settings, claim_batch: CFG.concurrency, loop: "completion pipelined with the next claim" },
-      };
-    },
+    drain: ({ signal }) => drain(signal, false),
+    drain_flow: ({ signal }) => drain(signal, true),
     async latency({ signal }) {
       const f = await open();
       const probe = latencyProbe();

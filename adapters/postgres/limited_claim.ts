@@ -88,11 +88,11 @@ const KINDS_SQL = `SELECT kind, group_concurrency, rate_limit, rate_window, per_
       FROM unnest(p_k_kind, p_k_concurrency, p_k_rate, p_k_window, p_k_per_group)
         AS u(kind, group_concurrency, rate_limit, rate_window, per_group_flag)`;
 
-/** Starts the jobs of `ids` (a relation with an `id` column): the claim's write. */
-function claimSql(ids: string): string {
+/** Starts the jobs of `ids` (a relation with an `id` column), if `condition` holds: the claim's write. */
+function claimSql(ids: string, condition = "true"): string {
   return `UPDATE {schema}.jobs AS j SET state = 'running', attempt = j.attempt + 1, fence = j.fence + 1,
         started_at = p_now, lease_until = p_lease_until, worker_id = p_worker
-      FROM ${ids} WHERE j.id = ${ids}.id
+      FROM ${ids} WHERE j.id = ${ids}.id AND ${condition}
       RETURNING ${CLAIMED_COLUMNS.map((c) => `j.${c}`).join(", ")}`;
 }
 
@@ -262,8 +262,13 @@ function turnWindowSql(want: string): string {
  * may start now (its kind's group concurrency less its running jobs). They go
  * by rank within their group, then in turn order: the first job of each group
  * in turn, then the second, as a claim that visits the groups does. It starts
- * them only when they fill the claim or are all the queued grouped jobs there
- * are; otherwise it starts none.
+ * them only when they fill the claim or are all the queued grouped jobs it
+ * could lock; otherwise it starts none.
+ *
+ * It locks the jobs as it reads them, passing over any that another
+ * transaction holds, so it never waits for a row. Locking the few it reads
+ * beyond those it starts costs less than looking the picked ones up again to
+ * lock them; the locks end with the claim's transaction.
  */
 function turnOrderSql(): string {
   // The running jobs per group are read once, as two arrays: a join would be planned as a loop over
@@ -276,7 +281,7 @@ function turnOrderSql(): string {
              row_number() OVER (ORDER BY j.turn, j.priority, j.run_at, j.id) AS pos
       FROM (SELECT id, grp, run_at, kind, version, turn, priority FROM {schema}.jobs
             WHERE ${QUEUED_IN_GROUPS} ORDER BY turn, priority, run_at, id
-            LIMIT ${turnWindowSql("(SELECT n FROM want)")}) AS j),
+            LIMIT ${turnWindowSql("(SELECT n FROM want)")} FOR UPDATE SKIP LOCKED) AS j),
     running AS MATERIALIZED (
       SELECT array_agg(r.grp) AS grps, array_agg(r.n) AS counts FROM (
         SELECT r.grp, count(*) AS n FROM {schema}.jobs AS r
@@ -293,14 +298,13 @@ function turnOrderSql(): string {
           - COALESCE((SELECT counts FROM running)[array_position((SELECT grps FROM running), x.grp)], 0),
         p_per_group))
       ORDER BY x.r, x.pos LIMIT (SELECT n FROM want)),
-    -- Read without a lock: lock them now, passing over any that another transaction holds.
-    locked AS (
-      SELECT j.id FROM {schema}.jobs AS j
-      WHERE j.id IN (SELECT id FROM picks) AND j.state IN ('available', 'scheduled')
-        AND ((SELECT count(*) FROM picks) >= (SELECT n FROM want)
-          OR (SELECT count(*) FROM win) < ${turnWindowSql("(SELECT n FROM want)")})
-      FOR UPDATE SKIP LOCKED),
-    claimed AS (${claimSql("locked")}),
+    claimed AS (${
+    claimSql(
+      "picks",
+      `((SELECT count(*) FROM picks) >= (SELECT n FROM want)
+          OR (SELECT count(*) FROM win) < ${turnWindowSql("(SELECT n FROM want)")})`,
+    )
+  }),
 ${countedSql()}
     SELECT * FROM claimed`;
 }

@@ -277,6 +277,11 @@ CREATE TABLE {schema}.log_records (
     name: "limited claim in turn order",
     sql: claimLimitedFunctionSql(),
   },
+  {
+    version: 17,
+    name: "limited claim locks as it reads",
+    sql: claimLimitedFunctionSql(),
+  },
 ];
 
 /** The newest schema version this errand understands. */

@@ -17,8 +17,8 @@ const INSTALLED = [
   {
     name: "claim_limited",
     text: claimLimitedFunctionSql(),
-    version: 16,
-    sha256: "6cde7bdf1562c2d9b4029276dec8d34bfe307fba18881c155b9caacdcd87dfce",
+    version: 17,
+    sha256: "9410f32ffb4c596ca8aa50a716249a530137c9a51416d8b9a3a97507dac38d8f",
   },
   {
     name: "take_turn",
