@@ -331,10 +331,13 @@ BEGIN
     PERFORM pg_advisory_xact_lock(p_lock_scope, k);
   END LOOP;
   -- In turn order when the claim is of grouped jobs only (no topic handled, no due job without a
-  -- group) and no kind has a rate limit.
+  -- group) and no kind has a rate limit. The checks of the jobs read in an index's order, so that no
+  -- plan scans the table instead (the generic plan of an EXISTS, which drops ORDER BY and LIMIT,
+  -- scanned it whenever the statistics promised a match soon).
   IF p_managed IS NULL AND NOT EXISTS (SELECT 1 FROM unnest(p_k_rate) AS r WHERE r IS NOT NULL)
-    AND NOT EXISTS (SELECT 1 FROM {schema}.jobs WHERE namespace = p_ns AND queue = p_queue
-                    AND state IN ('available', 'scheduled') AND run_at <= p_now AND topic IS NULL AND grp IS NULL)
+    AND (SELECT id FROM {schema}.jobs WHERE namespace = p_ns AND queue = p_queue
+         AND state IN ('available', 'scheduled') AND run_at <= p_now AND topic IS NULL AND grp IS NULL
+         ORDER BY priority, run_at, id LIMIT 1) IS NULL
   THEN
     RETURN QUERY ${turnOrderSql()};
     IF FOUND THEN
@@ -343,6 +346,7 @@ BEGIN
     -- It started none. Visiting the groups can start more only when the claim may start some and
     -- there are queued grouped jobs past the ones it read.
     SELECT want.n, (SELECT count(*) FROM (SELECT 1 FROM {schema}.jobs WHERE ${QUEUED_IN_GROUPS}
+                                          ORDER BY turn, priority, run_at, id
                                           LIMIT ${turnWindowSql("want.n")}) AS w) >= ${turnWindowSql("want.n")}
     INTO v_want, v_more
     FROM (${wantSql()}) AS want;

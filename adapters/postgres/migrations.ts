@@ -282,6 +282,11 @@ CREATE TABLE {schema}.log_records (
     name: "limited claim locks as it reads",
     sql: claimLimitedFunctionSql(),
   },
+  {
+    version: 18,
+    name: "limited claim's checks read in index order",
+    sql: claimLimitedFunctionSql(),
+  },
 ];
 
 /** The newest schema version this errand understands. */

@@ -17,8 +17,8 @@ const INSTALLED = [
   {
     name: "claim_limited",
     text: claimLimitedFunctionSql(),
-    version: 17,
-    sha256: "9410f32ffb4c596ca8aa50a716249a530137c9a51416d8b9a3a97507dac38d8f",
+    version: 18,
+    sha256: "cb6214d2a4dfedb8346dcbbeddaa84cd0d98d195a95182e89a7d4dceeb776b1b",
   },
   {
     name: "take_turn",
