@@ -10,16 +10,12 @@ import type { Transaction } from "@libsql/client";
 import type { JobInsertParams } from "../../src/store/store.ts";
 import type { InsertClaim, JobInsertResult, JobInsertRow } from "../../src/store/records.ts";
 import { toHex } from "../sql/hex.ts";
+import { sqlString } from "../sql/string_literal.ts";
 import { holdersByRow } from "../sql/rows.ts";
 import type { LibsqlConnection } from "./connection.ts";
 
 /** Rows per INSERT statement; a bulk enqueue is several statements in one transaction. */
 const INSERT_CHUNK = 5_000;
-
-/** A SQL string literal of `text` (names are validated; JSON text holds no NUL). */
-export function sqlString(text: string): string {
-  return `'${text.replaceAll("'", "''")}'`;
-}
 
 /** A SQL literal of a whole number, a text or null. */
 function sqlLiteral(value: string | number | null): string {

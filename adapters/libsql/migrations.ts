@@ -6,6 +6,7 @@
  * @module
  */
 import { LISTED_STATES_SQL } from "../sql/listed_states.ts";
+import { sqlString } from "../sql/string_literal.ts";
 
 /** One numbered schema change. */
 export interface LibsqlMigration {
@@ -286,7 +287,9 @@ export function libsqlMigrationSql(fromVersion = 0): string {
     if (m.version <= fromVersion) continue;
     parts.push(`-- ${m.version}: ${m.name}`, ...m.statements.map((s) => `${s};`));
     parts.push(
-      `INSERT INTO errand_migrations (version, name, applied_at) VALUES (${m.version}, '${m.name}', ${"strftime('%s','now') * 1000"});`,
+      `INSERT INTO errand_migrations (version, name, applied_at) VALUES (${m.version}, ${
+        sqlString(m.name)
+      }, ${"strftime('%s','now') * 1000"});`,
     );
   }
   return parts.join("\n") + "\n";

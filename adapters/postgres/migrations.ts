@@ -7,6 +7,7 @@
  * @module
  */
 import { LISTED_STATES_SQL } from "../sql/listed_states.ts";
+import { sqlString } from "../sql/string_literal.ts";
 import { claimLimitedFunctionSql } from "./limited_claim.ts";
 import { FAIR_TURNS_SQL } from "./turns.ts";
 
@@ -318,7 +319,7 @@ export function postgresMigrationSql(options: { schema?: string; fromVersion?: n
     parts.push(
       `-- ${m.version}: ${m.name}`,
       m.sql,
-      `INSERT INTO {schema}.migrations (version, name) VALUES (${m.version}, '${m.name}');`,
+      `INSERT INTO {schema}.migrations (version, name) VALUES (${m.version}, ${sqlString(m.name)});`,
     );
   }
   return parts.join("\n").replaceAll("{schema}", schema) + "\n";
