@@ -121,7 +121,8 @@ import {
 import { checkTransaction, LibsqlConnection } from "./connection.ts";
 import { deleteJobs, deleteParentLinks, transitionJobs } from "./bulk.ts";
 import { claimJobs, finishJobs } from "./claims.ts";
-import { claimLimitedJobs, countHeld, listGroups, pauseGroup, pruneFlow } from "./flow.ts";
+import { countHeld, listGroups, pauseGroup, pruneFlow } from "./flow.ts";
+import { claimLimitedJobs } from "./limited_claim.ts";
 import { insertJobs } from "./insert.ts";
 import { saveProgress, watchJobs } from "./results.ts";
 import { appendRecords, pruneRecords, readRecords } from "./logs.ts";
