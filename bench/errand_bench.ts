@@ -20,11 +20,13 @@ import { fileURLToPath } from "node:url";
 import { createErrand, defineJobs, defineLogs, type Duration, type Errand, job, log } from "../mod.ts";
 import type { StoreFor } from "../src/store/mod.ts";
 import { HEARTBEAT_MS } from "../src/cluster/heartbeat.ts";
+import { flowJobs, jobs } from "./bench_jobs.ts";
 import {
   benchMain,
   CFG,
   drainTracker,
   enqueueFigures,
+  FLOW,
   latencyFigures,
   latencyProbe,
   measureLatency,
@@ -41,17 +43,6 @@ import {
   waitUntil,
 } from "./harness.ts";
 
-const jobs = defineJobs({ bench: job<{ i: number; s: string }>() });
-/**
- * The flow-controlled drain's setup (issue 23's figure): the queue runs at
- * most 32 jobs across all processes, and job `i` is in group `i % 100`, each
- * group running at most 2 at once.
- */
-const FLOW = { globalConcurrency: 32, groups: 100, groupConcurrency: 2 } as const;
-/** The bench kind under flow control: the same payloads, spread round-robin over the groups. */
-const flowJobs = defineJobs({
-  bench: job<{ i: number; s: string }>({ group: (p) => p.i % FLOW.groups, groupConcurrency: FLOW.groupConcurrency }),
-});
 /**
  * The kinds of the result workloads: `bench` as everywhere (the backlog of
  * `result_busy`), and `echo`, whose handler returns its payload's `i`: the

@@ -22,6 +22,7 @@ import {
   CFG,
   drainTracker,
   enqueueFigures,
+  FLOW as FLOW_SETUP,
   latencyProbe,
   measureLatency,
   now,
@@ -54,7 +55,7 @@ interface Row {
  * are not due or whose groups are paused or full, priorities that change after
  * the turns are given).
  */
-const FLOW = { groups: 100, groupConcurrency: 2, globalConcurrency: 32, window: 24 } as const;
+const FLOW = { ...FLOW_SETUP, window: 24 } as const;
 
 /** What the workloads need of one store. */
 interface Floor {

@@ -78,6 +78,12 @@ export type SharedWorkload = Exclude<
 
 /** The payload of job number `i`. */
 export const payload = (i: number): { i: number; s: string } => ({ i, s: "x".repeat(100) });
+/**
+ * The flow-controlled drain's setup (issue 23's figure): the queue runs at
+ * most 32 jobs across all processes, and job `i` is in group `i % 100`, each
+ * group running at most 2 at once.
+ */
+export const FLOW = { globalConcurrency: 32, groups: 100, groupConcurrency: 2 } as const;
 /** The payloads of jobs `0..n-1`, in batches of `size` (built before any timing). */
 export function payloadBatches(n: number, size: number): { i: number; s: string }[][] {
   const batches: { i: number; s: string }[][] = [];
