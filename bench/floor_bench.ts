@@ -123,7 +123,11 @@ function flowPicksSql(d: FlowDialect): string {
            WHERE namespace = 'default' AND queue = 'default' AND state = 'running')`;
 }
 
-async function libsqlFloor(flow: boolean): Promise<Floor> {
+/**
+ * The floor on a libSQL file; under flow control (`flow`), the turn index
+ * replaces the index of queued jobs by group unless `groupIndex` keeps it.
+ */
+async function libsqlFloor(flow: boolean, groupIndex = false): Promise<Floor> {
   removeSqliteFiles(SQLITE_FILE);
   const [{ createClient }, { libsqlMigrationSql }] = await Promise.all([
     import("@libsql/client"),
@@ -142,13 +146,15 @@ async function libsqlFloor(flow: boolean): Promise<Floor> {
   const claimer = await open("normal");
   await client.executeMultiple(libsqlMigrationSql());
   // Under flow control the turn order replaces the group index, which only errand's claim by
-  // visiting the groups reads: a claim writes each index its jobs leave.
+  // visiting the groups reads: a claim writes each index its jobs leave. Keeping it
+  // (`drain_flow_group_index`) prices what errand needs it for: a job's place within its group by
+  // priority, and the listing of groups.
   if (flow) {
     await client.executeMultiple(
       `ALTER TABLE errand_jobs ADD COLUMN turn INTEGER;
        CREATE INDEX errand_jobs_turn_claim ON errand_jobs (namespace, queue, turn, priority, run_at, id)
          WHERE state IN ('available', 'scheduled') AND grp IS NOT NULL;
-       DROP INDEX errand_jobs_group_claim;`,
+       ${groupIndex ? "" : "DROP INDEX errand_jobs_group_claim;"}`,
     );
   }
   const insertMany = async (rows: readonly Row[]) => {
@@ -303,13 +309,14 @@ function subject(name: StoreName): Subject {
   let floor: Floor | undefined;
   const open = async (
     flow = false,
-  ) => (floor = name === "postgres" ? await postgresFloor(flow) : await libsqlFloor(flow));
+    groupIndex = false,
+  ) => (floor = name === "postgres" ? await postgresFloor(flow) : await libsqlFloor(flow, groupIndex));
   /**
    * The drain, plain or (`flow`) under the floor's flow control, whose every
    * claim is checked to start no more of a group than its concurrency.
    */
-  const drain = async (signal: AbortSignal, flow: boolean) => {
-    const f = await open(flow);
+  const drain = async (signal: AbortSignal, flow: boolean, groupIndex = false) => {
+    const f = await open(flow, groupIndex);
     for (const batch of payloadBatches(CFG.nDrain, 1000)) await f.insertMany(batch.map(flow ? flowRow : toRow));
     const tracker = drainTracker(CFG.nDrain);
     const handle = (claimed: readonly Row[]) => {
@@ -353,6 +360,7 @@ function subject(name: StoreName): Subject {
             group: `payload.i % ${FLOW.groups} (${FLOW.groups} groups, ${CFG.nDrain / FLOW.groups} jobs each)`,
             groupConcurrency: FLOW.groupConcurrency,
             claim: `turn order, ${FLOW.window} jobs past the claim's size read`,
+            index_of_queued_jobs_by_group: groupIndex || name === "postgres" ? "kept" : "dropped",
           }
           : {},
       },
@@ -376,6 +384,10 @@ function subject(name: StoreName): Subject {
     },
     drain: ({ signal }) => drain(signal, false),
     drain_flow: ({ signal }) => drain(signal, true),
+    // PostgreSQL's schema keeps the index of queued jobs by group in any case.
+    ...name === "libsql"
+      ? { drain_flow_group_index: ({ signal }: { signal: AbortSignal }) => drain(signal, true, true) }
+      : {},
     async latency({ signal }) {
       const f = await open();
       const probe = latencyProbe();

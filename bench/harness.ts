@@ -42,7 +42,9 @@ export function removeSqliteFiles(file: string): void {
 /**
  * The workloads, in the order they run: those of WORKLOAD.md, and errand's
  * own: `drain_flow`, the drain with flow control on, run right after the
- * plain drain so the two are measured in the same run; `result_idle` and
+ * plain drain so the two are measured in the same run (and, of the floor on
+ * libSQL only, `drain_flow_group_index`, the same with the index of queued
+ * jobs by group kept); `result_idle` and
  * `result_busy`, the round trip of an enqueue and the `result()` that
  * awaits it, with the worker idle or draining a backlog; `log_append_single`
  * and `log_append_batch`, appends to a retained log one by one and batched;
@@ -54,6 +56,7 @@ export const WORKLOADS = [
   "enqueue_batch",
   "drain",
   "drain_flow",
+  "drain_flow_group_index",
   "latency",
   "result_idle",
   "result_busy",
@@ -68,6 +71,7 @@ export type Workload = typeof WORKLOADS[number];
 export type SharedWorkload = Exclude<
   Workload,
   | "drain_flow"
+  | "drain_flow_group_index"
   | "result_idle"
   | "result_busy"
   | "log_append_single"
@@ -292,8 +296,9 @@ async function runChild(subject: Subject, workload: Workload): Promise<number> {
 
 /**
  * Runs each workload in a child process (`<script> --child <workload> <args>`)
- * and forwards its line. A `drain_flow` line gets `vs_drain`: its jobs/s over
- * those of the plain drain just before it, in this run.
+ * and forwards its line. A `drain_flow` (or `drain_flow_group_index`) line
+ * gets `vs_drain`: its jobs/s over those of the plain drain before it, in
+ * this run.
  */
 async function runOrchestrator(
   script: string,
@@ -317,7 +322,7 @@ async function runOrchestrator(
     const result = line ? JSON.parse(line) : undefined;
     if (result && !result.error) {
       if (w === "drain") drainRate = result.jobs_per_s;
-      if (w === "drain_flow" && drainRate) {
+      if (w.startsWith("drain_flow") && drainRate) {
         console.log(JSON.stringify({ ...result, vs_drain: round(result.jobs_per_s / drainRate, 2) }));
       } else console.log(line);
     } else {
@@ -343,7 +348,7 @@ export type StoreName = "libsql" | "postgres";
  * The entry of a bench script. With `--child <workload> <store>` it runs that
  * workload of `subject(store)` in this process; otherwise it runs each store
  * (or those named in the arguments) and each workload the subject has (or
- * those named; `drain_flow` brings the plain `drain` along, its baseline),
+ * those named; a `drain_flow` workload brings the plain `drain` along, its baseline),
  * every workload in a child process of `script`, and exits 1 if any failed.
  */
 export async function benchMain(
@@ -360,7 +365,7 @@ export async function benchMain(
     !args.some((a) => a === "libsql" || a === "postgres") || args.includes(s)
   );
   const named = args.filter((a) => (WORKLOADS as readonly string[]).includes(a));
-  if (named.includes("drain_flow")) named.push("drain");
+  if (named.some((w) => w.startsWith("drain_flow"))) named.push("drain");
   let failures = 0;
   for (const store of stores) {
     const has = subject(store).workloads;
