@@ -2,7 +2,8 @@
  * Where errand's drain spends its time on libSQL, with flow control off and
  * on: `npm run bench:libsql-costs` runs the `drain` and `drain_flow`
  * workloads of errand_bench.ts (the same jobs, concurrency and limits) on a
- * libSQL file, through a client wrapped so that every statement errand runs
+ * libSQL file (`npm run bench:libsql-costs -- 3` makes three runs), through a
+ * client wrapped so that every statement errand runs
  * is timed by what it does. Each line is one drain: its rate, then per kind
  * of statement the calls, the total and mean time, and the rows per call;
  * for the claims, also how long SQLite takes to compile the statement alone
@@ -160,6 +161,9 @@ async function drain(flow: boolean) {
 }
 
 const runs = Number(process.argv[2] ?? 1);
+if (!Number.isInteger(runs) || runs < 1) {
+  throw new Error(`The argument is how many runs to make (1 or more), got ${process.argv[2]}`);
+}
 for (let i = 0; i < runs; i++) {
   for (const flow of [false, true]) console.log(JSON.stringify(await drain(flow)));
 }
