@@ -27,10 +27,14 @@ import { TAKE_WRITE_LOCK } from "./connection.ts";
  * What a claim reads first, a row per fact (`what`): the running jobs (the
  * claiming worker's returned runs not counted) per group and whether they are
  * of the claimed queue, the paused groups, whether the queue is paused, and
- * whether it holds queued jobs without a group or topic.
+ * whether it holds queued jobs without a group or topic. Without a queue
+ * concurrency (`queueCounted` false) only grouped running jobs count, which
+ * the index of running grouped jobs holds.
  */
-const LIMIT_STATE_SQL = `SELECT 'running' AS what, grp, queue = :queue AS here, count(*) AS n FROM errand_jobs
-  WHERE namespace = :ns AND state = 'running' AND json_array(id, fence) NOT IN (SELECT value FROM json_each(:returned))
+function limitStateSql(queueCounted: boolean): string {
+  return `SELECT 'running' AS what, grp, queue = :queue AS here, count(*) AS n FROM errand_jobs
+  WHERE namespace = :ns AND state = 'running' ${queueCounted ? "" : "AND grp IS NOT NULL"}
+    AND json_array(id, fence) NOT IN (SELECT value FROM json_each(:returned))
   GROUP BY grp, queue = :queue
   UNION ALL
   SELECT 'paused group', grp, 0, 0 FROM errand_group_pauses WHERE namespace = :ns AND paused_until > :now
@@ -40,6 +44,7 @@ const LIMIT_STATE_SQL = `SELECT 'running' AS what, grp, queue = :queue AS here, 
   SELECT 'ungrouped', NULL, 0, 0 WHERE EXISTS (
     SELECT 1 FROM errand_jobs WHERE namespace = :ns AND queue = :queue AND state IN ('available', 'scheduled')
       AND topic IS NULL AND grp IS NULL)`;
+}
 
 /** What a claim under limits learns first. */
 interface LimitState {
@@ -51,11 +56,11 @@ interface LimitState {
   readonly ungrouped: boolean;
 }
 
-/** Reads {@link LimitState} in the claim's transaction `tx`. */
+/** Reads {@link LimitState} in the claim's transaction `tx` (see {@link limitStateSql}). */
 async function readLimitState(tx: Transaction, namespace: string, p: JobClaimParams): Promise<LimitState> {
   const limits = p.limits!;
   const rs = await tx.execute({
-    sql: LIMIT_STATE_SQL,
+    sql: limitStateSql(limits.queueConcurrency !== null),
     args: {
       ns: namespace,
       queue: p.queue,
