@@ -57,8 +57,7 @@ export const scenario: Scenario = {
           CHAOS_CALLS: String(calls),
           CHAOS_RECORDS: String(RECORDS),
           CHAOS_FROM: String(p * calls * RECORDS),
-        }, producerScript)
-      ));
+        }, producerScript)));
       writeFileSync(`${log}.go`, "");
       const finished = await until(() => producers.live.length === 0, 300_000, 50);
       const done: Call[] = existsSync(log)

@@ -98,7 +98,10 @@ export const scenario: Scenario = {
       return {
         figures,
         checks: [
-          check("every hold locked running jobs' rows mid-drain", locked.length === holds && locked.every((n) => n > 0)),
+          check(
+            "every hold locked running jobs' rows mid-drain",
+            locked.length === holds && locked.every((n) => n > 0),
+          ),
           check("every job completes", drained && figures.lost === 0),
           check("no job failed", figures.wronglyFailed === 0),
           check("no job's history lacks a run its attempts count", figures.runsMissing === 0),

@@ -25,7 +25,13 @@ const log = (event: Record<string, unknown>) =>
   appendFileSync(env("CHAOS_LOG"), `${JSON.stringify({ ...event, pid: process.pid, t: now() })}\n`);
 
 const { store, close } = openWorkerStore();
-const errand = createErrand({ jobs: defineJobs({}), logs: orderEventLogs, topics: chaosTopics, store, mode: "enqueue" });
+const errand = createErrand({
+  jobs: defineJobs({}),
+  logs: orderEventLogs,
+  topics: chaosTopics,
+  store,
+  mode: "enqueue",
+});
 await errand.start();
 console.log("ready");
 while (!existsSync(`${env("CHAOS_LOG")}.go`)) await new Promise((resolve) => setTimeout(resolve, 10));
@@ -36,7 +42,10 @@ let n = Number(env("CHAOS_FROM", "0"));
 for (let call = 0; call < calls; call++) {
   const from = n;
   n += records;
-  const values = Array.from({ length: records }, (_, i) => ({ key: `k${Math.floor(Math.random() * 1_000)}`, n: from + i }));
+  const values = Array.from(
+    { length: records },
+    (_, i) => ({ key: `k${Math.floor(Math.random() * 1_000)}`, n: from + i }),
+  );
   const started = now();
   try {
     await errand.appendMany("orderEvents", values);
