@@ -84,12 +84,12 @@ const CONNECTION_CODES = new Set([
  * a deadlock victim (40P01), a serialization failure (40001). The statement,
  * and the transaction it ran in, left nothing behind: trying again is safe.
  */
-const CANCELLED_CODES: Readonly<Record<string, string>> = {
-  "57014": "statement timeout or cancel",
-  "55P03": "lock timeout",
-  "40P01": "deadlock",
-  "40001": "serialization failure",
-};
+const CANCELLED_CODES: ReadonlyMap<string, string> = new Map([
+  ["57014", "statement timeout or cancel"],
+  ["55P03", "lock timeout"],
+  ["40P01", "deadlock"],
+  ["40001", "serialization failure"],
+]);
 
 /**
  * `tx` if it is a postgres.js transaction: the `sql` of `sql.begin()` or of a
@@ -118,13 +118,11 @@ export function toErrandError(err: unknown): Error {
   if (CONNECTION_CODES.has(code) || code.startsWith("08") || code.startsWith("53")) {
     return new StoreUnavailableError(`PostgreSQL cannot be reached (${code}): ${message}`, { cause: err });
   }
-  if (code in CANCELLED_CODES) {
-    return new StoreUnavailableError(
-      `PostgreSQL cancelled the statement (${code}, ${CANCELLED_CODES[code]}): ${message}`,
-      {
-        cause: err,
-      },
-    );
+  const cancelled = CANCELLED_CODES.get(code);
+  if (cancelled) {
+    return new StoreUnavailableError(`PostgreSQL cancelled the statement (${code}, ${cancelled}): ${message}`, {
+      cause: err,
+    });
   }
   return new StoreError(`PostgreSQL error${code ? ` ${code}` : ""}: ${message}`, { cause: err });
 }

@@ -95,7 +95,7 @@ export async function saveFinishes(env: SaveEnv, outcomes: readonly Outcome[]): 
       }
       const { finish: refused, run, policy } = outcomes[start];
       try {
-        // Once more at once: a refusal that passes (a deadlock victim) is not the outcome's fault.
+        // Once more at once, alone: a refusal may come from a conflict that has passed, not from this outcome.
         await write([refused], start, "applied");
         failures = 0;
         continue;
