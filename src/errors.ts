@@ -54,7 +54,15 @@ export class ValidationError extends ErrandError {
   }
 }
 
-/** The store could not be reached (connection refused, closed, timed out). */
+/**
+ * The store cannot serve the call now, for a reason that passes: it could not
+ * be reached (connection refused, closed, timed out), is out of a resource
+ * (connection slots), or gave up on the statement for another transaction
+ * (PostgreSQL: a statement or lock timeout, a deadlock, a serialization
+ * failure; SQLite: the database locked by another writer past `busyTimeout`).
+ * Trying again later can succeed, and errand's workers and maintenance do so
+ * by themselves.
+ */
 export class StoreUnavailableError extends ErrandError {
   /** Creates the error; `cause` keeps the driver's original error. */
   constructor(message: string, options?: { cause?: unknown }) {

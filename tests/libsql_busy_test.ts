@@ -107,6 +107,46 @@ describe("libSQL busy handling", () => {
     }
   });
 
+  it("a run whose handler returned ends completed when another process holds the write lock past busyTimeout", async () => {
+    const db = tempDatabase();
+    const client = createClient({ url: `file:${db.path}` });
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    let entered = false;
+    const errand = createErrand({
+      jobs: defineJobs({ note: job<{ n: number }>({ attempts: 3 }) }),
+      mode: "manual",
+      store: libsqlStore(client, { busyTimeout: "100ms" }),
+      logger: quietLogger(),
+      handlers: {
+        note: async () => {
+          entered = true;
+          await gate;
+        },
+      },
+    });
+    let holder: ChildProcess | undefined;
+    try {
+      const { id } = await errand.enqueue("note", { n: 1 });
+      const stepped = errand.step();
+      await eventually(() => entered, "the handler to start");
+      // Held past two of errand's tries (SQLite waits 1 s per try): the outcome's first writes meet the lock.
+      holder = await holdWriteLock(db.path, 2_500);
+      open();
+      const { ran } = await stepped;
+      const info = (await errand.get(id))!;
+      assert.equal(info.state, "completed", `${JSON.stringify(info.runs)} ${info.reason}`);
+      assert.deepEqual(info.runs.map((r) => r.outcome), ["completed"]);
+      assert.deepEqual(ran.map((r) => r.outcome), ["completed"]);
+    } finally {
+      open();
+      holder?.kill();
+      await errand.shutdown();
+      client.close();
+      db.remove();
+    }
+  });
+
   it("errand's writes wait for the application's open write transaction, then succeed", async () => {
     const db = tempDatabase();
     const client = createClient({ url: `file:${db.path}` });

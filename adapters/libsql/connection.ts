@@ -227,6 +227,12 @@ function toErrandError(err: unknown): Error {
   if (code === "CLIENT_CLOSED" || code === "SQLITE_CANTOPEN" || /ECONNREFUSED|fetch failed/i.test(message)) {
     return new StoreUnavailableError(`The libSQL database cannot be reached: ${message}`, { cause: err });
   }
+  if (isBusy(err)) {
+    // Another writer held the database past the busy timeout: it passes, like an unreachable database.
+    return new StoreUnavailableError(`The libSQL database stayed locked by another writer (${code}): ${message}`, {
+      cause: err,
+    });
+  }
   return new StoreError(`libSQL error${code ? ` ${code}` : ""}: ${message}`, { cause: err });
 }
 

@@ -2,7 +2,10 @@
  * errand's way onto the application's postgres.js client: each statement
  * runs on the client or in the application's transaction (checked to be
  * one), prepared as the client is configured, and driver errors become
- * errand's (`StoreUnavailableError` when the server cannot be reached).
+ * errand's: `StoreUnavailableError` for a condition that passes (the server
+ * cannot be reached or is out of a resource, or it cancelled the statement
+ * for a timeout or a conflict with another transaction), `StoreError` for
+ * any other.
  *
  * @module
  */
@@ -76,6 +79,19 @@ const CONNECTION_CODES = new Set([
 ]);
 
 /**
+ * Statements the server cancelled for a reason that passes, not for the
+ * values they carry: a `statement_timeout` (57014), a `lock_timeout` (55P03),
+ * a deadlock victim (40P01), a serialization failure (40001). The statement,
+ * and the transaction it ran in, left nothing behind: trying again is safe.
+ */
+const CANCELLED_CODES: ReadonlyMap<string, string> = new Map([
+  ["57014", "statement timeout or cancel"],
+  ["55P03", "lock timeout"],
+  ["40P01", "deadlock"],
+  ["40001", "serialization failure"],
+]);
+
+/**
  * `tx` if it is a postgres.js transaction: the `sql` of `sql.begin()` or of a
  * savepoint (the client's own `sql` has no `savepoint`).
  * @throws {ValidationError} Otherwise.
@@ -92,6 +108,7 @@ export function checkTransaction(tx: unknown): TransactionSql {
   return tx as TransactionSql;
 }
 
+/** `err` as errand's error: {@link StoreUnavailableError} when trying again later can succeed, else {@link StoreError}. */
 export function toErrandError(err: unknown): Error {
   if (err instanceof ErrandError) return err;
   const code = String((err as { code?: unknown })?.code ?? "");
@@ -100,6 +117,12 @@ export function toErrandError(err: unknown): Error {
   // frees up again: both are worth retrying, never a reason to fail a job's outcome.
   if (CONNECTION_CODES.has(code) || code.startsWith("08") || code.startsWith("53")) {
     return new StoreUnavailableError(`PostgreSQL cannot be reached (${code}): ${message}`, { cause: err });
+  }
+  const cancelled = CANCELLED_CODES.get(code);
+  if (cancelled) {
+    return new StoreUnavailableError(`PostgreSQL cancelled the statement (${code}, ${cancelled}): ${message}`, {
+      cause: err,
+    });
   }
   return new StoreError(`PostgreSQL error${code ? ` ${code}` : ""}: ${message}`, { cause: err });
 }

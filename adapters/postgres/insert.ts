@@ -61,10 +61,10 @@ async function insertRows(
   const partitioned = r.some((x) => x.topic !== null);
   const sequences = `counts AS (SELECT topic, part, count(*) AS n FROM r WHERE topic IS NOT NULL GROUP BY topic, part),
      -- Each partition's counter advances by its rows, under a row lock held to commit: a partition's jobs
-     -- commit in sequence order.
+     -- commit in sequence order. Locked in one order, so inserts that share partitions never deadlock.
      alloc AS (
        INSERT INTO ${target.tables.partitions} AS p (namespace, topic, "partition", next_seq)
-       SELECT $1, topic, part, n FROM counts
+       SELECT $1, topic, part, n FROM counts ORDER BY topic, part
        ON CONFLICT (namespace, topic, "partition") DO UPDATE SET next_seq = p.next_seq + excluded.next_seq
        RETURNING topic, "partition" AS part, next_seq),`;
   // Parameters after the namespace ($1) are numbered as they are used.

@@ -4,7 +4,9 @@
  * in `{schema}.log_partitions` and inserts its records in one statement;
  * the bumped row stays locked until the append commits, so appends to one
  * partition commit one after another and offsets follow commit order, and
- * one that rolls back gives its offsets back with it.
+ * one that rolls back gives its offsets back with it. Every append bumps
+ * its partitions in partition order, so two appends that share partitions
+ * wait for each other, never deadlock.
  *
  * @module
  */
@@ -30,7 +32,7 @@ export async function appendRecords(
      counts AS (SELECT partition, count(*) AS n FROM input GROUP BY partition),
      bumped AS (
        INSERT INTO ${target.schema}.log_partitions AS lp (namespace, log, partition, next_offset)
-       SELECT $1, $2, partition, n FROM counts
+       SELECT $1, $2, partition, n FROM counts ORDER BY partition
        ON CONFLICT (namespace, log, partition) DO UPDATE SET next_offset = lp.next_offset + excluded.next_offset
        RETURNING lp.partition, lp.next_offset),
      numbered AS (

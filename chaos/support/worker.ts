@@ -7,7 +7,8 @@
  *   `t` in ms since the epoch with a fraction, comparable across processes);
  * - CHAOS_CONCURRENCY (default 8), CHAOS_LEASE (default "3s"), CHAOS_DRAIN
  *   (the drain on SIGTERM, default "5s"), CHAOS_POOL (PostgreSQL connections, default 4),
- *   CHAOS_STORE_TIMEOUT (the `storeTimeout`, default errand's);
+ *   CHAOS_STORE_TIMEOUT (the `storeTimeout`, default errand's), CHAOS_STATEMENT_TIMEOUT and
+ *   CHAOS_LOCK_TIMEOUT (PostgreSQL's `statement_timeout` and `lock_timeout` on its connections, in ms);
  * - CHAOS_SCHEDULE: a cron expression; when set, it registers the schedule
  *   "tick" at start, as an application does on every start (CHAOS_CATCH_UP: its catchUp);
  * - CHAOS_ENQUEUE=N: after start, it also enqueues N `work` jobs of CHAOS_JOB_MS (default 1) ms one

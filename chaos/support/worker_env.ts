@@ -2,7 +2,9 @@
  * What every worker process of the chaos suite (worker.ts, flow_worker.ts)
  * reads from its environment and shares: the store it opens (CHAOS_STORE,
  * CHAOS_URL, CHAOS_SCHEMA; on PostgreSQL a pool of CHAOS_POOL connections,
- * default 4, named CHAOS_APP), and a sleep its handlers abort.
+ * default 4, named CHAOS_APP, with the server settings `statement_timeout`
+ * and `lock_timeout` set to CHAOS_STATEMENT_TIMEOUT and CHAOS_LOCK_TIMEOUT
+ * ms when given), and a sleep its handlers abort.
  */
 import process from "node:process";
 import { createClient } from "@libsql/client";
@@ -20,7 +22,11 @@ export function openWorkerStore(): { store: StoreFor<unknown>; close(): Promise<
     const sql = postgres(env("CHAOS_URL"), {
       max: Number(env("CHAOS_POOL", "4")),
       connect_timeout: 5,
-      connection: { application_name: env("CHAOS_APP", "errand_chaos") },
+      connection: {
+        application_name: env("CHAOS_APP", "errand_chaos"),
+        ...(env("CHAOS_STATEMENT_TIMEOUT") ? { statement_timeout: Number(env("CHAOS_STATEMENT_TIMEOUT")) } : {}),
+        ...(env("CHAOS_LOCK_TIMEOUT") ? { lock_timeout: Number(env("CHAOS_LOCK_TIMEOUT")) } : {}),
+      },
       onnotice: () => {},
     });
     return {

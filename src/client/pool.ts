@@ -382,7 +382,11 @@ export class WorkerPool<TTx> implements RunEnds {
   async finished(finish: JobFinish, claim: ClaimedJob, applied?: FinishedJob): Promise<void> {
     const saved: Saved = applied
       ? { status: "applied", finish, hasChildren: applied.hasChildren }
-      : await this.#completer.push(finish);
+      : await this.#completer.push({
+        finish,
+        run: claim,
+        policy: this.#deps.kinds.retryPolicy(claim.kind, claim.version),
+      });
     const written = saved.status === "applied" || saved.status === "replaced";
     const outcome = written ? outcomeOf(saved.finish) : "lost";
     const error = written ? saved.finish.run?.error ?? null : null;

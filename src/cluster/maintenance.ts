@@ -106,11 +106,11 @@ export class Maintenance {
       const expired = await store.jobListExpired({ now, limit: BATCH });
       if (expired.length === 0) return rescued;
       const error = namedError("LeaseExpired", "The worker running this job stopped renewing its lease");
-      const finishes = expired.map((job) => ({
-        ...failedFinish(job, error, now, this.#env.retryPolicy(job.kind, job.version)),
-        leaseExpiredBefore: now,
-      }));
-      const changed = (await saveFinishes(this.#env, finishes))
+      const outcomes = expired.map((job) => {
+        const policy = this.#env.retryPolicy(job.kind, job.version);
+        return { finish: { ...failedFinish(job, error, now, policy), leaseExpiredBefore: now }, run: job, policy };
+      });
+      const changed = (await saveFinishes(this.#env, outcomes))
         .filter((s) => s.status === "applied" || s.status === "replaced")
         .map((s) => s.finish.id);
       rescued += changed.length;

@@ -16,9 +16,10 @@
  *   `scheduled`/`available` (retried, snoozed, interrupted), `failed`
  *   (failed, discarded);
  * - the store then applies it, or rejects it (the completer's `Saved.status`):
- *   `applied`; `replaced` (the store refused its values, so the job failed
- *   with `OutcomeRejected`); `fenced` (the run no longer held the job); `unsaved`
- *   (the store stayed unreachable);
+ *   `applied`; `replaced` (the store refused its values, so the run failed
+ *   with `OutcomeRejected`, retried while attempts remain); `fenced` (the run
+ *   no longer held the job); `unsaved` (the store kept failing for a reason
+ *   that passes: unreachable, a timeout, a deadlock);
  * - metrics and the observer count what was applied (`FinishOutcome`):
  *   `completed`, `retried`, `failed` (a discard counts as failed), `snoozed`,
  *   `interrupted`, plus `cancelled` (an operator cancelled the running job) and

@@ -4,20 +4,24 @@
  * outcomes per round trip and an idle one writes each at once.
  *
  * One outcome never takes the others down with it ({@link saveFinishes}):
- * - the store is unreachable: the batch is tried again with backoff, and
- *   after several tries given up on (the jobs' leases lapse and they run
- *   again: at least once);
+ * - the store fails for a reason that passes ({@link StoreUnavailableError}:
+ *   unreachable, a statement or lock timeout, a deadlock, a database locked
+ *   by another writer): the batch is tried again with backoff, and after
+ *   several tries given up on (the jobs' leases lapse and they run again: at
+ *   least once);
  * - the store answers but refuses the batch: it is split in halves until
  *   the outcome it refuses stands alone; the others are saved, and that
- *   one, after one more try, is replaced by a plain failure
- *   (`OutcomeRejected`, naming the store's reason).
+ *   one, after one more try, is replaced by a failed run (`OutcomeRejected`,
+ *   naming the store's reason), kept in the job's history and retried while
+ *   attempts remain.
  *
  * @module
  */
 import type { ServiceDeps } from "../services.ts";
 import { sleep, systemClock } from "../time/clock.ts";
 import { StoreUnavailableError } from "../errors.ts";
-import { rejectedFinish } from "./outcome.ts";
+import { rejectedFinish, type RunRef } from "./outcome.ts";
+import type { RetryPolicy } from "./retry.ts";
 import type { JobStore } from "../store/store.ts";
 import type { JobFinish } from "../store/records.ts";
 
@@ -29,7 +33,7 @@ const SAVE_TRIES = 8;
 export interface Saved {
   /**
    * - `applied`: written as given;
-   * - `replaced`: the store refused its values, so the job failed with
+   * - `replaced`: the store refused its values, so the run failed with
    *   error `OutcomeRejected` instead (`finish` is what was written);
    * - `fenced`: not written because the run no longer held the job (its
    *   lease was lost or it was cancelled), or a rescue's condition no longer held;
@@ -42,15 +46,26 @@ export interface Saved {
   readonly hasChildren: boolean;
 }
 
+/** An outcome to save, with what its replacement needs should the store refuse it. */
+export interface Outcome {
+  /** The outcome. */
+  readonly finish: JobFinish;
+  /** The run it ends. */
+  readonly run: RunRef;
+  /** The retry policy of the job's kind. */
+  readonly policy: RetryPolicy;
+}
+
 /** What saving outcomes needs. */
 export type SaveEnv = ServiceDeps<Pick<JobStore, "jobFinishMany">>;
 
 /**
- * Writes `finishes` (each on its own fence condition) in as few writes as
+ * Writes `outcomes` (each on its own fence condition) in as few writes as
  * the store allows, and says what became of each, in order.
  */
-export async function saveFinishes(env: SaveEnv, finishes: readonly JobFinish[]): Promise<Saved[]> {
+export async function saveFinishes(env: SaveEnv, outcomes: readonly Outcome[]): Promise<Saved[]> {
   const { store, logger } = env;
+  const finishes = outcomes.map((o) => o.finish);
   const saved = new Array<Saved>(finishes.length);
   const write = async (part: readonly JobFinish[], at: number, status: "applied" | "replaced") => {
     const changed = new Map((await store.jobFinishMany({ finishes: part })).map((f) => [f.id, f.hasChildren]));
@@ -78,9 +93,9 @@ export async function saveFinishes(env: SaveEnv, finishes: readonly JobFinish[])
         parts.push([middle, end], [start, middle]);
         continue;
       }
-      const refused = finishes[start];
+      const { finish: refused, run, policy } = outcomes[start];
       try {
-        // Once more at once: a refusal that passes (a deadlock victim) is not the outcome's fault.
+        // Once more at once, alone: a refusal may come from a conflict that has passed, not from this outcome.
         await write([refused], start, "applied");
         failures = 0;
         continue;
@@ -89,11 +104,14 @@ export async function saveFinishes(env: SaveEnv, finishes: readonly JobFinish[])
       }
       if (!(error instanceof StoreUnavailableError)) {
         try {
-          await write([rejectedFinish(refused, error)], start, "replaced");
-          logger.error("The store refused a job's outcome; the job failed with error OutcomeRejected instead", {
-            id: refused.id,
-            error: String(error),
-          });
+          const replaced = rejectedFinish(run, refused, error, policy);
+          await write([replaced], start, "replaced");
+          logger.error(
+            `The store refused a job's outcome; the run failed with error OutcomeRejected instead, and the job ${
+              replaced.state === "failed" ? "failed" : "is retried"
+            }`,
+            { id: refused.id, error: String(error) },
+          );
           failures = 0;
           continue;
         } catch (err) {
@@ -120,7 +138,7 @@ export async function saveFinishes(env: SaveEnv, finishes: readonly JobFinish[])
 }
 
 interface Pending {
-  readonly finish: JobFinish;
+  readonly outcome: Outcome;
   readonly settle: (saved: Saved) => void;
 }
 
@@ -136,9 +154,9 @@ export class Completer {
   }
 
   /** Queues an outcome to be saved; resolves with what became of it. */
-  push(finish: JobFinish): Promise<Saved> {
+  push(outcome: Outcome): Promise<Saved> {
     return new Promise((settle) => {
-      this.#pending.push({ finish, settle });
+      this.#pending.push({ outcome, settle });
       this.#flushing ??= this.#drain();
     });
   }
@@ -151,7 +169,7 @@ export class Completer {
   async #drain(): Promise<void> {
     while (this.#pending.length) {
       const batch = this.#pending.splice(0, MAX_BATCH);
-      const saved = await saveFinishes(this.#env, batch.map((b) => b.finish));
+      const saved = await saveFinishes(this.#env, batch.map((b) => b.outcome));
       batch.forEach((b, i) => b.settle(saved[i]));
     }
     this.#flushing = undefined;

@@ -68,36 +68,25 @@ export function discardedFinish(run: RunRef, reason: string, now: number, note?:
 
 /**
  * The finish that replaces one the store refused to write (a value it
- * cannot hold): the job fails at once with error `OutcomeRejected`, which
- * names the outcome and the store's reason.
+ * cannot hold): the run failed with error `OutcomeRejected`, which names the
+ * outcome and the store's reason, and is kept in the job's history; the job
+ * is retried on `policy` while attempts remain, like any failed run. None of
+ * the refused outcome's values (result, progress, note) are written.
  */
-export function rejectedFinish(finish: JobFinish, storeError: unknown): JobFinish {
+export function rejectedFinish(run: RunRef, finish: JobFinish, storeError: unknown, policy: RetryPolicy): JobFinish {
   const intended = finish.run?.outcome ?? finish.state;
   const error = {
     name: "OutcomeRejected",
     message: storableText(
-      `The store refused to save this run's outcome (${intended}), so the job failed instead: ${
+      `The store refused to save this run's outcome (${intended}), so the run failed instead: ${
         toRunError(storeError).message
       }`,
       MAX_MESSAGE_LENGTH,
     ),
   };
-  const { id, fence, at, leaseExpiredBefore } = finish;
-  const run = finish.run && {
-    attempt: finish.run.attempt,
-    startedAt: finish.run.startedAt,
-    finishedAt: at,
-    outcome: "failed" as const,
-    error,
-  };
-  return {
-    id,
-    fence,
-    state: "failed",
-    at,
-    ...(run ? { run } : {}),
-    ...(leaseExpiredBefore === undefined ? {} : { leaseExpiredBefore }),
-  };
+  const replaced = failure(run, error, false, finish.at, policy);
+  const { leaseExpiredBefore } = finish;
+  return leaseExpiredBefore === undefined ? replaced : { ...replaced, leaseExpiredBefore };
 }
 
 /** How a failed run is retried, when the handler said so. */
@@ -120,15 +109,27 @@ export function failedFinish(
   fallbackPolicy: RetryPolicy,
   options: FailureOptions = {},
 ): JobFinish {
+  return failure(run, toRunError(error), isPermanent(error), now, fallbackPolicy, options);
+}
+
+/** {@link failedFinish} of a run that failed with `error`, which is `permanent` or not. */
+function failure(
+  run: RunRef,
+  error: RunError,
+  permanent: boolean,
+  now: number,
+  fallbackPolicy: RetryPolicy,
+  options: FailureOptions = {},
+): JobFinish {
   const policy = run.retry ? parseStoredPolicy(run.retry) ?? fallbackPolicy : fallbackPolicy;
-  const delay = isPermanent(error) || run.attempt >= run.maxAttempts
+  const delay = permanent || run.attempt >= run.maxAttempts
     ? null
     : options.retryInMs ?? retryDelay(policy, run.attempt);
-  const failure = { ...record(run, now, options.note), error: toRunError(error) };
+  const failed = { ...record(run, now, options.note), error };
   if (delay === null) {
-    return { id: run.id, fence: run.fence, state: "failed", at: now, run: { ...failure, outcome: "failed" } };
+    return { id: run.id, fence: run.fence, state: "failed", at: now, run: { ...failed, outcome: "failed" } };
   }
-  return { ...runAgain(run, now, delay), run: { ...failure, outcome: "retried" } };
+  return { ...runAgain(run, now, delay), run: { ...failed, outcome: "retried" } };
 }
 
 /** The state change of a job that runs again after `delayMs` (available at once when 0). */

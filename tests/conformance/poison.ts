@@ -128,6 +128,41 @@ export function poisonCases(kind: StoreKind<unknown>): void {
         assert.ok(logger.lines.some((l) => l.includes("OutcomeRejected") && l.includes(ids[11])));
       }));
 
+    it("an outcome the store refuses is kept in the history as a failed run, and its job is retried while attempts remain", () =>
+      withDatabase(kind, async (db, track) => {
+        const again = defineJobs({ again: job<{ n: number }>({ attempts: 2, retry: backoff.fixed("1m") }) });
+        let runs = 0;
+        const { errand, clock } = errandOn(db, {
+          jobs: again,
+          mode: "manual",
+          handlers: {
+            again: (_, j) => {
+              runs++;
+              j.explain("refuse-me");
+            },
+          },
+        });
+        track(errand);
+        const { id } = await errand.enqueue("again", { n: 1 });
+        await db.refuseRunsWith("refuse-me");
+        assert.deepEqual((await errand.step()).ran.map((r) => r.outcome), ["retried"]);
+        const retried = (await errand.get(id))!;
+        assert.equal(retried.state, "scheduled");
+        assert.deepEqual(retried.runs.map((r) => [r.attempt, r.outcome, r.error?.name]), [
+          [1, "retried", "OutcomeRejected"],
+        ]);
+        assert.match(retried.runs[0].error?.message ?? "", /refused to save this run's outcome \(completed\)/);
+        clock.advance(60_000);
+        assert.deepEqual((await errand.step()).ran.map((r) => r.outcome), ["failed"]);
+        const failed = (await errand.get(id))!;
+        assert.equal(failed.state, "failed");
+        assert.deepEqual(failed.runs.map((r) => [r.attempt, r.outcome, r.error?.name]), [
+          [1, "retried", "OutcomeRejected"],
+          [2, "failed", "OutcomeRejected"],
+        ]);
+        assert.equal(runs, 2);
+      }));
+
     it("durations and counts beyond the stores' range are refused at the call, with nothing written", () =>
       withDatabase(kind, async (db, track) => {
         const { errand } = errandOn(db, { jobs, mode: "enqueue" });

@@ -1,8 +1,10 @@
 /**
  * How the PostgreSQL store reads a server error: a broken connection (class
- * 08) or a server out of a resource that frees up again (class 53: too many
- * clients, out of memory, disk full) is StoreUnavailableError, which callers
- * and the completer retry; any other error is a StoreError, a refusal.
+ * 08), a server out of a resource that frees up again (class 53: too many
+ * clients, out of memory, disk full), or a statement the server cancelled
+ * for a reason that passes (a statement or lock timeout, a deadlock, a
+ * serialization failure) is StoreUnavailableError, which callers and the
+ * completer retry; any other error is a StoreError, a refusal.
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
@@ -26,5 +28,19 @@ describe("PostgreSQL errors", () => {
     assert.ok(toErrandError(serverError("57P01", "terminating connection")) instanceof StoreUnavailableError);
     const refused = toErrandError(serverError("23505", "duplicate key value"));
     assert.ok(refused instanceof StoreError && !(refused instanceof StoreUnavailableError));
+  });
+
+  it("a statement cancelled by a timeout, a deadlock or a serialization failure is StoreUnavailableError", () => {
+    const cases = {
+      "57014": "canceling statement due to statement timeout",
+      "55P03": "canceling statement due to lock timeout",
+      "40P01": "deadlock detected",
+      "40001": "could not serialize access due to concurrent update",
+    };
+    for (const [code, message] of Object.entries(cases)) {
+      const err = toErrandError(serverError(code, message));
+      assert.ok(err instanceof StoreUnavailableError, code);
+      assert.match(err.message, new RegExp(`${code}.*${message}`));
+    }
   });
 });

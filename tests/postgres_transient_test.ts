@@ -1,0 +1,77 @@
+/**
+ * A PostgreSQL statement cancelled by the server for a reason that passes (a
+ * statement or lock timeout while another transaction holds the job's row) is
+ * retried like an unreachable server: a run whose handler returned ends
+ * `completed` once the row is free, never `failed` in its place.
+ */
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import postgres from "postgres";
+import { createErrand, defineJobs, job } from "../mod.ts";
+import { postgresStore } from "../adapters/postgres/mod.ts";
+import { postgresKind } from "./support/stores.ts";
+import { eventually, quietLogger } from "./support/wait.ts";
+
+const url = process.env.DATABASE_URL;
+const JOBS = 5;
+/**
+ * How long the other transaction holds the rows: past two of the worker's
+ * timeouts, so a first outcome written alone meets the timeout twice and its
+ * third write gets the row.
+ */
+const HOLD_MS = 2_500;
+
+describe("PostgreSQL statements cancelled by a timeout", { skip: postgresKind().skip }, () => {
+  for (const setting of ["statement_timeout", "lock_timeout"] as const) {
+    it(`a run whose handler returned ends completed when its row is held past the worker's ${setting}`, async () => {
+      const schema = `errand_transient_${crypto.randomUUID().slice(0, 8)}`;
+      const sql = postgres(url!, { max: 4, onnotice: () => {}, connection: { [setting]: 1_000 } });
+      const locker = postgres(url!, { max: 1, onnotice: () => {} });
+      const jobs = defineJobs({ work: job<{ n: number }>({ attempts: 3 }) });
+      const entered: number[] = [];
+      let open!: () => void;
+      const gate = new Promise<void>((resolve) => (open = resolve));
+      // The first handler returns alone and the others a moment later, so its outcome is written in a batch of its own.
+      const later = gate.then(() => new Promise((resolve) => setTimeout(resolve, 100)));
+      const errand = createErrand({
+        jobs,
+        store: postgresStore(sql, { schema }),
+        mode: "manual",
+        logger: quietLogger(),
+        queues: { default: { concurrency: JOBS } },
+        handlers: {
+          work: async ({ n }) => {
+            entered.push(n);
+            await (n === 0 ? gate : later);
+          },
+        },
+      });
+      try {
+        const ids = (await errand.enqueueMany(
+          Array.from({ length: JOBS }, (_, n) => ({ kind: "work" as const, payload: { n } })),
+        )).map((r) => r.id);
+        const stepped = errand.step();
+        await eventually(() => entered.length === JOBS, "every handler to start");
+        await locker.begin(async (tx) => {
+          await tx.unsafe(`SELECT id FROM "${schema}".jobs WHERE id = ANY($1) FOR UPDATE`, [ids]);
+          open();
+          await new Promise((resolve) => setTimeout(resolve, HOLD_MS));
+        });
+        const report = await stepped;
+        for (const id of ids) {
+          const info = (await errand.get(id))!;
+          assert.equal(info.state, "completed", `job ${id}: ${JSON.stringify(info.runs)} ${info.reason}`);
+          assert.equal(info.attempt, 1);
+          assert.deepEqual(info.runs.map((r) => r.outcome), ["completed"]);
+        }
+        assert.deepEqual(report.ran.map((r) => r.outcome), Array(JOBS).fill("completed"));
+      } finally {
+        open();
+        await errand.shutdown();
+        await locker.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+        await sql.end({ timeout: 5 });
+        await locker.end({ timeout: 5 });
+      }
+    });
+  }
+});
