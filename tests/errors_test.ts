@@ -71,10 +71,10 @@ describe("errors", () => {
         throw new Error("trap exploded");
       },
     });
-    const cyclic: Record<string, unknown> = { n: 1 };
+    const cyclic: { n: number; self?: unknown } = { n: 1 };
     cyclic.self = cyclic;
-    const deep: Record<string, unknown> = { n: 1, a: { b: [0] } };
-    (deep.a as { b: unknown[] }).b.push(deep.a);
+    const deep = { n: 1, a: { b: [0] as unknown[] } };
+    deep.a.b.push(deep.a);
     const refused: [Promise<unknown>, RegExp][] = [
       [errand.enqueue("ping", cyclic), /: payload\.self refers back to payload; it must be plain data$/],
       [errand.enqueue("ping", deep), /: payload\.a\.b\[1\] refers back to payload\.a; it must be plain data$/],
