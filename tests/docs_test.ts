@@ -1,9 +1,11 @@
 /**
- * Every TypeScript block of the documentation (README.md and docs/) is
- * type-checked, and the whole programs and test files among them run as
- * their own processes on the runtime running this test (tests/support/doc_blocks.ts
- * says how a page marks which is which). `ERRAND_DOCS=docs/guides` limits
- * the run to the pages under that path.
+ * Every TypeScript block of the documentation (README.md and docs/) runs or
+ * says why not: each one is marked, before its fence, as a program or test
+ * file that runs, or as a fragment with its reason (tests/support/doc_blocks.ts
+ * lists the markers); an unmarked block fails here. Every block is
+ * type-checked, and the programs and test files run as their own processes
+ * on the runtime running this test. `ERRAND_DOCS=docs/guides` limits the run
+ * to the pages under that path.
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -22,6 +24,15 @@ const where = (block: DocBlock) => `${block.page}:${block.line}`;
 describe("docs", () => {
   mkdirSync(dir, { recursive: true });
   after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("every TypeScript block runs, or is marked as a fragment with its reason", () => {
+    const unmarked = blocks.filter((block) => block.role === "unmarked");
+    assert.deepEqual(
+      unmarked.map((block) => `${where(block)}${block.note ? ` (<!-- ${block.note} --> is no marker)` : ""}`),
+      [],
+      "mark each block before its fence: <!-- run -->, <!-- run: postgres -->, <!-- test --> or <!-- fragment: why it does not run --> (see tests/support/doc_blocks.ts)",
+    );
+  });
 
   it("every TypeScript block type-checks", { timeout: 300_000 }, () => {
     assert.ok(blocks.length > 0, "the docs have TypeScript blocks");

@@ -71,7 +71,21 @@ describe("errors", () => {
         throw new Error("trap exploded");
       },
     });
+    const cyclic: { n: number; self?: unknown } = { n: 1 };
+    cyclic.self = cyclic;
+    const deep = { n: 1, a: { b: [0] as unknown[] } };
+    deep.a.b.push(deep.a);
     const refused: [Promise<unknown>, RegExp][] = [
+      [errand.enqueue("ping", cyclic), /: payload\.self refers back to payload; it must be plain data$/],
+      [errand.enqueue("ping", deep), /: payload\.a\.b\[1\] refers back to payload\.a; it must be plain data$/],
+      [
+        errand.enqueueAfter({ id: "01J9ZQ4V7K3M8N2P5R6S7T8V9W", inserted: true } as never, "ping", { n: 1 }),
+        /enqueueAfter\(\) needs a job id such as "01J9ZQ4V7K3M8N2P5R6S7T8V9W", got an object; pass its "\.id" \(enqueue\(\) returns \{ id, inserted \}\)$/,
+      ],
+      [
+        errand.enqueueAfter([{ id: "01J9ZQ4V7K3M8N2P5R6S7T8V9W", inserted: true }] as never, "ping", { n: 1 }),
+        /enqueueAfter\(\) needs a job id such as .*, got an object; pass its "\.id"/,
+      ],
       [
         errand.enqueue("ping", getter),
         /The payload of "ping" cannot be read: getter exploded; it must be plain data/,

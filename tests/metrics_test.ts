@@ -5,6 +5,7 @@
  * observer hears every event.
  */
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import { createClient } from "@libsql/client";
 import { createErrand, defineJobs, job, type Observer, PermanentError } from "../mod.ts";
@@ -63,6 +64,18 @@ function parseMetrics(text: string): { types: Map<string, string>; samples: Samp
     }
   }
   return { types, samples };
+}
+
+/** The rows of docs/reference/metrics.md's table of every metric: name to type and label names. */
+function documentedMetrics(): Map<string, { type: string; labels: string[] }> {
+  const page = readFileSync(new URL("../docs/reference/metrics.md", import.meta.url), "utf8");
+  const section = page.slice(page.indexOf("\n## Every metric\n"));
+  const rows = new Map<string, { type: string; labels: string[] }>();
+  for (const [, name, type, labels] of section.matchAll(/^\| `(errand_\w+)` \| (\w+) \| ([^|]*) \|/gm)) {
+    assert.ok(!rows.has(name), `${name} is listed once`);
+    rows.set(name, { type, labels: labels.trim() === "none" ? [] : [...labels.matchAll(/`(\w+)`/g)].map((m) => m[1]) });
+  }
+  return rows;
 }
 
 const jobs = defineJobs({
@@ -151,6 +164,16 @@ describe("metrics and observer", () => {
       assert.equal(value("errand_leader"), 1);
       assert.equal(value("errand_topic_claims_total", { topic: "orders" }), 1);
       assert.equal(value("errand_topic_backlog", { topic: "orders" }), 0);
+      const documented = documentedMetrics();
+      for (const sample of samples) {
+        const { le: _le, ...labels } = sample.labels;
+        const row = documented.get(sample.name.replace(/_(bucket|sum|count)$/, "")) ?? documented.get(sample.name);
+        assert.deepEqual(
+          Object.keys(labels),
+          row?.labels,
+          `the labels of ${sample.name}, as docs/reference/metrics.md lists them`,
+        );
+      }
       assert.ok(!samples.some((s) => Object.values(s.labels).some((v) => /^[0-9A-Z]{26}$/.test(v))), "no job id");
       assert.ok(!samples.some((s) => Object.values(s.labels).some((v) => v.includes("broken"))), "no error text");
 
@@ -166,6 +189,21 @@ describe("metrics and observer", () => {
       assert.equal(events.filter((e) => e === "completed ok").length, 4);
     } finally {
       await errand.shutdown({ drain: 0 });
+    }
+  });
+
+  it("docs/reference/metrics.md lists every metric metrics() exports, with its type", async () => {
+    const errand = createErrand({
+      jobs: defineJobs({}),
+      store: libsqlStore(createClient({ url: ":memory:" })),
+      mode: "enqueue",
+    });
+    try {
+      const { types } = parseMetrics(await errand.metrics());
+      const documented = Object.fromEntries([...documentedMetrics()].map(([name, { type }]) => [name, type]));
+      assert.deepEqual(documented, Object.fromEntries(types));
+    } finally {
+      await errand.shutdown();
     }
   });
 

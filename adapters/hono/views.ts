@@ -79,7 +79,9 @@ export async function overview(
       <dt>partitioned wait</dt><dd>avg ${duration(stats.dispatchWait.partitioned.avgMs)}, max ${
     duration(stats.dispatchWait.partitioned.maxMs)
   }</dd>
-      <dt>database size</dt><dd>${bytes(stats.storageBytes)}</dd>
+      <dt title="PostgreSQL: errand's schema; libSQL: the whole database file">storage</dt><dd>${
+    bytes(stats.storageBytes)
+  }</dd>
     </dl></section>
   <section class="panel" id="workers"><h2>Workers <span class="muted">(${stats.workers.length} live, ${totalBusy} busy slots)</span></h2>
     <table><thead><tr><th>instance</th><th>queues (busy/slots)</th><th>last beat</th></tr></thead><tbody>${

@@ -13,8 +13,12 @@ const ID_PATTERN = /^[\x21-\x7e]{1,64}$/;
 /** @throws {ValidationError} Unless `id` could be a job id (`what` names the argument). */
 export function checkId(call: string, id: string, what = "a job id"): void {
   if (typeof id !== "string" || !ID_PATTERN.test(id)) {
+    // What enqueue returns, passed where its id belongs.
+    const hint = typeof id === "object" && id !== null && "id" in id
+      ? `; pass its ".id" (enqueue() returns { id, inserted })`
+      : "";
     throw new ValidationError(
-      `${call}() needs ${what} such as "01J9ZQ4V7K3M8N2P5R6S7T8V9W", got ${describeValue(id)}`,
+      `${call}() needs ${what} such as "01J9ZQ4V7K3M8N2P5R6S7T8V9W", got ${describeValue(id)}${hint}`,
     );
   }
 }

@@ -61,9 +61,9 @@ interface ValueWords {
 }
 
 function encodeValue(value: unknown, maxBytes: number, words: ValueWords): Uint8Array {
-  let bad: { path: string; why: string } | undefined;
+  let bad: Unencodable | undefined;
   try {
-    bad = unencodable(value, 0);
+    bad = unencodable(value, []);
   } catch (err) {
     // A getter or a Proxy trap that throws.
     throw new ValidationError(
@@ -72,8 +72,10 @@ function encodeValue(value: unknown, maxBytes: number, words: ValueWords): Uint8
     );
   }
   if (bad) {
+    // A cycle names the object it refers back to.
+    const why = bad.tail === undefined ? bad.why : `${bad.why} ${words.path}${bad.path.slice(0, -bad.tail)}`;
     throw new ValidationError(
-      `${words.what} cannot be encoded: ${words.path}${bad.path} ${bad.why}; it must be plain data`,
+      `${words.what} cannot be encoded: ${words.path}${bad.path} ${why}; it must be plain data`,
     );
   }
   let bytes: Uint8Array;
@@ -105,11 +107,26 @@ export function payloadForDisplay(bytes: Uint8Array): unknown {
 }
 
 /**
- * Why `value` cannot be encoded, with the path to the offending part, or
- * undefined when it can. Paths are built only on the way out of a failure,
- * so checking a valid payload allocates nothing.
+ * What makes a value unencodable: the path to the offending part and why.
+ * A reference back to an enclosing object has `cycleTo`, that object's
+ * depth, and once the path has reached it, `tail`: the length of the path's
+ * part below it (so its own path is what comes before).
  */
-function unencodable(value: unknown, depth: number): { path: string; why: string } | undefined {
+interface Unencodable {
+  path: string;
+  why: string;
+  cycleTo?: number;
+  tail?: number;
+}
+
+/**
+ * Why `value` cannot be encoded, with the path to the offending part, or
+ * undefined when it can. `parents` holds the objects enclosing it (one per
+ * level, so their count is its depth). Paths are built only on the way out
+ * of a failure, so checking a valid payload allocates nothing but `parents`.
+ */
+function unencodable(value: unknown, parents: object[]): Unencodable | undefined {
+  const depth = parents.length;
   switch (typeof value) {
     case "function":
       return { path: "", why: "is a function" };
@@ -121,26 +138,38 @@ function unencodable(value: unknown, depth: number): { path: string; why: string
         : undefined;
     case "object": {
       if (value === null || value instanceof Date || value instanceof Uint8Array) return undefined;
+      const back = parents.indexOf(value);
+      if (back >= 0) return { path: "", why: "refers back to", cycleTo: back };
       if (depth >= MAX_PAYLOAD_DEPTH) return { path: "", why: `nests deeper than ${MAX_PAYLOAD_DEPTH} levels` };
       if (Array.isArray(value)) {
+        parents.push(value);
         for (let i = 0; i < value.length; i++) {
-          const bad = unencodable(value[i], depth + 1);
-          if (bad) return { path: `[${i}]${bad.path}`, why: bad.why };
+          const bad = unencodable(value[i], parents);
+          if (bad) return within(`[${i}]`, bad, depth);
         }
+        parents.pop();
         return undefined;
       }
       const proto = Object.getPrototypeOf(value);
       if (proto !== Object.prototype && proto !== null) {
         return { path: "", why: `is a ${proto?.constructor?.name ?? "class instance"}` };
       }
+      parents.push(value);
       for (const key in value) {
         if (!Object.hasOwn(value, key)) continue;
-        const bad = unencodable((value as Record<string, unknown>)[key], depth + 1);
-        if (bad) return { path: `.${key}${bad.path}`, why: bad.why };
+        const bad = unencodable((value as Record<string, unknown>)[key], parents);
+        if (bad) return within(`.${key}`, bad, depth);
       }
+      parents.pop();
       return undefined;
     }
     default:
       return undefined;
   }
+}
+
+/** `bad`, found under `step` (`.key` or `[i]`) of an object at `depth`. */
+function within(step: string, bad: Unencodable, depth: number): Unencodable {
+  const path = `${step}${bad.path}`;
+  return { ...bad, path, tail: bad.cycleTo === depth ? path.length : bad.tail };
 }

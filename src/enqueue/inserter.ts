@@ -201,8 +201,8 @@ export class Inserter<TTx> {
 
 /** The distinct parent ids of `enqueueAfter`. */
 function parentIds(after: string | readonly string[]): string[] {
-  const ids = typeof after === "string" ? [after] : after;
-  if (!Array.isArray(ids) || ids.length === 0) {
+  const ids = Array.isArray(after) ? after : [after as string];
+  if (ids.length === 0) {
     throw new ValidationError("enqueueAfter() needs a parent job id or a non-empty list of them");
   }
   for (const id of ids) checkId("enqueueAfter", id);

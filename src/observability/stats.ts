@@ -3,7 +3,7 @@
  * dashboard: jobs enqueued, started and finished in 60 equal buckets (a
  * second each in the last minute, 5 s in the last 5 minutes, a minute in
  * the last hour), how long due jobs waited for a worker, the live workers
- * and the database's size. Everything is read from the store, so every
+ * and the storage the store takes (`storageBytes`). Everything is read from the store, so every
  * instance sharing the database reports the same.
  *
  * @module
@@ -88,7 +88,11 @@ export interface ErrandStats {
   readonly dispatchWait: { readonly regular: WaitStats; readonly partitioned: WaitStats };
   /** The live `"work"` instances with their busy slots. */
   readonly workers: readonly WorkerInfo[];
-  /** The space errand's tables take on disk, or null when the store cannot tell. */
+  /**
+   * Bytes on disk, or null when the store cannot tell: on PostgreSQL the
+   * tables of errand's schema with their indexes (every namespace in it), on
+   * libSQL the whole database file (the application's tables too, if they share it).
+   */
   readonly storageBytes: number | null;
 }
 

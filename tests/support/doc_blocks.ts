@@ -1,17 +1,23 @@
 /**
  * The TypeScript blocks of the documentation (docs/ and README.md), as the
- * docs test checks them. A block's role comes from the HTML comment right
- * before its fence (blank lines between are allowed):
+ * docs test checks them. Every ```ts block says what it is with the HTML
+ * comment right before its fence (blank lines between are allowed); a block
+ * without one fails the docs test. A block either runs:
  *
  * - `<!-- run -->`: a whole program; it is run and must exit 0.
  * - `<!-- run: postgres -->`: the same, with `DATABASE_URL` set; without a
  *   database it is only type-checked.
  * - `<!-- test -->`: a `node:test` file; it is run by the runtime's test runner and must pass.
- * - `<!-- setup -->`: what the page's later blocks build on (a store, `jobs`,
- *   `errand`); each later block without a comment is type-checked after it.
  * - `<!-- file: NAME -->`: a file of the getting-started project; it is
  *   type-checked here, and the getting-started test saves and runs it.
- * - no comment: type-checked, after the page's latest setup block if there is one.
+ *
+ * or it is a fragment, only type-checked, and says why it does not run:
+ *
+ * - `<!-- fragment: REASON -->`: e.g. `<!-- fragment: needs a PostgreSQL
+ *   server of its own -->`, `<!-- fragment: a Cloudflare Worker -->`. It is
+ *   type-checked after the page's latest setup block, if there is one.
+ * - `<!-- setup -->`: what the page's later fragments build on (a store,
+ *   `jobs`, `errand`).
  *
  * Imports of `errand` and `@errand/errand` (and their subpaths) are pointed at
  * this checkout, so the documentation imports the package by name.
@@ -22,8 +28,8 @@ import { fileURLToPath } from "node:url";
 /** The checkout's root, with a trailing slash. */
 export const root: string = fileURLToPath(new URL("../../", import.meta.url));
 
-/** What the docs test does with a block. */
-export type BlockRole = "run" | "run-postgres" | "test" | "setup" | "file" | "check";
+/** What the docs test does with a block; `unmarked` (no marker, or one it does not know) fails it. */
+export type BlockRole = "run" | "run-postgres" | "test" | "setup" | "file" | "fragment" | "unmarked";
 
 /** One TypeScript block of a markdown file. */
 export interface DocBlock {
@@ -34,6 +40,8 @@ export interface DocBlock {
   role: BlockRole;
   /** For `file:` blocks, the file name the page gives. */
   fileName?: string;
+  /** For `fragment:` blocks, why the block does not run; for `unmarked` ones, the comment before it, if any. */
+  note?: string;
   /** The block as written. */
   code: string;
   /** The module the type check sees: the block, after its page's setup when it has one, imports rewritten. */
@@ -79,7 +87,7 @@ export function fencedBlocks(page: string): FencedBlock[] {
   });
 }
 
-const ROLE = /^(run: postgres|run|test|setup|file: [\w.-]+)$/;
+const ROLE = /^(run: postgres|run|test|setup|file: [\w.-]+|fragment: \S.*)$/s;
 
 /** The TypeScript blocks of one markdown file, in order. */
 export function blocksOf(page: string): DocBlock[] {
@@ -92,15 +100,18 @@ export function blocksOf(page: string): DocBlock[] {
       ? "run-postgres"
       : marker.startsWith("file: ")
       ? "file"
+      : marker.startsWith("fragment: ")
+      ? "fragment"
       : marker === ""
-      ? "check"
+      ? "unmarked"
       : marker as BlockRole;
-    const checked = role === "check" && setup !== undefined ? after(setup, code) : code;
+    const checked = (role === "fragment" || role === "unmarked") && setup !== undefined ? after(setup, code) : code;
     blocks.push({
       page,
       line,
       role,
       fileName: role === "file" ? marker.slice("file: ".length) : undefined,
+      note: role === "fragment" ? marker.slice("fragment: ".length).trim() : role === "unmarked" ? comment : undefined,
       code,
       checked: pointAtCheckout(checked),
     });
