@@ -87,7 +87,7 @@ describe("dashboard tables", () => {
       "the consumer group stuck on record 1",
     );
   });
-  after(() => errand.shutdown());
+  after(() => errand.shutdown({ drain: 0 }));
 
   it("every row of every table has as many cells as its table has headers, on every page", async () => {
     const pages = ["/", `/job/${jobId}`, "/queue/crm", "/topic/orders", "/log/orderEvents"];
