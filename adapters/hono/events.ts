@@ -12,11 +12,20 @@
  * Both send a comment every {@link HEARTBEAT_MS} so proxies keep them
  * open, and stop reading the store when the client goes away.
  *
+ * Events wait in the response body's queue until the server takes them,
+ * which it does as fast as the client's connection takes them. A client
+ * that stops reading (a stuck tab, a dead peer that never closed) would
+ * make that queue grow for as long as the stream lives, so it is bounded:
+ * an event that would take it past {@link STREAM_BUFFER_BYTES} cuts the
+ * stream instead: the events held are dropped, the store is no longer read
+ * for it, and the body errors, so the server closes the connection when it
+ * next reads (once the client has read what the connection held). A
+ * browser's `EventSource` then reconnects and gets the current state.
+ *
  * @module
  */
 import type { Context } from "hono";
 import { Hono } from "hono";
-import { streamSSE } from "hono/streaming";
 import { NotFoundError } from "../../mod.ts";
 import { type AdminErrand, jsonSafe, withoutPayload } from "./present.ts";
 
@@ -25,6 +34,14 @@ export const OVERVIEW_EVERY_MS = 2_000;
 
 /** How often a stream sends a comment line, so proxies do not close it for being idle. */
 export const HEARTBEAT_MS = 15_000;
+
+/**
+ * Most bytes of events a stream holds for a client that has not taken them
+ * (1 MiB, past what the connection itself buffers); an event that would
+ * take it past this cuts the stream. An event larger than this alone is
+ * still sent, into an empty queue.
+ */
+export const STREAM_BUFFER_BYTES = 1024 * 1024;
 
 /** Settings of the event streams. */
 export interface EventSettings {
@@ -43,11 +60,11 @@ export function eventRoutes(errand: AdminErrand, settings: EventSettings): Hono 
     return eventStream(c, async (send, signal) => {
       try {
         for await (const update of errand.watch(id, { signal })) {
-          await send("update", withoutPayload(update, settings.showPayloads));
+          send("update", withoutPayload(update, settings.showPayloads));
         }
       } catch (err) {
         if (!(err instanceof NotFoundError)) throw err;
-        await send("gone", { error: err.message });
+        send("gone", { error: err.message });
       }
     });
   });
@@ -56,39 +73,64 @@ export function eventRoutes(errand: AdminErrand, settings: EventSettings): Hono 
     eventStream(c, async (send, signal) => {
       while (!signal.aborted) {
         const [counts, stats, logs] = await Promise.all([errand.counts(), errand.stats(), errand.logs()]);
-        await send("overview", { counts, stats, logs });
+        send("overview", { counts, stats, logs });
         await pause(OVERVIEW_EVERY_MS, signal);
       }
     }));
   return events;
 }
 
-/** Sends one event: its name and a value sent as JSON. */
-type Send = (event: string, value: unknown) => Promise<void>;
+/** Sends one event: its name and a value sent as JSON (nothing once the stream has ended). */
+type Send = (event: string, value: unknown) => void;
 
 /**
  * An SSE response whose events `body` sends until it returns or `signal`
- * aborts (the client went away: the response stream was cancelled or the
- * request aborted), with a heartbeat comment meanwhile.
+ * aborts: the client went away (the response body was cancelled or the
+ * request aborted), or the stream was cut because its client did not take
+ * {@link STREAM_BUFFER_BYTES} of events. A heartbeat comment goes meanwhile.
  */
 function eventStream(c: Context, body: (send: Send, signal: AbortSignal) => Promise<void>): Response {
-  c.header("X-Accel-Buffering", "no"); // nginx: pass events on as they come
-  return streamSSE(c, async (stream) => {
-    const gone = new AbortController();
-    const stop = () => gone.abort();
-    stream.onAbort(stop);
-    c.req.raw.signal.addEventListener("abort", stop, { once: true });
-    const heartbeat = setInterval(() => void stream.write(": heartbeat\n\n"), HEARTBEAT_MS);
-    try {
-      await body(async (event, value) => {
-        if (!gone.signal.aborted) await stream.writeSSE({ event, data: JSON.stringify(value, jsonSafe) });
-      }, gone.signal);
-    } catch (err) {
-      if (!gone.signal.aborted) console.error("errand admin: an event stream failed", err);
-    } finally {
-      clearInterval(heartbeat);
-      c.req.raw.signal.removeEventListener("abort", stop);
-    }
+  const gone = new AbortController();
+  const stop = () => gone.abort();
+  const encoder = new TextEncoder();
+  const stream = new ReadableStream<Uint8Array>({
+    start(controller) {
+      const write = (text: string) => {
+        if (gone.signal.aborted) return;
+        const bytes = encoder.encode(text);
+        const held = STREAM_BUFFER_BYTES - controller.desiredSize!;
+        if (held > 0 && held + bytes.byteLength > STREAM_BUFFER_BYTES) return cut(held);
+        controller.enqueue(bytes);
+      };
+      const cut = (held: number) => {
+        const why =
+          `the client has not taken ${held} bytes of events, and the stream holds at most ${STREAM_BUFFER_BYTES}`;
+        console.warn(`errand admin: closed the event stream ${c.req.path}: ${why}`);
+        controller.error(new Error(`Event stream closed: ${why}`));
+        stop();
+      };
+      const heartbeat = setInterval(() => write(": heartbeat\n\n"), HEARTBEAT_MS);
+      c.req.raw.signal.addEventListener("abort", stop, { once: true });
+      gone.signal.addEventListener("abort", () => {
+        clearInterval(heartbeat);
+        c.req.raw.signal.removeEventListener("abort", stop);
+      }, { once: true });
+      // Not awaited: the body runs while the stream is read.
+      void body((event, value) => write(`event: ${event}\ndata: ${JSON.stringify(value, jsonSafe)}\n\n`), gone.signal)
+        .catch((err) => {
+          if (!gone.signal.aborted) console.error("errand admin: an event stream failed", err);
+        })
+        .finally(() => {
+          if (!gone.signal.aborted) controller.close();
+          stop();
+        });
+    },
+    cancel: stop,
+  }, new ByteLengthQueuingStrategy({ highWaterMark: STREAM_BUFFER_BYTES }));
+  return c.body(stream, 200, {
+    "Content-Type": "text/event-stream",
+    "Cache-Control": "no-cache",
+    "X-Accel-Buffering": "no", // nginx: pass events on as they come
   });
 }
 

@@ -111,6 +111,7 @@ function groupSection(base: string, log: string, group: string, rows: readonly L
         <tbody>${rows.map((r) =>
           html`
             <tr data-partition="${r.partition}">
+              <td class="num">${r.partition}</td>
               <td class="num" data-committed="${r.committed}">${r.lag === 0
                 ? r.committed
                 : html`<a href="${recordLink(r)}" title="The record the group is at, as JSON">${r.committed}</a>`}</td>

@@ -42,10 +42,15 @@ export function openWorkerStore(): { store: StoreFor<unknown>; close(): Promise<
 export function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
   if (signal.aborted) return Promise.resolve(false);
   return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve(true), ms);
-    signal.addEventListener("abort", () => {
+    // Each sleep takes its listener off the signal when it ends: a handler that sleeps in a loop would pile them up.
+    const aborted = () => {
       clearTimeout(timer);
       resolve(false);
-    }, { once: true });
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", aborted);
+      resolve(true);
+    }, ms);
+    signal.addEventListener("abort", aborted, { once: true });
   });
 }

@@ -2,10 +2,12 @@
  * Serving a Hono app on a real port with node:http (Node, Deno and Bun all
  * have it), streaming its responses so event streams arrive as they are
  * written; a client that goes away aborts the request's signal and cancels
- * the response body, as the runtimes' own servers do. And reading a
+ * the response body, a client that does not read stops the reading of the
+ * body until its socket takes more, and a body that fails cuts the
+ * connection, as the runtimes' own servers do. And reading a
  * Server-Sent Events stream with `fetch()`.
  */
-import { createServer } from "node:http";
+import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Buffer } from "node:buffer";
 
@@ -34,9 +36,13 @@ export async function listen(app: Fetcher): Promise<{ url: string; close(): Prom
     const reader = answer.body.getReader();
     gone.signal.addEventListener("abort", () => void reader.cancel().catch(() => {}), { once: true });
     try {
-      for (let part = await reader.read(); !part.done; part = await reader.read()) res.write(part.value);
+      for (let part = await reader.read(); !part.done; part = await reader.read()) {
+        // A client that does not read: wait until the socket takes more, as the runtimes' servers do.
+        if (!res.write(part.value)) await drained(res, gone.signal);
+      }
     } catch {
-      // The client went away.
+      // The client went away, or the body failed: the connection is cut, as the runtimes' servers do.
+      return void res.destroy();
     }
     res.end();
   });
@@ -50,6 +56,19 @@ export async function listen(app: Fetcher): Promise<{ url: string; close(): Prom
         server.closeAllConnections?.();
       }),
   };
+}
+
+/** Resolves when `res` has taken what it buffered (its "drain"), or when `signal` aborts. */
+function drained(res: ServerResponse, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off("drain", done);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    res.on("drain", done);
+    signal.addEventListener("abort", done, { once: true });
+  });
 }
 
 /** One Server-Sent Event: its name (`message` when it has none) and its data. */
