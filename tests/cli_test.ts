@@ -8,7 +8,8 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { existsSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { type AddressInfo, createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
@@ -443,6 +444,53 @@ describe("errand command line errors", () => {
     );
   });
 
+  it("a file: URL that does not decode, or names a file that is missing, says how to write it as given", async () => {
+    failed(await errand(["--db", "file:%ZZ", "stats"]), 2, /--db "file:%ZZ" is not a valid file: URL .*"%25"/);
+    const typo = `errand-cli-typo-${process.pid}.db`;
+    failed(
+      await errand(["--db", `file:${typo}`, "stats"]),
+      1,
+      new RegExp(`create it with: errand --db file:${typo} migrate$`, "m"),
+    );
+  });
+
+  it("a database file in a folder that cannot be written is named as such, not as an invalid URL", async () => {
+    // Root writes anywhere a mode allows nothing; /proc takes no new file from anyone.
+    const folder = process.getuid?.() === 0 ? "/proc" : mkdtempSync(`${tmpdir()}/errand-cli-readonly-`);
+    if (folder !== "/proc") chmodSync(folder, 0o555);
+    try {
+      failed(
+        await errand(["--db", `file:${folder}/errand.db`, "migrate"]),
+        1,
+        new RegExp(
+          `Cannot open or create the database file "${folder}/errand\\.db" .*the folder "${folder}" cannot be written`,
+        ),
+      );
+    } finally {
+      if (folder !== "/proc") rmSync(folder, { recursive: true, force: true });
+    }
+  });
+
+  it("a server that accepts and never answers fails within --connect-timeout, naming where it connected", async () => {
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => void sockets.add(socket.on("error", () => {})));
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    const { port } = silent.address() as AddressInfo;
+    try {
+      for (const url of [`postgres://someone@127.0.0.1:${port}/app`, `http://127.0.0.1:${port}`]) {
+        failed(
+          await errand(["--db", url, "--connect-timeout", "1s", "stats"]),
+          1,
+          new RegExp(`No answer from the database at .* \\(connecting to 127\\.0\\.0\\.1:${port}\\) within 1s`),
+        );
+      }
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
+    failed(await errand(["--db", "http://127.0.0.1:1", "--connect-timeout", "0s", "stats"]), 2, /at least 100ms/);
+  });
+
   it("an unreachable database fails with exit 1, naming the URL without its password", async () => {
     const run = await errand(["--db", "postgres://someone:hunter2@127.0.0.1:1/app", "stats"]);
     failed(run, 1, /Cannot reach the database at postgres:\/\/someone:\*\*\*@127\.0\.0\.1:1\/app: .*ECONNREFUSED/);
@@ -482,6 +530,7 @@ describe("errand command line errors", () => {
     failed(await errand([...db, "list", "--limit", "0"]), 2, /--limit.*from 1 to 1000/);
     failed(await errand([...db, "stats", "--topic", "orders"]), 2, /--topic.*name:partitions/);
     failed(await errand([...db, "stats", "--minutes", "7"]), 2, /--minutes.*1, 5 or 60/);
+    failed(await errand([...db, "stats", "--watch", "--interval", "1ms"]), 2, /--interval.*at least 100ms/);
   });
 
   it("colours only on a terminal or with FORCE_COLOR, never with NO_COLOR", async () => {
