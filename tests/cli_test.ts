@@ -224,6 +224,19 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
       assert.equal(bulk.stdout.trim(), "retried 4 jobs (state failed, queue mail)");
       assert.match(bulk.stderr, /^retry: 0\/4 jobs$/m, "piped progress starts with a plain line");
       assert.match(bulk.stderr, /^retry: 4\/4 jobs$/m, "and ends with one");
+
+      // A filter on a kind or queue that no job has says so: a typo is not a silent "0 jobs".
+      const typo = await errand([...dbArgs, "retry", "--state", "failed", "--kind", "nosuchkind", "--queue", "mial"]);
+      assert.equal(typo.code, 0, typo.stderr);
+      assert.equal(typo.stdout.trim(), "retried 0 jobs (state failed, queue mial, kind nosuchkind)");
+      assert.match(
+        typo.stderr,
+        /^No job of kind "nosuchkind" exists in namespace "default", in any state; check --kind/m,
+      );
+      assert.match(
+        typo.stderr,
+        /^No job is on queue "mial" in namespace "default"; the queues with jobs: mail, slow$/m,
+      );
       assert.deepEqual(await json([...dbArgs, "cancel", "--state", "scheduled", "--kind", "slow"]), { count: 3 });
       assert.deepEqual(await json([...dbArgs, "delete", "--state", "cancelled", "--before", "2999-01-01"]), {
         count: 3,
