@@ -403,6 +403,31 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
       }
     });
 
+    it("work hands running jobs back to available at a second SIGTERM, without waiting for their leases", async () => {
+      const app = appErrand(db.store(), "enqueue");
+      await app.start(); // creates errand's tables
+      const worker = start(["work", appModule, "--drain", "60s"], appEnv);
+      let err = "";
+      worker.stderr.setEncoding("utf8").on("data", (d: string) => (err += d));
+      const exited = new Promise<number | null>((resolve) => worker.on("close", resolve));
+      try {
+        await until("the worker to start", () => err.includes("errand: working") || worker.exitCode !== null);
+        const { id } = await app.enqueue("slow", { ms: 120_000 });
+        await until("the slow job to run", async () => (await app.get(id))?.state === "running");
+        process.kill(worker.pid!, "SIGTERM");
+        await until("the drain to begin", () => err.includes("no new claims") || worker.exitCode !== null);
+        process.kill(worker.pid!, "SIGTERM");
+        assert.equal(await exited, 1, err);
+        assert.match(err, /SIGTERM again: stopping now; running jobs go back to available/);
+        assert.match(err, /Stopped by a second signal: jobs still running went back to available/);
+        const job = await app.get(id);
+        assert.deepEqual([job?.state, job?.attempt], ["available", 0], "released, the attempt not counted");
+      } finally {
+        worker.kill("SIGKILL");
+        await app.shutdown();
+      }
+    });
+
     it("drain runs the module's due jobs within the budget, reports and exits", async () => {
       const app = appErrand(db.store(), "enqueue");
       try {
