@@ -16,6 +16,7 @@ import { fileURLToPath } from "node:url";
 import { after, afterEach, beforeEach, describe, it } from "node:test";
 import { appErrand } from "./support/cli_app_errand.ts";
 import { runtimeCommand } from "./support/runtime.ts";
+import { fencedBlocks } from "./support/doc_blocks.ts";
 import { libsqlKind, postgresKind, type StoreKind, type TestDatabase } from "./support/stores.ts";
 import type { JobDetails, JobInfo } from "../mod.ts";
 import { libsqlMigrationSql } from "../adapters/libsql/mod.ts";
@@ -399,6 +400,40 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
         assert.match(err, /errand: stopped/);
       } finally {
         worker.kill("SIGKILL");
+        await app.shutdown();
+      }
+    });
+
+    it("work started by the supervisor script of the docs drains when that script's process gets SIGTERM", async () => {
+      const script = fencedBlocks("docs/reference/cli.md").find((b) => b.marker === "supervisor script");
+      assert.ok(script, "docs/reference/cli.md has a supervisor script");
+      // The script as written, with this checkout's command line for the bin and the test application for the module.
+      const [command, prefix] = runtimeCommand(main);
+      const written = script.code.replace(
+        /node_modules\/\.bin\/errand work \.\/src\/errand\.ts/,
+        () => `${[command, ...prefix].map((a) => `'${a}'`).join(" ")} work ${appModule}`,
+      );
+      assert.notEqual(written, script.code, "the script runs node_modules/.bin/errand work ./src/errand.ts");
+      const app = appErrand(db.store(), "enqueue");
+      await app.start(); // creates errand's tables
+      const supervised = spawn("sh", ["-c", written], {
+        cwd: root,
+        env: baseEnv(appEnv),
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let err = "";
+      supervised.stderr.setEncoding("utf8").on("data", (d: string) => (err += d));
+      const exited = new Promise<number | null>((resolve) => supervised.on("close", resolve));
+      try {
+        await until("the worker to start", () => err.includes("errand: working") || supervised.exitCode !== null);
+        const { id } = await app.enqueue("slow", { ms: 1_000 });
+        await until("the slow job to run", async () => (await app.get(id))?.state === "running");
+        process.kill(supervised.pid!, "SIGTERM");
+        assert.equal(await exited, 0, err);
+        assert.match(err, /SIGTERM: no new claims; running jobs have 20\.0s to finish/);
+        assert.equal((await app.get(id))?.state, "completed", "the running job finished before the exit");
+      } finally {
+        supervised.kill("SIGKILL");
         await app.shutdown();
       }
     });
