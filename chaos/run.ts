@@ -3,7 +3,8 @@
  * (a file) and PostgreSQL (DATABASE_URL), prints one JSON line per scenario
  * and store with its figures, then a table, and exits 1 when a figure broke
  * its rule. Arguments: scenario names to run only those, `--quick` for the
- * short form CI runs, `--store libsql|postgres` for one store.
+ * short form CI runs, `--store libsql|postgres` for one store, `--help` for
+ * the usage; any other option is refused (exit 2) before anything runs.
  */
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -11,14 +12,37 @@ import process from "node:process";
 import type { Figures, Scenario } from "./scenario.ts";
 import { openDatabase, type StoreName, unavailable } from "./support/database.ts";
 
-const args = process.argv.slice(2);
-const quick = args.includes("--quick");
-const onlyStore = args.includes("--store") ? args[args.indexOf("--store") + 1] as StoreName : undefined;
-const names = args.filter((a, i) => !a.startsWith("--") && args[i - 1] !== "--store");
-
+const STORES: readonly StoreName[] = ["libsql", "postgres"];
 const scenarios: Scenario[] = [];
 for (const file of readdirSync(new URL("./scenarios/", import.meta.url)).filter((f) => f.endsWith(".ts")).sort()) {
   scenarios.push((await import(`./scenarios/${file}`)).scenario);
+}
+const USAGE = `Usage: npm run chaos -- [scenario ...] [--quick] [--store ${STORES.join("|")}]
+
+Runs the chaos scenarios (all of them, or those named) and exits 1 when one breaks a rule.
+  --quick           the short form CI runs
+  --store <store>   only on this store (${STORES.join(" or ")})
+  -h, --help        this help
+
+Scenarios:
+${scenarios.map((s) => `  ${s.name.padEnd(24)}${s.summary}`).join("\n")}`;
+
+const args = process.argv.slice(2);
+let quick = false;
+let onlyStore: StoreName | undefined;
+const names: string[] = [];
+for (let i = 0; i < args.length; i++) {
+  const arg = args[i];
+  if (arg === "--help" || arg === "-h") {
+    console.log(USAGE);
+    process.exit(0);
+  } else if (arg === "--quick") quick = true;
+  else if (arg === "--store") {
+    const store = args[++i];
+    if (!STORES.includes(store as StoreName)) usageError(`--store takes ${STORES.join(" or ")}, not "${store ?? ""}"`);
+    onlyStore = store as StoreName;
+  } else if (arg.startsWith("-")) usageError(`Unknown option "${arg}"`);
+  else names.push(arg);
 }
 const unknown = names.filter((n) => !scenarios.some((s) => s.name === n));
 if (unknown.length) {
@@ -89,6 +113,11 @@ console.log(
     (failed.length ? `; broken: ${failed.map((l) => `${l.scenario} on ${l.store}`).join(", ")}` : ""),
 );
 process.exit(failed.length ? 1 : 0);
+
+function usageError(message: string): never {
+  console.error(`${message}\n\n${USAGE}`);
+  process.exit(2);
+}
 
 function secondsSince(start: number): number {
   return Math.round((performance.now() - start) / 100) / 10;

@@ -1,6 +1,6 @@
 /**
  * The global options every command reads (`--db`, `--namespace`,
- * `--schema`, `--json`, `--debug`, `--no-color`), defined once
+ * `--schema`, `--connect-timeout`, `--json`, `--debug`, `--no-color`), defined once
  * on the program and read back in a command's action, with the output
  * they choose.
  *
@@ -8,6 +8,7 @@
  */
 import { type Command, Option } from "commander";
 import { Output } from "./output.ts";
+import { durationAtLeast } from "./commands/options.ts";
 
 /** The global options as a command's action sees them. */
 export interface GlobalOptions {
@@ -17,6 +18,8 @@ export interface GlobalOptions {
   readonly namespace: string;
   /** `--schema` or ERRAND_SCHEMA (PostgreSQL). */
   readonly schema?: string;
+  /** `--connect-timeout`, in milliseconds. */
+  readonly connectTimeout: number;
   /** `--json`. */
   readonly json?: boolean;
   /** `--debug`. */
@@ -40,6 +43,11 @@ export function addGlobalOptions(program: Command): Command {
       new Option("--schema <name>", 'the PostgreSQL schema of errand\'s tables (default "errand")').env(
         "ERRAND_SCHEMA",
       ),
+    )
+    .addOption(
+      new Option("--connect-timeout <duration>", "how long to wait for the database's first answer")
+        .default(10_000, "10s")
+        .argParser(durationAtLeast(100, "100ms")),
     )
     .option("--json", "machine output: JSON on stdout")
     .option("--debug", "show stack traces of errors")

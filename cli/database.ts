@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { existsSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { StoreFor } from "../src/store/mod.ts";
@@ -50,8 +50,7 @@ export function parseDatabaseUrl(raw: string | undefined): DatabaseUrl {
   if (scheme === "file") {
     const rest = url.slice("file:".length).split(/[?#]/)[0];
     if (rest === "") throw new UsageError(`--db "${url}" names no file; write it as file:path/to/errand.db`);
-    const file = rest.startsWith("//") ? fileURLToPath(url.split(/[?#]/)[0]) : decodeURIComponent(rest);
-    return { kind: "libsql", url, shown: url, file };
+    return { kind: "libsql", url, shown: url, file: filePath(url, rest) };
   }
   if (scheme && ["libsql", "http", "https", "ws", "wss"].includes(scheme)) {
     checkParses(url, "libSQL");
@@ -62,6 +61,20 @@ export function parseDatabaseUrl(raw: string | undefined): DatabaseUrl {
       scheme ? ` (no store for "${scheme}:")` : ""
     }; use ${EXAMPLES}`,
   );
+}
+
+/** The path of the `file:` URL `url`, whose part after `file:` is `rest`. */
+function filePath(url: string, rest: string): string {
+  try {
+    return rest.startsWith("//") ? fileURLToPath(url.split(/[?#]/)[0]) : decodeURIComponent(rest);
+  } catch (err) {
+    throw new UsageError(
+      `--db "${url}" is not a valid file: URL (${
+        (err as Error).message
+      }); write a "%" in the path as "%25", or write it as file:path/to/errand.db`,
+      { cause: err },
+    );
+  }
 }
 
 function checkParses(url: string, what: string): void {
@@ -92,7 +105,7 @@ export function scrubbed(message: string, url: string): string {
   return out;
 }
 
-/** `url` with its password and `authToken` replaced by `***`. */
+/** `url` with its password and `authToken` replaced by `***`; as it was written when it has neither. */
 export function hideSecrets(url: string): string {
   let parsed: URL;
   try {
@@ -100,6 +113,8 @@ export function hideSecrets(url: string): string {
   } catch {
     return url.replace(/:[^:@/]*@/, ":***@").replace(/(authToken=)[^&#]*/i, "$1***");
   }
+  // Re-serializing would rewrite the URL (a relative `file:nope.db` becomes `file:///nope.db`).
+  if (!parsed.password && !parsed.searchParams.has("authToken")) return url;
   if (parsed.password) parsed.password = "***";
   if (parsed.searchParams.has("authToken")) parsed.searchParams.set("authToken", "***");
   return parsed.toString();
@@ -124,6 +139,24 @@ export interface OpenOptions {
   readonly migrate: boolean;
   /** Whether a `file:` database may be created (a new file); otherwise a missing file is an error. */
   readonly create: boolean;
+  /** How long PostgreSQL may take to accept a connection, in milliseconds. @default {10_000} */
+  readonly connectTimeoutMs?: number;
+}
+
+/** Where a server URL connects to, "host:port", for messages; undefined for a `file:` database. */
+export function addressOf(url: DatabaseUrl): string | undefined {
+  if (url.file !== undefined) return undefined;
+  const parsed = new URL(url.url);
+  const ports: Record<string, string> = {
+    "postgres:": "5432",
+    "postgresql:": "5432",
+    "libsql:": "443",
+    "https:": "443",
+    "wss:": "443",
+    "http:": "80",
+    "ws:": "80",
+  };
+  return `${parsed.hostname}:${parsed.port || ports[parsed.protocol]}`;
 }
 
 /**
@@ -142,7 +175,7 @@ async function openPostgres(url: DatabaseUrl, options: OpenOptions): Promise<Ope
   try {
     sql = postgres(url.url, {
       max: 4,
-      connect_timeout: 10,
+      connect_timeout: (options.connectTimeoutMs ?? 10_000) / 1000,
       onnotice: () => {},
       connection: { application_name: "errand-cli" },
     });
@@ -169,6 +202,9 @@ async function openLibsql(url: DatabaseUrl, options: OpenOptions): Promise<OpenD
         `The folder "${path.dirname(file)}" of --db ${url.shown} does not exist; create it first`,
       );
     }
+    if (!statSync(path.dirname(file)).isDirectory()) {
+      throw new CommandFailure(`"${path.dirname(file)}" of --db ${url.shown} is a file, not a folder; check the path`);
+    }
   }
   const { createClient } = await importDriver(() => import("@libsql/client"), "@libsql/client", "libSQL");
   const { libsqlStore } = await import("../adapters/libsql/mod.ts");
@@ -176,6 +212,16 @@ async function openLibsql(url: DatabaseUrl, options: OpenOptions): Promise<OpenD
   try {
     client = createClient({ url: url.url });
   } catch (err) {
+    // SQLite's SQLITE_CANTOPEN (14): the URL is fine, the file cannot be opened or created where it names.
+    if (url.file !== undefined && /\b14\b|CANTOPEN/.test(String((err as Error).message))) {
+      const file = path.resolve(url.file);
+      throw new CommandFailure(
+        `Cannot open or create the database file "${file}" (--db ${url.shown}): the folder "${
+          path.dirname(file)
+        }" cannot be written, or the file cannot be read; check their permissions, or choose another path`,
+        { cause: err },
+      );
+    }
     throw new UsageError(
       `--db "${url.shown}" is not a valid libSQL URL: ${scrubbed((err as Error).message, url.url)}`,
       { cause: err },

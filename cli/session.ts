@@ -16,7 +16,7 @@ import {
   SchemaVersionError,
   StoreUnavailableError,
 } from "../mod.ts";
-import { type DatabaseUrl, openDatabase, parseDatabaseUrl, scrubbed } from "./database.ts";
+import { addressOf, type DatabaseUrl, openDatabase, parseDatabaseUrl, scrubbed } from "./database.ts";
 import { givenOnCommandLine, globalOptions } from "./context.ts";
 import { CommandFailure, UsageError } from "./failures.ts";
 
@@ -64,18 +64,49 @@ export async function withErrand<T>(
     schema: url.kind === "postgres" ? globals.schema : undefined,
     migrate,
     create: options.create ?? migrate,
+    connectTimeoutMs: globals.connectTimeout,
   });
   let errand: OperatorErrand | undefined;
+  let silent = false;
   try {
     errand = createErrand({ jobs: defineJobs({}), store: db.store, mode: "enqueue", topics: { ...options.topics } });
-    await errand.start();
+    // Starting reads the schema version: the first answer. Applying migrations may rightly take longer.
+    if (migrate) await errand.start();
+    else {
+      silent = await answersWithin(errand.start(), globals.connectTimeout) === "no answer";
+      if (silent) throw noAnswer(url, globals.connectTimeout);
+    }
     return await fn(errand, url);
   } catch (err) {
     throw explain(err, url, command);
   } finally {
-    await errand?.shutdown().catch(() => {});
-    await db.close().catch(() => {});
+    // A database that never answered may never answer the goodbye either: the command line exits without it.
+    const cleanup = (async () => {
+      await errand?.shutdown().catch(() => {});
+      await db.close().catch(() => {});
+    })();
+    if (!silent) await cleanup;
   }
+}
+
+/** Resolves when `start` does, or to "no answer" after `ms`; rejects when `start` does. */
+async function answersWithin(start: Promise<void>, ms: number): Promise<"answered" | "no answer"> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<"no answer">((resolve) => (timer = setTimeout(() => resolve("no answer"), ms)));
+  try {
+    return await Promise.race([start.then(() => "answered" as const), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function noAnswer(url: DatabaseUrl, ms: number): CommandFailure {
+  const address = addressOf(url);
+  return new CommandFailure(
+    `No answer from the database at ${url.shown}${address ? ` (connecting to ${address})` : ""} within ${
+      ms / 1000
+    }s; check --db (host, port) and that the server runs and is reachable from here, or give it longer with --connect-timeout`,
+  );
 }
 
 /** `err` said in terms of the command line, when it is about the database. */

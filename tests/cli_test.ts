@@ -8,13 +8,15 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { existsSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { type AddressInfo, createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { after, afterEach, beforeEach, describe, it } from "node:test";
 import { appErrand } from "./support/cli_app_errand.ts";
 import { runtimeCommand } from "./support/runtime.ts";
+import { fencedBlocks } from "./support/doc_blocks.ts";
 import { libsqlKind, postgresKind, type StoreKind, type TestDatabase } from "./support/stores.ts";
 import type { JobDetails, JobInfo } from "../mod.ts";
 import { libsqlMigrationSql } from "../adapters/libsql/mod.ts";
@@ -223,6 +225,19 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
       assert.equal(bulk.stdout.trim(), "retried 4 jobs (state failed, queue mail)");
       assert.match(bulk.stderr, /^retry: 0\/4 jobs$/m, "piped progress starts with a plain line");
       assert.match(bulk.stderr, /^retry: 4\/4 jobs$/m, "and ends with one");
+
+      // A filter on a kind or queue that no job has says so: a typo is not a silent "0 jobs".
+      const typo = await errand([...dbArgs, "retry", "--state", "failed", "--kind", "nosuchkind", "--queue", "mial"]);
+      assert.equal(typo.code, 0, typo.stderr);
+      assert.equal(typo.stdout.trim(), "retried 0 jobs (state failed, queue mial, kind nosuchkind)");
+      assert.match(
+        typo.stderr,
+        /^No job of kind "nosuchkind" exists in namespace "default", in any state; check --kind/m,
+      );
+      assert.match(
+        typo.stderr,
+        /^No job is on queue "mial" in namespace "default"; the queues with jobs: mail, slow$/m,
+      );
       assert.deepEqual(await json([...dbArgs, "cancel", "--state", "scheduled", "--kind", "slow"]), { count: 3 });
       assert.deepEqual(await json([...dbArgs, "delete", "--state", "cancelled", "--before", "2999-01-01"]), {
         count: 3,
@@ -389,6 +404,65 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
       }
     });
 
+    it("work started by the supervisor script of the docs drains when that script's process gets SIGTERM", async () => {
+      const script = fencedBlocks("docs/reference/cli.md").find((b) => b.marker === "supervisor script");
+      assert.ok(script, "docs/reference/cli.md has a supervisor script");
+      // The script as written, with this checkout's command line for the bin and the test application for the module.
+      const [command, prefix] = runtimeCommand(main);
+      const written = script.code.replace(
+        /node_modules\/\.bin\/errand work \.\/src\/errand\.ts/,
+        () => `${[command, ...prefix].map((a) => `'${a}'`).join(" ")} work ${appModule}`,
+      );
+      assert.notEqual(written, script.code, "the script runs node_modules/.bin/errand work ./src/errand.ts");
+      const app = appErrand(db.store(), "enqueue");
+      await app.start(); // creates errand's tables
+      const supervised = spawn("sh", ["-c", written], {
+        cwd: root,
+        env: baseEnv(appEnv),
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let err = "";
+      supervised.stderr.setEncoding("utf8").on("data", (d: string) => (err += d));
+      const exited = new Promise<number | null>((resolve) => supervised.on("close", resolve));
+      try {
+        await until("the worker to start", () => err.includes("errand: working") || supervised.exitCode !== null);
+        const { id } = await app.enqueue("slow", { ms: 1_000 });
+        await until("the slow job to run", async () => (await app.get(id))?.state === "running");
+        process.kill(supervised.pid!, "SIGTERM");
+        assert.equal(await exited, 0, err);
+        assert.match(err, /SIGTERM: no new claims; running jobs have 20\.0s to finish/);
+        assert.equal((await app.get(id))?.state, "completed", "the running job finished before the exit");
+      } finally {
+        supervised.kill("SIGKILL");
+        await app.shutdown();
+      }
+    });
+
+    it("work hands running jobs back to available at a second SIGTERM, without waiting for their leases", async () => {
+      const app = appErrand(db.store(), "enqueue");
+      await app.start(); // creates errand's tables
+      const worker = start(["work", appModule, "--drain", "60s"], appEnv);
+      let err = "";
+      worker.stderr.setEncoding("utf8").on("data", (d: string) => (err += d));
+      const exited = new Promise<number | null>((resolve) => worker.on("close", resolve));
+      try {
+        await until("the worker to start", () => err.includes("errand: working") || worker.exitCode !== null);
+        const { id } = await app.enqueue("slow", { ms: 120_000 });
+        await until("the slow job to run", async () => (await app.get(id))?.state === "running");
+        process.kill(worker.pid!, "SIGTERM");
+        await until("the drain to begin", () => err.includes("no new claims") || worker.exitCode !== null);
+        process.kill(worker.pid!, "SIGTERM");
+        assert.equal(await exited, 1, err);
+        assert.match(err, /SIGTERM again: stopping now; running jobs go back to available/);
+        assert.match(err, /Stopped by a second signal: jobs still running went back to available/);
+        const job = await app.get(id);
+        assert.deepEqual([job?.state, job?.attempt], ["available", 0], "released, the attempt not counted");
+      } finally {
+        worker.kill("SIGKILL");
+        await app.shutdown();
+      }
+    });
+
     it("drain runs the module's due jobs within the budget, reports and exits", async () => {
       const app = appErrand(db.store(), "enqueue");
       try {
@@ -443,6 +517,53 @@ describe("errand command line errors", () => {
     );
   });
 
+  it("a file: URL that does not decode, or names a file that is missing, says how to write it as given", async () => {
+    failed(await errand(["--db", "file:%ZZ", "stats"]), 2, /--db "file:%ZZ" is not a valid file: URL .*"%25"/);
+    const typo = `errand-cli-typo-${process.pid}.db`;
+    failed(
+      await errand(["--db", `file:${typo}`, "stats"]),
+      1,
+      new RegExp(`create it with: errand --db file:${typo} migrate$`, "m"),
+    );
+  });
+
+  it("a database file in a folder that cannot be written is named as such, not as an invalid URL", async () => {
+    // Root writes anywhere a mode allows nothing; /proc takes no new file from anyone.
+    const folder = process.getuid?.() === 0 ? "/proc" : mkdtempSync(`${tmpdir()}/errand-cli-readonly-`);
+    if (folder !== "/proc") chmodSync(folder, 0o555);
+    try {
+      failed(
+        await errand(["--db", `file:${folder}/errand.db`, "migrate"]),
+        1,
+        new RegExp(
+          `Cannot open or create the database file "${folder}/errand\\.db" .*the folder "${folder}" cannot be written`,
+        ),
+      );
+    } finally {
+      if (folder !== "/proc") rmSync(folder, { recursive: true, force: true });
+    }
+  });
+
+  it("a server that accepts and never answers fails within --connect-timeout, naming where it connected", async () => {
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => void sockets.add(socket.on("error", () => {})));
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    const { port } = silent.address() as AddressInfo;
+    try {
+      for (const url of [`postgres://someone@127.0.0.1:${port}/app`, `http://127.0.0.1:${port}`]) {
+        failed(
+          await errand(["--db", url, "--connect-timeout", "1s", "stats"]),
+          1,
+          new RegExp(`No answer from the database at .* \\(connecting to 127\\.0\\.0\\.1:${port}\\) within 1s`),
+        );
+      }
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
+    failed(await errand(["--db", "http://127.0.0.1:1", "--connect-timeout", "0s", "stats"]), 2, /at least 100ms/);
+  });
+
   it("an unreachable database fails with exit 1, naming the URL without its password", async () => {
     const run = await errand(["--db", "postgres://someone:hunter2@127.0.0.1:1/app", "stats"]);
     failed(run, 1, /Cannot reach the database at postgres:\/\/someone:\*\*\*@127\.0\.0\.1:1\/app: .*ECONNREFUSED/);
@@ -482,6 +603,7 @@ describe("errand command line errors", () => {
     failed(await errand([...db, "list", "--limit", "0"]), 2, /--limit.*from 1 to 1000/);
     failed(await errand([...db, "stats", "--topic", "orders"]), 2, /--topic.*name:partitions/);
     failed(await errand([...db, "stats", "--minutes", "7"]), 2, /--minutes.*1, 5 or 60/);
+    failed(await errand([...db, "stats", "--watch", "--interval", "1ms"]), 2, /--interval.*at least 100ms/);
   });
 
   it("colours only on a terminal or with FORCE_COLOR, never with NO_COLOR", async () => {

@@ -10,7 +10,7 @@
  */
 import type { Command } from "commander";
 import type { BulkFilter, BulkResult, JobInfo, JobState } from "../../mod.ts";
-import { outputOf } from "../context.ts";
+import { globalOptions, outputOf } from "../context.ts";
 import { UsageError } from "../failures.ts";
 import { startProgress } from "../progress.ts";
 import { type OperatorErrand, withErrand } from "../session.ts";
@@ -115,6 +115,7 @@ async function changeOne(command: Command, change: Change, id: string): Promise<
 
 async function changeMany(command: Command, change: Change, filter: BulkFilter): Promise<void> {
   const out = outputOf(command);
+  const namespace = globalOptions(command).namespace;
   await withErrand(command, async (errand) => {
     const left = async () => {
       const counts = await errand.counts();
@@ -141,6 +142,7 @@ async function changeMany(command: Command, change: Change, filter: BulkFilter):
       await watching;
       progress.stop();
     }
+    if (result.count === 0) { for (const note of await unknownNames(errand, filter, namespace)) out.note(note); }
     if (out.json) return out.printJson(result);
     const where = [
       `state ${filter.state}`,
@@ -151,4 +153,31 @@ async function changeMany(command: Command, change: Change, filter: BulkFilter):
     ].filter(Boolean).join(", ");
     out.print(`${change.done} ${result.count} job${result.count === 1 ? "" : "s"} (${where})`);
   });
+}
+
+/**
+ * When a filter matched nothing: what its `--kind` or `--queue` names that
+ * no job in the namespace has, in any state (a typo, most likely), so that it
+ * is not a silent "0 jobs". Job kinds are not registered anywhere the command
+ * line can read, so it cannot list the known ones; it lists the queues that
+ * have jobs.
+ */
+async function unknownNames(errand: OperatorErrand, filter: BulkFilter, namespace: string): Promise<string[]> {
+  const notes: string[] = [];
+  if (filter.kind !== undefined && (await errand.list({ kind: filter.kind, limit: 1 })).jobs.length === 0) {
+    notes.push(
+      `No job of kind "${filter.kind}" exists in namespace "${namespace}", in any state; check --kind (errand list shows the jobs and their kinds)`,
+    );
+  }
+  if (filter.queue !== undefined) {
+    const queues = Object.keys((await errand.counts()).byQueue).sort();
+    if (!queues.includes(filter.queue)) {
+      notes.push(
+        `No job is on queue "${filter.queue}" in namespace "${namespace}"; the queues with jobs: ${
+          queues.join(", ") || "none"
+        }`,
+      );
+    }
+  }
+  return notes;
 }

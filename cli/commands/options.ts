@@ -51,6 +51,15 @@ export function duration(value: string): number {
   }
 }
 
+/** A duration of at least `minMs` milliseconds (written as `floor`, e.g. "100ms"), in milliseconds. */
+export function durationAtLeast(minMs: number, floor: string): (value: string) => number {
+  return (value) => {
+    const ms = duration(value);
+    if (ms < minMs) throw new InvalidArgumentError(`Give a duration of at least ${floor}, such as "2s".`);
+    return ms;
+  };
+}
+
 /** A point in time: an ISO date ("2026-12-01", "2026-12-01T10:00:00Z") or a duration ago ("7d", "12h"). */
 export function pointInTime(value: string): Date {
   if (/^\d+(\.\d+)?\s*(ms|s|m|h|d)$/.test(value.trim())) return new Date(Date.now() - duration(value));

@@ -21,7 +21,7 @@ import { globalOptions, outputOf } from "../context.ts";
 import { bytes, type Output, relative, shortDuration } from "../output.ts";
 import { withErrand } from "../session.ts";
 import { sleep, stopSignals } from "../signals.ts";
-import { duration, topicOption } from "./options.ts";
+import { durationAtLeast, topicOption } from "./options.ts";
 
 /** What `stats` shows, as `--json` prints it. */
 export interface StatsReport {
@@ -58,7 +58,9 @@ export function addStatsCommand(program: Command): void {
     .description("counts by state and queue, throughput, workers, schedules and topics")
     .option("--watch", "show them again every --interval until Ctrl-C")
     .addOption(
-      new Option("--interval <duration>", "with --watch: how often").default(2_000, "2s").argParser(duration),
+      new Option("--interval <duration>", "with --watch: how often (at least 100ms)").default(2_000, "2s").argParser(
+        durationAtLeast(100, "100ms"),
+      ),
     )
     .addOption(
       new Option("--minutes <n>", "the throughput window: 1, 5 or 60 minutes").default(1).argParser(windowMinutes),

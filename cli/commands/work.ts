@@ -3,7 +3,9 @@
  * exports, in mode "work", until SIGTERM or SIGINT, then shuts it down
  * with a graceful drain: claiming stops, running jobs get `--drain` to
  * finish, and those still running then go back to available with the
- * attempt not counted. A second signal stops at once (exit code 1).
+ * attempt not counted. A second signal ends the drain at once: running jobs
+ * go back to available (their attempt not counted) and it exits with 1; a
+ * third exits without waiting for the store.
  *
  * The module opens its own store: `--db` is not used. Before importing it,
  * ERRAND_MODE is set to "work" (unless set already), for a module that
@@ -14,7 +16,7 @@
 import process from "node:process";
 import { type Command, Option } from "commander";
 import { outputOf } from "../context.ts";
-import { UsageError } from "../failures.ts";
+import { CommandFailure, UsageError } from "../failures.ts";
 import { loadErrand, refuseDb, seconds } from "../module.ts";
 import { stopSignals } from "../signals.ts";
 import { duration } from "./options.ts";
@@ -40,9 +42,12 @@ export function addWorkCommand(program: Command): void {
           `The errand "${name}" of "${spec}" is in mode "${errand.mode}"; errand work runs an instance created with mode: "work" (or mode: process.env.ERRAND_MODE, which errand work sets to "work")`,
         );
       }
+      let forced = 0;
       const stop = stopSignals((signal) => {
-        out.note(`errand: ${signal} again: stopping without waiting for running jobs`);
-        process.exit(1);
+        // A third signal does not wait for the store: the leases of jobs still running then lapse on their own.
+        if (++forced > 1) process.exit(1);
+        out.note(`errand: ${signal} again: stopping now; running jobs go back to available (again to exit at once)`);
+        void errand.shutdown({ drain: 0 });
       });
       try {
         await errand.start();
@@ -57,6 +62,9 @@ export function addWorkCommand(program: Command): void {
         const signal = await stop.stopped;
         out.note(`errand: ${signal}: no new claims; running jobs have ${seconds(flags.drain)} to finish`);
         await errand.shutdown({ drain: flags.drain });
+        if (forced > 0) {
+          throw new CommandFailure("Stopped by a second signal: jobs still running went back to available");
+        }
         out.note("errand: stopped");
         if (out.json) out.printJsonLine({ event: "stopped", signal });
       } finally {

@@ -178,7 +178,11 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
 
   async shutdown(options: ShutdownOptions = {}): Promise<void> {
     const drainMs = parseDuration(options.drain ?? "10s", "drain");
-    // A second call (SIGINT after SIGTERM) waits for the first to finish instead of returning early.
+    // A second call (SIGINT after SIGTERM) waits for the first to finish instead of returning early;
+    // with a drain of its own, the drain ends that much from now if it has not already.
+    if (this.#stopped && options.drain !== undefined) {
+      this.#pool.cutDrain(drainMs);
+    }
     this.#stopped ??= (async () => {
       this.#phase = "stopping";
       await this.#pool.stop(drainMs);

@@ -824,7 +824,9 @@ export interface Errand<J extends JobDefinitions, TTx, L extends LogDefinitions 
    * Stops claiming, drains running jobs, saves every outcome. Safe to call twice or before start.
    * Jobs still running when `drain` is up have their signals aborted and go
    * back to available, the attempt not counted. It does not close your
-   * database client.
+   * database client. A second call waits for the first; with a `drain` of
+   * its own it ends the drain that much from now, if it has not ended (give
+   * `drain: 0` at a second SIGTERM to hand running jobs back at once).
    *
    * @example Shut down on SIGTERM
    * ```ts

@@ -37,6 +37,7 @@ import { Schedules } from "../schedules/schedules.ts";
 import { withDeadline, withinDeadline } from "../store/deadline.ts";
 import type { ClaimedJob, FinishedJob, HeadFilter, JobFinish } from "../store/records.ts";
 import type { StoreFor } from "../store/store.ts";
+import { sleep } from "../time/clock.ts";
 import { every, type Periodic } from "../time/periodic.ts";
 import { Ownership } from "../topics/ownership.ts";
 import { LogConsumers } from "../logs/consumers.ts";
@@ -114,6 +115,8 @@ export class WorkerPool<TTx> implements RunEnds {
   #cronEnqueued = 0;
   #started = false;
   #draining = false;
+  /** Aborted to end a shutdown's drain early ({@link WorkerPool.cutDrain}). */
+  readonly #cut = new AbortController();
 
   /** Creates the services; nothing runs before `start()`. */
   constructor(deps: PoolDeps<TTx>) {
@@ -227,12 +230,23 @@ export class WorkerPool<TTx> implements RunEnds {
     await this.#partitionWatch?.stop();
     await this.#unhandledWatch?.stop();
     logger.debug("Shutdown: draining workers and consumers", { drainMs });
-    await Promise.all([...[...this.#deps.workers.all()].map((w) => w.stop(drainMs)), this.consumers.stop(drainMs)]);
+    await Promise.all([
+      ...[...this.#deps.workers.all()].map((w) => w.stop(drainMs, this.#cut.signal)),
+      this.consumers.stop(drainMs, this.#cut.signal),
+    ]);
     logger.debug("Shutdown: saving outcomes");
     await this.#completer.flush();
     logger.debug("Shutdown: stopping lease renewal");
     await this.#leases.stop();
     logger.info("Shut down");
+  }
+
+  /**
+   * Ends the drain of a shutdown `afterMs` from now (at once when it begins later): running jobs are
+   * interrupted and go back to available, their outcomes saved.
+   */
+  cutDrain(afterMs: number): void {
+    void sleep(this.#deps.clock, afterMs).then(() => this.#cut.abort());
   }
 
   /** Mode "manual": one full round (see `Errand.step()`). */

@@ -148,10 +148,11 @@ export class LogConsumers {
   }
 
   /**
-   * Stops the loops, gives running batches `drainMs` to finish (then aborts
-   * their handlers' signals), and lets go of every lease whose batch ended.
+   * Stops the loops, gives running batches `drainMs` (or until `cut` aborts)
+   * to finish (then aborts their handlers' signals), and lets go of every
+   * lease whose batch ended.
    */
-  async stop(drainMs: number): Promise<void> {
+  async stop(drainMs: number, cut?: AbortSignal): Promise<void> {
     if (this.#stopping) return;
     this.#stopping = true;
     for (const wakeup of this.#wakeups.values()) wakeup.notify();
@@ -160,7 +161,8 @@ export class LogConsumers {
       .flatMap((s) => s.running ? [s.running] : []);
     if (running.length > 0) {
       const drained = new AbortController();
-      await Promise.race([Promise.allSettled(running), sleep(this.#env.clock, drainMs, drained.signal)]);
+      const ends = cut ? AbortSignal.any([drained.signal, cut]) : drained.signal;
+      await Promise.race([Promise.allSettled(running), sleep(this.#env.clock, drainMs, ends)]);
       drained.abort();
       for (const states of this.#states.values()) for (const s of states.values()) s.abort?.abort("shutdown");
       // Handlers that honour their signal end now; their partitions are let go below, not left to their leases.

@@ -156,10 +156,11 @@ export class QueueWorker<TTx> {
   }
 
   /**
-   * Stops claiming, lets running jobs finish for up to `drainMs`, then stops
-   * the rest (they return to available with the attempt not counted).
+   * Stops claiming, lets running jobs finish for up to `drainMs` (or until
+   * `cut` aborts), then stops the rest (they return to available with the
+   * attempt not counted).
    */
-  async stop(drainMs: number): Promise<void> {
+  async stop(drainMs: number, cut?: AbortSignal): Promise<void> {
     this.#stopping = true;
     this.#wakeup.notify();
     this.#slotFreed.notify();
@@ -167,7 +168,8 @@ export class QueueWorker<TTx> {
     if (this.#running.size === 0) return;
     const deadline = new AbortController();
     const allDone = Promise.all([...this.#running.values()].map((e) => e.done));
-    await Promise.race([allDone, sleep(this.#env.clock, drainMs, deadline.signal)]);
+    const ends = cut ? AbortSignal.any([deadline.signal, cut]) : deadline.signal;
+    await Promise.race([allDone, sleep(this.#env.clock, drainMs, ends)]);
     deadline.abort();
     for (const execution of this.#running.values()) execution.stop("interrupted");
     await Promise.all([...this.#running.values()].map((e) => e.done));

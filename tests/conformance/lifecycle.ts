@@ -95,6 +95,34 @@ export function lifecycleCases(kind: StoreKind<unknown>): void {
         await assert.rejects(errand.enqueue("hold", { n: 2 }), StateError);
       }));
 
+    it("a second shutdown() with a drain of its own ends the first one's drain then, handing runs back uncounted", () =>
+      withDatabase(kind, async (db, track) => {
+        let signal: AbortSignal | undefined;
+        const { errand } = errandOn(db, {
+          jobs,
+          lease: "1h",
+          handlers: {
+            hold: (_p, j) => {
+              signal = j.signal;
+              return new Promise<void>(() => {});
+            },
+          },
+        });
+        track(errand);
+        await errand.start();
+        const { id } = await errand.enqueue("hold", { n: 1 });
+        await eventually(() => signal, "start");
+        let stopped = false;
+        const first = errand.shutdown({ drain: "1h" }).then(() => (stopped = true));
+        // As at a second SIGTERM: the fake clock never moves, so only the second call can end the drain.
+        const second = errand.shutdown({ drain: 0 });
+        await eventually(() => stopped, "the first shutdown() to end without its hour of drain");
+        await Promise.all([first, second]);
+        assert.equal(signal!.aborted, true);
+        const j = (await errand.get(id))!;
+        assert.deepEqual([j.state, j.attempt, j.runs[0].outcome], ["available", 0, "interrupted"]);
+      }));
+
     it('mode "enqueue" starts no timer and runs no job', () =>
       withDatabase(kind, async (db, track) => {
         let ran = false;
