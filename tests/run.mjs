@@ -19,19 +19,23 @@ const runtimes =
     ",",
   );
 /**
- * What `--quick` leaves out: processes of their own (several workers, a CLI, a browser, workerd, a
- * packed install, the examples), and the second run of each store's conformance suite (libSQL in
- * memory, PostgreSQL unprepared).
+ * What `--quick` leaves out: the files that start processes of their own (several workers, a CLI,
+ * a browser, workerd, a packed install, the examples, the documentation's programs, a store move)
+ * or enqueue 200,000 jobs, and the second run of each store's conformance suite (libSQL in memory,
+ * PostgreSQL unprepared).
  */
 const QUICK_SKIPS = new Set([
+  "tests/bulk_test.ts",
   "tests/cli_test.ts",
   "tests/dashboard_browser_test.ts",
   "tests/deno_permissions_test.ts",
+  "tests/docs_test.ts",
   "tests/examples_test.ts",
   "tests/flow_multiprocess_test.ts",
   "tests/getting_started_test.ts",
   "tests/libsql_memory_test.ts",
   "tests/log_consumers_multiprocess_test.ts",
+  "tests/move_test.ts",
   "tests/multiprocess_test.ts",
   "tests/package_test.ts",
   "tests/postgres_unprepared_test.ts",

@@ -127,7 +127,13 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
         logger: resolved.logger,
         pollMs: resolved.resultPollMs,
       }),
-      releases: new ChildReleases({ store: options.store, clock: resolved.clock, logger: resolved.logger, workers }),
+      // One resolve at a time: one that hangs must not hold up every release after it for good.
+      releases: new ChildReleases({
+        store: withDeadline(options.store, resolved.storeTimeoutMs),
+        clock: resolved.clock,
+        logger: resolved.logger,
+        workers,
+      }),
       newId,
       ready: () => this.#ensureReady(),
     };
