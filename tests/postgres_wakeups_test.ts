@@ -4,15 +4,18 @@
  * that sent the worker is spent. A writer that holds a due job's row must
  * then wake the workers when it lets go, or hold it no longer than the
  * wake-up that sends a claim, else the job waits for the worker's next
- * poll. These cases never move the fake clock, so that poll never comes:
- * the job starts only if a wake-up does.
+ * poll. These cases never move the fake clock but where they say so, so
+ * that poll never comes: the job starts only if a wake-up does.
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import postgres from "postgres";
 import { createErrand, defineJobs, job } from "../mod.ts";
+import { postgresStore } from "../adapters/postgres/mod.ts";
 import { FakeClock } from "../src/testing.ts";
 import { postgresKind } from "./support/stores.ts";
 import { eventually, quietLogger } from "./support/wait.ts";
+import { eventuallyOnClock } from "./conformance/harness.ts";
 import type { StoreFor } from "../src/store/mod.ts";
 
 const kind = postgresKind();
@@ -30,43 +33,71 @@ function wrap<S extends object>(store: S, calls: { [K in keyof S]?: S[K] }): S {
   });
 }
 
+/**
+ * Starts an errand on `store` whose worker is idle, and has its claim pass over job A while
+ * `enqueueAfter(A)` in the application's transaction holds A's row (it marks A as having children);
+ * returns once that transaction committed. Nothing moved the clock.
+ */
+async function claimPastHeldParent<TTx>(
+  store: StoreFor<TTx>,
+  transaction: (fn: (tx: TTx) => Promise<void>) => Promise<void>,
+) {
+  let claims = 0;
+  const counted = wrap(store, {
+    jobClaim: async (p) => {
+      const claimed = await store.jobClaim(p);
+      claims++;
+      return claimed;
+    },
+  });
+  const started: string[] = [];
+  const clock = new FakeClock();
+  const errand = createErrand({
+    jobs,
+    store: counted,
+    clock,
+    logger: quietLogger(),
+    handlers: { step: (p) => void started.push(p.name) },
+  });
+  await errand.start();
+  // A is due, the worker idle, and the queue paused: nothing takes A yet.
+  await errand.pauseQueue("default");
+  const a = await errand.enqueue("step", { name: "A" });
+  await transaction(async (tx) => {
+    await errand.enqueueAfter(a.id, "step", { name: "B" }, { tx });
+    const before = claims;
+    await errand.resumeQueue("default");
+    await eventually(() => claims > before, "a claim after the queue was resumed");
+    assert.deepEqual(started, [], "the claim passed over A's held row");
+  });
+  return { errand, clock, started };
+}
+
 describe("PostgreSQL wake-ups after a claim passed over a held row", { skip: kind.skip }, () => {
   it("a job whose row enqueueAfter() held in the application's transaction starts when that transaction commits", async () => {
     const db = await kind.open();
-    const started: string[] = [];
-    // The real store, with the claims it made counted (nothing else changed).
-    const store = db.store();
-    let claims = 0;
-    const counted = wrap(store, {
-      jobClaim: async (p) => {
-        const claimed = await store.jobClaim(p);
-        claims++;
-        return claimed;
-      },
-    });
-    const errand = createErrand({
-      jobs,
-      store: counted,
-      clock: new FakeClock(),
-      logger: quietLogger(),
-      handlers: { step: (p) => void started.push(p.name) },
-    });
+    const run = await claimPastHeldParent(db.store(), db.transaction);
     try {
-      await errand.start();
-      // A is due, the worker idle, and the queue paused: nothing takes A yet.
-      await errand.pauseQueue("default");
-      const a = await errand.enqueue("step", { name: "A" });
-      await db.transaction(async (tx) => {
-        // The link to its parent marks A as having children: A's row is held until this transaction commits.
-        await errand.enqueueAfter(a.id, "step", { name: "B" }, { tx });
-        const before = claims;
-        await errand.resumeQueue("default");
-        await eventually(() => claims > before, "a claim after the queue was resumed");
-        assert.deepEqual(started, [], "the claim passed over A's held row");
-      });
-      await eventually(() => started.includes("A"), "A to start once the transaction that held it committed");
+      await eventually(() => run.started.includes("A"), "A to start once the transaction that held it committed");
     } finally {
-      await errand.shutdown({ drain: 0 });
+      await run.errand.shutdown({ drain: 0 });
+      await db.close();
+    }
+  });
+
+  it("without NOTIFY, such a job starts at the worker's next poll", async () => {
+    const db = await kind.open();
+    const sql = postgres(db.url, { max: 2, onnotice: () => {} });
+    const run = await claimPastHeldParent(
+      postgresStore(sql, { schema: db.schema, notify: false }),
+      (fn) => sql.begin(fn) as Promise<void>,
+    );
+    try {
+      // The wake-ups of this process were spent on claims that passed over A: the poll is what is left.
+      await eventuallyOnClock(run.clock, () => run.started.includes("A"), "A to start at the next poll", 100);
+    } finally {
+      await run.errand.shutdown({ drain: 0 });
+      await sql.end({ timeout: 5 });
       await db.close();
     }
   });
