@@ -1,8 +1,10 @@
 // Runs every check (types, doc examples, lint, format, import cycles, the docs site's build) and the whole test suite on Node (tsx), Deno and Bun, then
-// prints one summary line per runtime and a total. `npm test` runs this.
+// prints one summary line per runtime, the slowest test files, and a total. `npm test` runs this.
 // Node runs twice: the machine's own (Node 20 here) and Node 24 from the devDependency node24.
-// Usage: node tests/run.mjs [--runtimes node,node24,deno,bun] [--skip-checks]
-import { spawnSync } from "node:child_process";
+// `--quick` (`npm run test:quick`) runs the tests on the machine's Node alone, without the checks and the slow
+// files of QUICK_SKIPS: every store's conformance suite once (libSQL on a file, PostgreSQL) in a few minutes.
+// Usage: node tests/run.mjs [--quick] [--runtimes node,node24,deno,bun] [--skip-checks]
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
@@ -11,30 +13,120 @@ import path from "node:path";
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const bin = (name) => path.join(root, "node_modules", ".bin", name);
 const args = process.argv.slice(2);
-const runtimes = (args.includes("--runtimes") ? args[args.indexOf("--runtimes") + 1] : "node,node24,deno,bun").split(
-  ",",
-);
+const quick = args.includes("--quick");
+const runtimes =
+  (args.includes("--runtimes") ? args[args.indexOf("--runtimes") + 1] : quick ? "node" : "node,node24,deno,bun").split(
+    ",",
+  );
+/**
+ * What `--quick` leaves out: the files that start processes of their own (several workers, a CLI,
+ * a browser, workerd, a packed install, the examples, the documentation's programs, a store move)
+ * or enqueue 200,000 jobs, and the second run of each store's conformance suite (libSQL in memory,
+ * PostgreSQL unprepared).
+ */
+const QUICK_SKIPS = new Set([
+  "tests/bulk_test.ts",
+  "tests/cli_test.ts",
+  "tests/dashboard_browser_test.ts",
+  "tests/deno_permissions_test.ts",
+  "tests/docs_test.ts",
+  "tests/examples_test.ts",
+  "tests/flow_multiprocess_test.ts",
+  "tests/getting_started_test.ts",
+  "tests/libsql_memory_test.ts",
+  "tests/log_consumers_multiprocess_test.ts",
+  "tests/move_test.ts",
+  "tests/multiprocess_test.ts",
+  "tests/package_test.ts",
+  "tests/postgres_unprepared_test.ts",
+  "tests/workerd_test.ts",
+]);
 const testFiles = readdirSync(path.join(root, "tests"), { recursive: true })
   .filter((f) => f.endsWith("_test.ts"))
   .sort()
-  .map((f) => `tests/${f}`);
+  .map((f) => `tests/${f}`)
+  .filter((f) => !quick || !QUICK_SKIPS.has(f));
 
-function run(label, command, commandArgs, env = process.env) {
+/** The longest one test may take on Node 24 and Bun, which stop it and go on (Deno has no such limit). */
+const TEST_LIMIT_MS = 3 * 60_000;
+/**
+ * The longest one test file (or one check) may take: the machine's Node (20 here) stops a file that
+ * takes longer (Node 20's `--test-timeout` limits each file as well as each test) and goes on with the next; on every
+ * runtime, a run still in one file half a minute later is stopped and fails naming the file. A
+ * hang fails fast instead of stalling CI. On Node, with two busy cores, the slowest file
+ * (tests/docs_test.ts) took under 3 minutes.
+ */
+const FILE_LIMIT_MS = 8 * 60_000;
+
+/**
+ * Runs a command, its output shown as it comes. `marker` finds in a line of output the test file
+ * that starts there; each file (or, without a marker, the whole command) gets FILE_LIMIT_MS, after
+ * which the command's processes are stopped. Resolves with the output, the time taken, and the
+ * seconds each test file took (each until the next starts: each runtime runs one file at a time,
+ * Node as long as it has at most two cores, as on CI; with more, it runs several at once, and the
+ * limit and the seconds count from the file that started last).
+ */
+function run(label, command, commandArgs, { env = process.env, marker } = {}) {
   console.log(`\n=== ${label}: ${[path.basename(command), ...commandArgs].join(" ")}`);
   const started = Date.now();
-  const result = spawnSync(command, commandArgs, {
-    cwd: root,
-    encoding: "utf8",
-    env,
-    maxBuffer: 64 << 20,
+  // Its own process group, so that stopping it stops the test processes it started too.
+  const child = spawn(command, commandArgs, { cwd: root, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  const files = [];
+  let current = { file: label, at: started };
+  let output = "";
+  let stopped;
+  const take = (stream) => {
+    let partial = "";
+    stream.on("data", (chunk) => {
+      const text = chunk.toString();
+      process.stdout.write(text);
+      output += text;
+      const lines = (partial + text).split("\n");
+      partial = lines.pop();
+      for (const line of lines) {
+        const file = marker?.exec(strip(line))?.[1];
+        if (file) files.push(current = { file, at: Date.now() });
+      }
+    });
+  };
+  take(child.stdout);
+  take(child.stderr);
+  const watchdog = setInterval(() => {
+    if (Date.now() - current.at <= FILE_LIMIT_MS + 30_000) return;
+    stopped = current.file;
+    clearInterval(watchdog);
+    try {
+      process.kill(-child.pid, "SIGKILL");
+    } catch {
+      // Already gone.
+    }
+  }, 1_000);
+  return new Promise((resolve) => {
+    child.on("close", (code) => {
+      clearInterval(watchdog);
+      const ended = Date.now();
+      let note = "";
+      if (stopped) {
+        note = `\n=== ${label}: ${stopped} did not finish within ${FILE_LIMIT_MS / 60_000} min; stopped\n`;
+        console.log(note);
+      }
+      const seconds = files.map((f, i) => ({ file: f.file, seconds: ((files[i + 1]?.at ?? ended) - f.at) / 1000 }));
+      resolve({
+        ok: code === 0 && !stopped,
+        output: output + note,
+        seconds: ((ended - started) / 1000).toFixed(1),
+        files: seconds,
+        stopped,
+      });
+    });
   });
-  const output = `${result.stdout ?? ""}${result.stderr ?? ""}`;
-  process.stdout.write(output);
-  return { ok: result.status === 0, output, seconds: ((Date.now() - started) / 1000).toFixed(1) };
 }
 
+// deno-lint-ignore no-control-regex
+const strip = (s) => s.replace(/\x1b\[[0-9;]*m/g, "");
+
 const failures = [];
-if (!args.includes("--skip-checks")) {
+if (!quick && !args.includes("--skip-checks")) {
   for (
     const [label, a] of [
       ["type check", [
@@ -63,7 +155,7 @@ if (!args.includes("--skip-checks")) {
       ["format", ["fmt", "--check"]],
     ]
   ) {
-    if (!run(label, bin("deno"), a).ok) failures.push(label);
+    if (!(await run(label, bin("deno"), a)).ok) failures.push(label);
   }
   // No import cycle among the package's modules, type-only imports included.
   const entries = [
@@ -76,9 +168,9 @@ if (!args.includes("--skip-checks")) {
     "cli/main.ts",
   ];
   const cycles = ["--no-warning", "--no-tree", "--exit-code", "circular:1", ...entries];
-  if (!run("import cycles", bin("dpdm"), cycles).ok) failures.push("import cycles");
+  if (!(await run("import cycles", bin("dpdm"), cycles)).ok) failures.push("import cycles");
   // The docs site builds, with no link to a missing page or heading (docs/.vitepress/anchors.ts).
-  if (!run("docs build", process.execPath, [bin("vitepress"), "build", "docs"]).ok) failures.push("docs build");
+  if (!(await run("docs build", process.execPath, [bin("vitepress"), "build", "docs"])).ok) failures.push("docs build");
 }
 
 /**
@@ -100,8 +192,6 @@ function nodeEnv(binary) {
   return { ...process.env, PATH: `${dir}${path.delimiter}${process.env.PATH ?? ""}` };
 }
 
-// deno-lint-ignore no-control-regex
-const strip = (s) => s.replace(/\x1b\[[0-9;]*m/g, "");
 const nodeCounters = () => [/^ℹ pass (\d+)/m, /^ℹ fail (\d+)/m, /^ℹ skipped (\d+)/m];
 const counters = {
   node: nodeCounters,
@@ -125,14 +215,32 @@ function bunFailures(out) {
   return blocks;
 }
 const tsxCli = path.join(root, "node_modules", "tsx", "dist", "cli.mjs");
-const nodeTests = ["--test", "--test-reporter=spec", ...testFiles];
+const nodeTests = (timeoutMs) => [
+  "--test",
+  `--test-timeout=${timeoutMs}`,
+  "--test-reporter=spec",
+  "--test-reporter-destination=stdout",
+  // Names each file as it starts, on stderr: for the per-file limit.
+  `--test-reporter=${path.join(root, "tests", "support", "file_reporter.mjs")}`,
+  "--test-reporter-destination=stderr",
+  ...testFiles,
+];
 const nodes = { node: systemNode(), node24: path.join(root, "node_modules", "node24", "bin", "node") };
 const commands = {
-  node: [nodes.node, [tsxCli, ...nodeTests]],
-  node24: [nodes.node24, [tsxCli, ...nodeTests]],
+  node: [nodes.node, [tsxCli, ...nodeTests(FILE_LIMIT_MS)]],
+  node24: [nodes.node24, [tsxCli, ...nodeTests(TEST_LIMIT_MS)]],
   deno: [bin("deno"), ["test", "-A", ...testFiles]],
-  bun: [bin("bun"), ["test", "--timeout", "120000", ...testFiles.map((f) => `./${f}`)]],
+  bun: [bin("bun"), ["test", "--timeout", String(TEST_LIMIT_MS), ...testFiles.map((f) => `./${f}`)]],
 };
+/** Where each runtime's output names a test file as it starts. */
+const markers = {
+  node: /^▷ (\S+_test\.ts)$/,
+  node24: /^▷ (\S+_test\.ts)$/,
+  deno: /^running \d+ tests? from \.\/(\S+_test\.ts)/,
+  bun: /^(\S+_test\.ts):$/,
+};
+/** Per runtime, its test files by the seconds they took. */
+const slowest = [];
 const summary = [];
 const failureBlocks = [];
 let passed = 0;
@@ -141,7 +249,12 @@ for (const runtime of runtimes) {
   const [command, a] = commands[runtime];
   const node = nodes[runtime];
   const version = node ? ` ${spawnSync(node, ["--version"], { encoding: "utf8" }).stdout.trim()}` : "";
-  const result = run(`tests on ${runtime}${version}`, command, a, node ? nodeEnv(node) : process.env);
+  const result = await run(`tests on ${runtime}${version}`, command, a, {
+    env: node ? nodeEnv(node) : process.env,
+    marker: markers[runtime],
+  });
+  const files = result.files.toSorted((x, y) => y.seconds - x.seconds);
+  slowest.push(`${runtime}: ${files.map((f) => `${f.file} ${f.seconds.toFixed(0)}s`).join(", ")}`);
   const out = strip(result.output);
   const [p, f, s] = counters[runtime](out).map((re) => out.match(re));
   // Deno counts each describe() block as a test and its it()s as steps.
@@ -149,7 +262,7 @@ for (const runtime of runtimes) {
   const fail = Number(f?.[1] ?? 0) + (result.ok ? 0 : Number(f?.[1] ?? 0) ? 0 : 1);
   passed += pass;
   failed += fail;
-  if (!result.ok) failures.push(`tests on ${runtime}`);
+  if (!result.ok) failures.push(`tests on ${runtime}${result.stopped ? ` (${result.stopped} stopped)` : ""}`);
   if (runtime === "bun") failureBlocks.push(...bunFailures(out));
   summary.push(
     `${runtime}${version}: ${pass} passed, ${fail} failed, ${Number(s?.[1] ?? 0)} skipped (${result.seconds}s)`,
@@ -157,6 +270,8 @@ for (const runtime of runtimes) {
 }
 // Bun prints a failure's error where the test ran, far above the end; repeat them where a log's tail shows them.
 if (failureBlocks.length) console.log(`\n=== failures on bun, repeated\n${failureBlocks.join("\n\n")}`);
+console.log("\n=== seconds per test file, slowest first");
+for (const line of slowest) console.log(line);
 console.log("\n=== summary");
 for (const line of summary) console.log(line);
 if (failures.length) console.log(`failed: ${failures.join(", ")}`);

@@ -32,14 +32,24 @@ export async function insertJobs(
     const links = p.rows.filter((r, i) => holders[i] === r.id).flatMap((r) =>
       r.parents.map((parent) => [r.id, parent])
     );
+    // Marking a parent holds its row until the commit, and a claim meanwhile passes over it (SKIP LOCKED) and
+    // may find nothing: marking an available parent wakes the workers, at the commit, once the row is free.
+    const wake = target.notify
+      ? `, marked AS (
+         SELECT pg_notify($4, '') FROM (SELECT 1 FROM changed WHERE state = 'available' LIMIT 1) AS available)
+       SELECT count(*) FROM marked`
+      : "SELECT count(*) FROM changed";
     await db.query(
       `WITH links AS (
          INSERT INTO ${target.tables.parents} (namespace, job_id, parent_id)
          SELECT $1, job_id, parent_id FROM unnest($2::text[], $3::text[]) AS l(job_id, parent_id)
-         ON CONFLICT DO NOTHING RETURNING parent_id)
-       UPDATE ${target.tables.jobs} SET has_children = true
-       WHERE namespace = $1 AND id IN (SELECT parent_id FROM links) AND NOT has_children`,
-      [target.namespace, links.map((l) => l[0]), links.map((l) => l[1])],
+         ON CONFLICT DO NOTHING RETURNING parent_id),
+       changed AS (
+         UPDATE ${target.tables.jobs} SET has_children = true
+         WHERE namespace = $1 AND id IN (SELECT parent_id FROM links) AND NOT has_children
+         RETURNING state)
+       ${wake}`,
+      [target.namespace, links.map((l) => l[0]), links.map((l) => l[1]), ...(target.notify ? [target.channel] : [])],
       tx,
     );
     return result;

@@ -17,7 +17,6 @@
  * @module
  */
 import { checkName } from "../checks/names.ts";
-import { releaseChildren } from "../cluster/continuations.ts";
 import { describeValue, ValidationError } from "../errors.ts";
 import { JOB_STATES, type JobState } from "../jobs/types.ts";
 import type { ChangedJob } from "../store/records.ts";
@@ -83,7 +82,7 @@ export class BulkCalls<TTx> {
     const from = CANCEL_FROM.filter((s) => s !== "running");
     return await this.#inBatches("cancelMany", filter, from, async (jobs, now) => {
       const ids = (await this.#change(jobs, { state: "cancelled", finishedAt: now })).map((c) => c.id);
-      if (ids.length) await releaseChildren(this.#deps, ids);
+      if (ids.length) await this.#deps.releases.release(ids);
       return ids;
     });
   }

@@ -13,6 +13,7 @@ import type { Workers } from "../running/workers.ts";
 import type { StoreFor } from "../store/store.ts";
 import type { ServiceDeps } from "../services.ts";
 import type { Watchers } from "../results/watchers.ts";
+import type { ChildReleases } from "../cluster/continuations.ts";
 
 /** What the insert path, the worker pool and the operator calls work with. */
 export interface ClientDeps<TTx> extends ServiceDeps<StoreFor<TTx>> {
@@ -29,6 +30,8 @@ export interface ClientDeps<TTx> extends ServiceDeps<StoreFor<TTx>> {
   readonly workerId: string;
   /** Those waiting for jobs in this instance (`result()`, `watch()`), told of changes made here. */
   readonly watchers: Watchers;
+  /** Releases the continuations of finished parents, one resolve at a time. */
+  readonly releases: ChildReleases;
   /** Makes job ids. */
   readonly newId: (now: number) => string;
   /** Resolves once the store's schema is ready and tracing was looked for. */

@@ -34,6 +34,7 @@ import { ScheduleCalls } from "./schedule_calls.ts";
 import { BulkCalls, type BulkFilter } from "./bulk_calls.ts";
 import type { Errand, ShutdownOptions } from "./errand_interface.ts";
 import { Watchers } from "../results/watchers.ts";
+import { ChildReleases } from "../cluster/continuations.ts";
 import { LogCalls, type ReadOptions } from "../logs/log_calls.ts";
 import type { LogDefinitions, LogKey, NoLogs } from "../logs/log.ts";
 import { OffsetCalls, type SeekOptions } from "../logs/offsets.ts";
@@ -108,6 +109,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
     this.mode = resolved.mode;
     this.#store = options.store;
     const newId = idFactory();
+    const workers = new Workers<TTx>(resolved.topics.size > 0);
     const deps: ClientDeps<TTx> = {
       store: options.store,
       clock: resolved.clock,
@@ -115,7 +117,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
       options: resolved,
       kinds: new KindRegistry(options.jobs, options.handlers, resolved.retry),
       limits: describeLimits(options.jobs, resolved),
-      workers: new Workers(resolved.topics.size > 0),
+      workers,
       telemetry: new Telemetry(resolved.observer, resolved.logger),
       tracing: this.#tracing,
       workerId: newId(resolved.clock.now()).slice(-10),
@@ -124,6 +126,13 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
         clock: resolved.clock,
         logger: resolved.logger,
         pollMs: resolved.resultPollMs,
+      }),
+      // One resolve at a time: one that hangs must not hold up every release after it for good.
+      releases: new ChildReleases({
+        store: withDeadline(options.store, resolved.storeTimeoutMs),
+        clock: resolved.clock,
+        logger: resolved.logger,
+        workers,
       }),
       newId,
       ready: () => this.#ensureReady(),

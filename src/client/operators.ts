@@ -10,7 +10,6 @@
 import { checkId, checkOptions } from "../checks/arguments.ts";
 import { checkCount } from "../checks/limits.ts";
 import { checkName } from "../checks/names.ts";
-import { releaseChildren } from "../cluster/continuations.ts";
 import { liveWorkers } from "../cluster/heartbeat.ts";
 import { NotFoundError, StateError, ValidationError } from "../errors.ts";
 import { toJobInfo } from "../jobs/job_info.ts";
@@ -182,7 +181,7 @@ export class OperatorCalls<TTx> {
       finishedAt: now,
     }));
     this.#deps.workers.cancel(id);
-    await releaseChildren(this.#deps, [id]);
+    await this.#deps.releases.release([id]);
     return job;
   }
 

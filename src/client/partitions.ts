@@ -6,7 +6,6 @@
  */
 import { checkCount } from "../checks/limits.ts";
 import { deleteInBatches } from "../cluster/maintenance.ts";
-import { releaseChildren } from "../cluster/continuations.ts";
 import { liveWorkers } from "../cluster/heartbeat.ts";
 import { ValidationError } from "../errors.ts";
 import { toJobInfo } from "../jobs/job_info.ts";
@@ -51,7 +50,7 @@ export class PartitionCalls<TTx> {
     if (!failed) return null;
     this.#deps.workers.cancel(head.id);
     this.#deps.workers.wakeAll();
-    await releaseChildren(this.#deps, [head.id]);
+    await this.#deps.releases.release([head.id]);
     const row = await this.#store.jobGet({ id: head.id });
     return row && toJobInfo(row);
   }

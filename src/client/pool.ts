@@ -21,7 +21,6 @@
 import { Heartbeat, HEARTBEAT_MS, liveWorkers } from "../cluster/heartbeat.ts";
 import { Leadership } from "../cluster/leader.ts";
 import { Maintenance } from "../cluster/maintenance.ts";
-import { releaseChildren } from "../cluster/continuations.ts";
 import { StateError, ValidationError } from "../errors.ts";
 import { checkCount } from "../checks/limits.ts";
 import { checkName } from "../checks/names.ts";
@@ -412,7 +411,7 @@ export class WorkerPool<TTx> implements RunEnds {
     const { state } = saved.finish;
     if (state === "available" || claim.topic !== null) this.#deps.workers.wake(claim.queue);
     if (saved.hasChildren && (state === "completed" || state === "failed")) {
-      await releaseChildren(this.#deps, [saved.finish.id]);
+      await this.#deps.releases.release([saved.finish.id]);
     }
   }
 

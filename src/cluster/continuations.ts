@@ -31,20 +31,54 @@ export async function resolveWaiting(env: ResolveEnv, parents?: readonly string[
   }
 }
 
-/** What {@link releaseChildren} needs: where to resolve, where to log a failure, whom to wake. */
+/** What {@link ChildReleases} needs: where to resolve, where to log a failure, whom to wake. */
 export interface ReleaseEnv extends ServiceDeps<ClusterStore> {
   /** This instance's workers, woken for released jobs. */
   readonly workers: { wake(queue: string): void };
 }
 
 /**
- * Releases or cancels the waiting children of `parents` that just finished
- * (or were cancelled); never throws: a failure is logged, and maintenance
- * resolves them later.
+ * Releases or cancels the waiting children of parents that just finished
+ * (or were cancelled) in this instance, one resolve at a time: parents that
+ * come while one runs go together into the next. Two resolves at once may
+ * both lock a child; when one releases it, PostgreSQL leaves the other,
+ * which waited for the row, holding the released row until its statement
+ * ends, and the claim woken by the release passes over the held row
+ * (SKIP LOCKED) and may find nothing, with no wake-up to send it again.
  */
-export async function releaseChildren(env: ReleaseEnv, parents: readonly string[]): Promise<void> {
-  const { store, clock, logger, workers } = env;
-  await resolveWaiting({ store, clock, wake: (queue) => workers.wake(queue) }, parents).catch((err) =>
-    logger.warn("Resolving continuations failed; maintenance will retry", { error: String(err) })
-  );
+export class ChildReleases {
+  readonly #env: ReleaseEnv;
+  #parents: string[] = [];
+  #settles: (() => void)[] = [];
+  #running: Promise<void> | undefined;
+
+  /** Releases through `env.store`, waking `env.workers`. */
+  constructor(env: ReleaseEnv) {
+    this.#env = env;
+  }
+
+  /**
+   * Resolves the waiting children of `parents`; settles once they are
+   * resolved. Never rejects: a failure is logged, and maintenance resolves them later.
+   */
+  release(parents: readonly string[]): Promise<void> {
+    return new Promise((settle) => {
+      this.#parents.push(...parents);
+      this.#settles.push(settle);
+      this.#running ??= this.#drain();
+    });
+  }
+
+  async #drain(): Promise<void> {
+    const { store, clock, logger, workers } = this.#env;
+    while (this.#settles.length) {
+      const [parents, settles] = [[...new Set(this.#parents)], this.#settles];
+      [this.#parents, this.#settles] = [[], []];
+      await resolveWaiting({ store, clock, wake: (queue) => workers.wake(queue) }, parents).catch((err) =>
+        logger.warn("Resolving continuations failed; maintenance will retry", { error: String(err) })
+      );
+      for (const settle of settles) settle();
+    }
+    this.#running = undefined;
+  }
 }

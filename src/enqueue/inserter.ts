@@ -9,7 +9,6 @@
  */
 import { checkId, checkOptions } from "../checks/arguments.ts";
 import type { ClientDeps } from "../client/deps.ts";
-import { releaseChildren } from "../cluster/continuations.ts";
 import { NotFoundError, StateError, ValidationError } from "../errors.ts";
 import { checkPayload } from "../jobs/validate.ts";
 import type { ClaimedJob, JobInsertRow } from "../store/records.ts";
@@ -82,7 +81,7 @@ export class Inserter<TTx> {
     }
     const [result] = await this.#insert([row], opts.tx);
     // A parent that already finished releases (or cancels) the child now; a transaction's child waits for maintenance.
-    if (parents.length && result.inserted && !opts.tx) await releaseChildren(this.#deps, parents);
+    if (parents.length && result.inserted && !opts.tx) await this.#deps.releases.release(parents);
     return result;
   }
 
