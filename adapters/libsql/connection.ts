@@ -22,6 +22,14 @@ const NATIVE_BUSY_WAIT_MS = 1_000;
 /** A statement that writes nothing but takes SQLite's write lock (waiting up to the busy timeout). */
 export const TAKE_WRITE_LOCK = "DELETE FROM errand_jobs WHERE 0";
 
+/**
+ * Reads the random id that tells this database from any other (see
+ * {@link LibsqlConnection.checkOwnTransaction}). It is a row of
+ * `errand_migrations` at version 0, below every migration, so it needs no
+ * migration of its own.
+ */
+const DATABASE_ID = "SELECT name FROM errand_migrations WHERE version = 0";
+
 /** The settings the protocol needs. */
 export interface ConnectionSettings {
   /** How long a write retries while another writer holds the database. */
@@ -46,6 +54,10 @@ export class LibsqlConnection {
    * first wrote (read then).
    */
   #restore: Promise<string> | undefined;
+  /** This database's id (see {@link DATABASE_ID}), read or made once errand's tables exist. */
+  #databaseId: Promise<string> | undefined;
+  /** The application's transactions already seen to be on this database. */
+  readonly #ownTransactions = new WeakSet<Transaction>();
 
   /** Wraps `client`. */
   constructor(client: Client, settings: ConnectionSettings) {
@@ -90,6 +102,57 @@ export class LibsqlConnection {
         tx.executeMultiple(`COMMIT; ${this.#pragmas} BEGIN; ${TAKE_WRITE_LOCK}; ${script} COMMIT; ${restore}`)
       )
     );
+  }
+
+  /**
+   * This database's id (see {@link DATABASE_ID}), made on first use by the
+   * first process to need it. Read when errand's tables are ready (before the
+   * application's transaction can hold an in-memory database's only connection).
+   */
+  databaseId(): Promise<string> {
+    this.#databaseId ??= this.#readDatabaseId().catch((err) => {
+      this.#databaseId = undefined; // read again next time
+      throw err;
+    });
+    return this.#databaseId;
+  }
+
+  async #readDatabaseId(): Promise<string> {
+    const read = async () => (await this.read(DATABASE_ID)).rows[0]?.name;
+    const id = await read();
+    if (id !== undefined) return String(id);
+    await this.write({
+      sql: `INSERT INTO errand_migrations (version, name, applied_at)
+            VALUES (0, 'database ' || lower(hex(randomblob(16))), ?) ON CONFLICT DO NOTHING`,
+      args: [Date.now()],
+    });
+    return String(await read());
+  }
+
+  /**
+   * Checks that the application's transaction `tx` is on this database (read
+   * once per transaction): the driver's `Transaction` tells nothing of its
+   * client, so its database's id is compared. A write in a transaction of
+   * another database would commit where the store never looks.
+   * @throws {ValidationError} Unless it is.
+   */
+  async checkOwnTransaction(tx: Transaction): Promise<void> {
+    if (this.#ownTransactions.has(tx)) return;
+    const own = await this.databaseId();
+    const id = await this.run(() => tx.execute(DATABASE_ID), false).then(
+      (rs) => rs.rows[0]?.name,
+      (err) => {
+        // A database without errand's tables is another one too.
+        if (/no such table/i.test(String((err as Error)?.message))) return undefined;
+        throw err;
+      },
+    );
+    if (id !== own) {
+      throw new ValidationError(
+        `Option "tx" must be a transaction of the database this store is on (client.transaction("write") on a client of that database), got one of another database`,
+      );
+    }
+    this.#ownTransactions.add(tx);
   }
 
   /** See {@link LibsqlConnection.#restore}. */

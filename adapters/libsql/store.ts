@@ -163,8 +163,13 @@ export class LibsqlStore implements StoreFor<Transaction> {
     this.namespace = settings.namespace;
   }
 
-  /** Creates or checks the schema (see `libsqlMigrationSql`). */
+  /** Creates or checks the schema (see `libsqlMigrationSql`), then reads the database's id. */
   async ensureSchema(): Promise<void> {
+    await this.#migrate();
+    await this.#db.databaseId();
+  }
+
+  async #migrate(): Promise<void> {
     const version = await this.#schemaVersion();
     if (version > LIBSQL_SCHEMA_VERSION) {
       throw new SchemaVersionError(
@@ -226,11 +231,15 @@ export class LibsqlStore implements StoreFor<Transaction> {
   /** The transactional operations inside the application's libSQL `Transaction`. */
   inTransaction(tx: Transaction): TransactionStore {
     checkTransaction(tx);
+    const own = <P, R>(op: (p: P) => Promise<R>) => async (p: P): Promise<R> => {
+      await this.#db.checkOwnTransaction(tx);
+      return await op(p);
+    };
     return {
-      jobFinishMany: (p) => finishJobs(this.#db, this.namespace, p, tx),
-      jobInsertMany: (p) => insertJobs(this.#db, this.namespace, p, tx),
-      jobRenewLeases: (p) => this.#renew(p, tx),
-      logAppend: (p) => appendRecords(this.#db, this.namespace, p, tx),
+      jobFinishMany: own((p) => finishJobs(this.#db, this.namespace, p, tx)),
+      jobInsertMany: own((p) => insertJobs(this.#db, this.namespace, p, tx)),
+      jobRenewLeases: own((p) => this.#renew(p, tx)),
+      logAppend: own((p) => appendRecords(this.#db, this.namespace, p, tx)),
     };
   }
 

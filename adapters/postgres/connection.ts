@@ -49,7 +49,7 @@ export class PostgresConnection {
 
   /** Runs `text` with `args` on the client, or in the application's transaction `tx`. */
   query(text: string, args: unknown[], tx?: TransactionSql): Promise<Row[]> {
-    const q: Querier = tx === undefined ? this.sql : checkTransaction(tx);
+    const q: Querier = tx === undefined ? this.sql : checkTransaction(tx, this.sql);
     return this.run(async () => [...await q.unsafe(text, args as never[], { prepare: this.sql.options.prepare })]);
   }
 
@@ -92,17 +92,25 @@ const CANCELLED_CODES: ReadonlyMap<string, string> = new Map([
 ]);
 
 /**
- * `tx` if it is a postgres.js transaction: the `sql` of `sql.begin()` or of a
- * savepoint (the client's own `sql` has no `savepoint`).
+ * `tx` if it is a postgres.js transaction of the client `sql`: the `sql` of
+ * `sql.begin()` or of a savepoint (the client's own `sql` has no
+ * `savepoint`). A transaction shares its client's `json` function, which
+ * another client (and so any other database) has its own of: a write in
+ * another client's transaction would commit where the store never looks.
  * @throws {ValidationError} Otherwise.
  */
-export function checkTransaction(tx: unknown): TransactionSql {
-  const t = tx as { unsafe?: unknown; savepoint?: unknown } | null;
+export function checkTransaction(tx: unknown, sql: Sql): TransactionSql {
+  const t = tx as { unsafe?: unknown; savepoint?: unknown; json?: unknown } | null;
   if (typeof tx !== "function" || typeof t?.unsafe !== "function" || typeof t.savepoint !== "function") {
     throw new ValidationError(
       `Option "tx" must be a postgres.js transaction (the tx of sql.begin(async (tx) => ...)), got ${
         describeValue(tx)
       }`,
+    );
+  }
+  if (t.json !== sql.json) {
+    throw new ValidationError(
+      `Option "tx" must be a transaction of the client this store was given (sql.begin() on the sql passed to postgresStore), got one of another postgres.js client`,
     );
   }
   return tx as TransactionSql;

@@ -244,7 +244,7 @@ export class PostgresStore implements StoreFor<TransactionSql> {
 
   /** The transactional operations inside the application's postgres.js transaction. */
   inTransaction(tx: TransactionSql): TransactionStore {
-    checkTransaction(tx);
+    checkTransaction(tx, this.#db.sql);
     return {
       jobFinishMany: (p) => finishJobs(this.#db, this.#target, p, tx),
       jobInsertMany: (p) => insertJobs(this.#db, this.#target, p, tx),

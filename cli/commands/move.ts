@@ -125,7 +125,9 @@ function describe(r: MoveReport, from: DatabaseUrl, to: DatabaseUrl): string {
     `  partitions  ${r.partitions} sequences`,
     `  logs        ${r.logs.records} records in ${r.logs.partitions} partitions, ${r.logs.consumerOffsets} consumer offsets`,
   ];
-  if (r.deduplicated) lines.push(`  ${r.deduplicated} jobs the target held already by unique key were not written`);
+  if (r.uniqueConflicts) {
+    lines.push(`  ${r.uniqueConflicts} jobs moved without their unique key, which a job moved before them holds`);
+  }
   if (!r.dryRun) {
     lines.push("Every job was verified on the target.");
     if (r.sourcePaused.length) {

@@ -42,7 +42,7 @@ export async function dryRun(from: Store, options: ResolvedMoveOptions): Promise
     late: 0,
     running: counts.filter((c) => c.state === "running").reduce((n, c) => n + c.count, 0),
     rescued: expired.length,
-    deduplicated: 0,
+    uniqueConflicts: 0,
     schedules: (await from.scheduleList()).length,
     partitions: (await from.partitionSequences()).length,
     pausedQueues,

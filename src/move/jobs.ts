@@ -19,6 +19,10 @@
  *   parent gone. Sweeps go on until the source holds none of the moved
  *   states (waiting for jobs that run, as at the start).
  *
+ * A job the target cannot take because another job there holds its unique
+ * key goes without the key (see `withoutKey`): no job the source acknowledged
+ * is dropped.
+ *
  * A job is never on the target alone before the source's copy is gone:
  * until the commit removes it, the source's copy is the one that counts, and
  * both stores' queues are paused, so it runs nowhere; after, it exists
@@ -40,42 +44,62 @@ import { JOB_STATES } from "../jobs/types.ts";
 interface Synced {
   /** Jobs written to the target (it lacked them or held them otherwise). */
   readonly written: number;
-  /** Jobs the target did not take because another job of it holds their unique key. */
-  readonly deduplicated: ReadonlySet<string>;
+  /** Jobs the target holds without their unique key, which another job of it holds (see {@link withoutKey}). */
+  readonly keyless: ReadonlySet<string>;
 }
 
 /**
- * Makes the target hold `page` as the source has it; with `readBack`,
- * verified by reading the written jobs back (the copy leaves that to the
- * verify pass, which reads every job back anyway).
+ * `job` as the target holds it once another job there holds its unique key:
+ * under its own id, without the key. Such a job reached the source after
+ * the job with its key moved (the source then had the key free, and its
+ * enqueue said `inserted: true`), so it is a job of its own: dropping it
+ * would lose a job its enqueuer was told exists. It runs as any other.
+ */
+function withoutKey(job: MovedJob): MovedJob {
+  return { ...job, uniqueKey: null, uniqueScope: null };
+}
+
+/** Whether the target holds `job` without the unique key it has on the source (see {@link withoutKey}). */
+function heldWithoutKey(job: MovedJob, there: MovedJob): boolean {
+  return job.uniqueKey !== null && there.uniqueKey === null;
+}
+
+/**
+ * Makes the target hold `page` as the source has it (or {@link withoutKey});
+ * with `readBack`, verified by reading the written jobs back (the copy leaves
+ * that to the verify pass, which reads every job back anyway).
  */
 async function syncPage(run: MoveRun, page: readonly MovedJob[], readBack = true): Promise<Synced> {
   // A queue new to the move is paused on both stores before any of its jobs is written.
   await pauseQueues(run, page.map((j) => j.queue));
   const onTarget = new Map((await run.to.jobExport({ ids: page.map((j) => j.id) })).map((j) => [j.id, j]));
-  const stale = page.filter((j) => {
+  const keyless = new Set<string>();
+  const wanted = page.map((j) => {
+    const there = onTarget.get(j.id);
+    if (there === undefined || !heldWithoutKey(j, there)) return j;
+    keyless.add(j.id);
+    return withoutKey(j);
+  });
+  const stale = wanted.filter((j) => {
     const there = onTarget.get(j.id);
     return there === undefined || differingField(j, there) !== null;
   });
-  if (stale.length === 0) return { written: 0, deduplicated: new Set() };
-  const result = await run.to.jobImport({ jobs: stale });
-  if (result.foreign.length) {
+  if (stale.length === 0) return { written: 0, keyless };
+  const imported = await run.to.jobImport({ jobs: stale });
+  const held = new Set(imported.held.map((h) => h.id));
+  const unkeyed = stale.filter((j) => held.has(j.id)).map(withoutKey);
+  const foreign = [...imported.foreign];
+  if (unkeyed.length) foreign.push(...(await run.to.jobImport({ jobs: unkeyed })).foreign);
+  if (foreign.length) {
     throw new ValidationError(
       `Job "${
-        result.foreign[0]
+        foreign[0]
       }" of the source has an id that a job of another namespace of the target database holds; ids are unique per database and a move keeps them, so move into another database (or PostgreSQL schema)`,
     );
   }
-  const held = new Map(result.held.map((h) => [h.id, h.holder]));
-  for (const [id, holder] of held) {
-    if (holder === null) {
-      throw new StateError(
-        `Job "${id}" was not written to the target: a job there holds its unique key but cannot be read; run the move again`,
-      );
-    }
-  }
-  const written = stale.filter((j) => !held.has(j.id));
-  if (!readBack) return { written: written.length, deduplicated: new Set(held.keys()) };
+  for (const j of unkeyed) keyless.add(j.id);
+  const written = [...stale.filter((j) => !held.has(j.id)), ...unkeyed];
+  if (!readBack) return { written: written.length, keyless };
   const back = new Map((await run.to.jobExport({ ids: written.map((j) => j.id) })).map((j) => [j.id, j]));
   for (const job of written) {
     const there = back.get(job.id);
@@ -89,7 +113,7 @@ async function syncPage(run: MoveRun, page: readonly MovedJob[], readBack = true
       );
     }
   }
-  return { written: written.length, deduplicated: new Set(held.keys()) };
+  return { written: written.length, keyless };
 }
 
 /** Every batch of the source's moved jobs after `after`, in id order. */
@@ -137,8 +161,8 @@ export async function verifyJobs(run: MoveRun): Promise<void> {
     let done = 0;
     progress(run, "verify", done, all);
     for await (const page of pages(run, null)) {
-      const synced = await syncPage(run, page);
-      for (const job of page) if (!synced.deduplicated.has(job.id)) tally.add(job.queue, job.state);
+      await syncPage(run, page);
+      for (const job of page) tally.add(job.queue, job.state);
       done += page.length;
       progress(run, "verify", done, all);
     }
@@ -158,6 +182,13 @@ export async function verifyJobs(run: MoveRun): Promise<void> {
       );
     }
   }
+}
+
+/** Says which jobs {@link withoutKey} moved, naming the first few. */
+function keylessMessage(ids: readonly string[]): string {
+  const named = ids.slice(0, 10).map((id) => `"${id}"`).join(", ");
+  const more = ids.length > 10 ? ` and ${ids.length - 10} more` : "";
+  return `Jobs ${named}${more} reached the source after a job with the same unique key moved; each moved to the target under its own id, without its unique key, so that none is lost`;
 }
 
 /** Sweeps that deleted nothing in a row, with nothing running on the source, before the commit gives up. */
@@ -180,14 +211,15 @@ export async function commitJobs(run: MoveRun): Promise<void> {
       );
       deleted += gone.size;
       done += gone.size;
-      const deduplicated = [...synced.deduplicated].filter((id) => gone.has(id)).length;
-      if (synced.written || deduplicated) {
+      const keyless = [...synced.keyless].filter((id) => gone.has(id));
+      if (synced.written || keyless.length) {
         await saveState(run, {
           late: run.state.late + synced.written,
-          deduplicated: run.state.deduplicated + deduplicated,
+          uniqueConflicts: run.state.uniqueConflicts + keyless.length,
         });
       }
       progress(run, "commit", done, all);
+      if (keyless.length) progress(run, "commit", done, all, keylessMessage(keyless));
     }
     const running = (await run.from.jobCounts()).some((c) => c.state === "running" && c.count > 0);
     if (seen === 0 && !running) return;

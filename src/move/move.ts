@@ -161,7 +161,7 @@ function reportOf(run: MoveRun, paused: readonly string[]): MoveReport {
     late: s.late,
     running: s.running,
     rescued: s.rescued,
-    deduplicated: s.deduplicated,
+    uniqueConflicts: s.uniqueConflicts,
     schedules: s.schedules,
     partitions: s.partitions,
     pausedQueues: s.pausedBefore,

@@ -138,8 +138,13 @@ export interface MoveReport {
    * again, the lapsed attempt counted. With `dryRun`: those whose lease has lapsed now.
    */
   readonly rescued: number;
-  /** Jobs not written because the target already held their unique key (an occurrence of a schedule fired on both). */
-  readonly deduplicated: number;
+  /**
+   * Jobs that reached the source after a job with the same unique key had
+   * moved (the source took them as new, its key gone with the moved job):
+   * moved under their own ids without their unique key, which the target's
+   * job keeps. None is dropped; `onProgress` names them.
+   */
+  readonly uniqueConflicts: number;
   /** Schedules (recurring jobs) moved. */
   readonly schedules: number;
   /** Topic partitions whose sequence counter was moved. */

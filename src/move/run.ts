@@ -42,7 +42,8 @@ export interface MoveState {
   readonly running: number;
   readonly rescued: number;
   readonly late: number;
-  readonly deduplicated: number;
+  /** Jobs moved without their unique key, which another job of the target held (see `withoutKey` in jobs.ts). */
+  readonly uniqueConflicts: number;
   readonly schedules: number;
   readonly partitions: number;
   readonly logs: { readonly partitions: number; readonly records: number; readonly consumerOffsets: number };
@@ -65,7 +66,7 @@ export function newState(now: number, history: boolean, pausedBefore: readonly s
     running: 0,
     rescued: 0,
     late: 0,
-    deduplicated: 0,
+    uniqueConflicts: 0,
     schedules: 0,
     partitions: 0,
     logs: { partitions: 0, records: 0, consumerOffsets: 0 },

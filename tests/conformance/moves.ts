@@ -209,6 +209,35 @@ export function moveCases(kind: StoreKind<unknown>): void {
         assert.deepEqual(await from.jobCounts(), []);
       }));
 
+    it("moveStore() never drops a job that reached the source after another with its unique key moved: it carries it under its own id, without the key", () =>
+      withTwo(kind, async (a, b) => {
+        const clock = new FakeClock(Date.now());
+        const from = a.store();
+        const to = b.store();
+        const source = fixtureErrand(from, clock);
+        const unique = { unique: { key: "k" } };
+        const first = await source.enqueue("plain", { n: 1 }, unique);
+        const firstMove = await moveStore(from, to, { clock });
+        const late = await source.enqueue("plain", { n: 2 }, unique);
+        assert.equal(late.inserted, true, "the source acknowledges the job: its key left with the moved one");
+        await source.shutdown();
+        const messages: string[] = [];
+        const again = await moveStore(from, to, { clock, onProgress: (p) => p.message && messages.push(p.message) });
+        const [kept, carried] = await to.jobExport({ ids: [first.id, late.id] });
+        assert.equal(carried?.id, late.id, "the late job is on the target");
+        assert.equal(carried.state, "available");
+        assert.equal(carried.uniqueKey, null);
+        assert.equal(kept.uniqueKey !== null, true, "the job moved first keeps the key");
+        assert.deepEqual(await from.jobCounts(), []);
+        assert.equal(again.jobs, 1);
+        assert.equal(firstMove.uniqueConflicts, 0);
+        assert.equal(again.uniqueConflicts, 1);
+        assert.ok(messages.some((m) => m.includes(late.id)), messages.join("\n"));
+        // Run again, the move finds everything in place.
+        assert.equal((await moveStore(from, to, { clock })).uniqueConflicts, 0);
+        assert.equal((await to.jobExport({ ids: [late.id] })).length, 1);
+      }));
+
     it("moveStore() waits for a running job, and fails after runningTimeout while its lease holds", () =>
       withTwo(kind, async (a, b) => {
         const clock = new FakeClock(Date.now());

@@ -45,6 +45,50 @@ export function transactionCases(kind: StoreKind<unknown>): void {
         assert.equal((await errand.list()).jobs.length, 0);
       }));
 
+    it("a transaction of another database is refused with what to pass, and nothing is written in either", () =>
+      withDatabase(kind, async (db, track) => {
+        const other = await db.openAnother();
+        try {
+          // The other database has errand's tables too: a write that went there would succeed, unseen by the store.
+          const there = errandOn(other, { jobs: testJobs, mode: "enqueue" }).errand;
+          await there.start();
+          const refused = (e: unknown) =>
+            e instanceof ValidationError &&
+            /Option "tx" must be a transaction of the (database|client) this store (is on|was given)/.test(e.message);
+          let handled = 0;
+          const { errand } = errandOn(db, {
+            jobs: testJobs,
+            handlers: {
+              greet: async (_p, job) => {
+                await assert.rejects(other.transaction((tx) => job.enqueue("mail", { to: "x" }, { tx })), refused);
+                await assert.rejects(other.transaction((tx) => job.complete(tx)), refused);
+                handled++;
+                throw new Error("handled");
+              },
+            },
+          });
+          track(errand);
+          await errand.start();
+          const calls: ((tx: unknown) => Promise<unknown>)[] = [
+            (tx) => errand.enqueue("greet", { name: "x" }, { tx }),
+            (tx) => errand.enqueueMany([{ kind: "greet", payload: { name: "x" } }], { tx }),
+            (tx) => errand.enqueueAfter(["01ARZ3NDEKTSV4RRFFQ69G5FAV"], "greet", { name: "x" }, { tx }),
+          ];
+          for (const call of calls) await assert.rejects(other.transaction((tx) => call(tx)), refused);
+          assert.equal((await errand.list()).jobs.length, 0);
+
+          const { id } = await errand.enqueue("greet", { name: "run" }, { attempts: 1 });
+          await eventually(async () => (await errand.get(id))?.state === "failed", "the run ends");
+          assert.equal(handled, 1);
+          assert.equal((await errand.get(id))?.runs[0].error?.message, "handled");
+          assert.deepEqual((await errand.list()).jobs.map((j) => j.id), [id]);
+          assert.equal((await there.list()).jobs.length, 0);
+          await there.shutdown();
+        } finally {
+          await other.close();
+        }
+      }));
+
     it("job.complete(tx) commits the handler's writes and the completion together", () =>
       withDatabase(kind, async (db, track) => {
         let attempts = 0;

@@ -25,6 +25,12 @@ export interface TestDatabase<TTx> {
    * value it cannot hold. Call it once errand has created its tables.
    */
   refuseRunsWith(marker: string): Promise<void>;
+  /**
+   * Opens another, empty database of the same kind (on PostgreSQL another
+   * database of the server, with the same schema name), closed and removed by
+   * its own `close()`.
+   */
+  openAnother(): Promise<TestDatabase<TTx>>;
   close(): Promise<void>;
 }
 
@@ -43,7 +49,7 @@ const unique = () => `${Date.now().toString(36)}${process.pid.toString(36)}${(co
 
 /** libSQL on a new database file, or in memory. */
 export function libsqlKind(where: "file" | "memory"): StoreKind<Transaction> {
-  return {
+  const kind: StoreKind<Transaction> = {
     name: `libsql-${where}`,
     shared: where === "file",
     open() {
@@ -74,6 +80,7 @@ export function libsqlKind(where: "file" | "memory"): StoreKind<Transaction> {
              BEGIN SELECT RAISE(ABORT, 'the test database refuses this value'); END`,
           );
         },
+        openAnother: () => kind.open(),
         close() {
           client.close();
           if (where === "file") removeDbFiles(url.slice("file:".length));
@@ -82,6 +89,7 @@ export function libsqlKind(where: "file" | "memory"): StoreKind<Transaction> {
       });
     },
   };
+  return kind;
 }
 
 /** PostgreSQL at DATABASE_URL, a fresh schema per test; `prepare: false` is how PgBouncer users connect. */
@@ -96,16 +104,20 @@ export function postgresKind(options: { prepare?: boolean } = {}): StoreKind<Tra
     skip: url
       ? undefined
       : "DATABASE_URL is not set; PostgreSQL tests skipped (set it, e.g. postgres://root@127.0.0.1:5432/test)",
-    open() {
-      const schema = `errand_t_${unique()}`;
-      const sql = postgres(url!, { max: 6, prepare, onnotice: () => {} });
-      return Promise.resolve({
-        url: url!,
-        schema,
-        store: (namespace = "default") => postgresStore(sql, { namespace, schema }),
-        transaction: <T>(fn: (tx: TransactionSql) => Promise<T>) => sql.begin(fn) as Promise<T>,
-        async refuseRunsWith(marker) {
-          await sql.unsafe(`
+    open: () => openPostgres(url!, `errand_t_${unique()}`, prepare),
+  };
+}
+
+/** A fresh schema on the database at `url`. */
+function openPostgres(url: string, schema: string, prepare: boolean): Promise<TestDatabase<TransactionSql>> {
+  const sql = postgres(url, { max: 6, prepare, onnotice: () => {} });
+  return Promise.resolve({
+    url,
+    schema,
+    store: (namespace = "default") => postgresStore(sql, { namespace, schema }),
+    transaction: <T>(fn: (tx: TransactionSql) => Promise<T>) => sql.begin(fn) as Promise<T>,
+    async refuseRunsWith(marker) {
+      await sql.unsafe(`
             CREATE FUNCTION "${schema}".refuse_marked_runs() RETURNS trigger LANGUAGE plpgsql AS $$
             BEGIN
               IF NEW.runs::text LIKE '%${marker}%' THEN RAISE EXCEPTION 'the test database refuses this value'; END IF;
@@ -113,14 +125,27 @@ export function postgresKind(options: { prepare?: boolean } = {}): StoreKind<Tra
             END $$;
             CREATE TRIGGER refuse_marked_runs BEFORE UPDATE OF runs ON "${schema}".jobs
               FOR EACH ROW EXECUTE FUNCTION "${schema}".refuse_marked_runs();`);
-        },
-        async close() {
-          await sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-          await sql.end({ timeout: 5 });
-        },
-      });
     },
-  };
+    async openAnother() {
+      // Creating a database changes no setting of the shared server; the copy is dropped on close.
+      const name = `errand_d_${unique()}`;
+      await sql.unsafe(`CREATE DATABASE "${name}"`);
+      const other = new URL(url);
+      other.pathname = `/${name}`;
+      const db = await openPostgres(other.href, schema, prepare);
+      return {
+        ...db,
+        async close() {
+          await db.close();
+          await sql.unsafe(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+        },
+      };
+    },
+    async close() {
+      await sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await sql.end({ timeout: 5 });
+    },
+  });
 }
 
 /** Every store kind of the suite. */
