@@ -44,7 +44,16 @@ import { readParentResults } from "../results/waits.ts";
 import type { ClientDeps } from "./deps.ts";
 import { unhandledOf } from "./operators.ts";
 import type { ErrandMode } from "./options.ts";
-import { checkDrainOptions, claimReserve, type DrainOptions, type DrainReport } from "./drain.ts";
+import {
+  checkDrainOptions,
+  claimReserve,
+  DRAIN_GRACE_MS,
+  type DrainOptions,
+  type DrainPlan,
+  type DrainReport,
+  DrainSteps,
+  settlesBy,
+} from "./drain.ts";
 
 /** One run of a `step()`. */
 export interface StepRun {
@@ -75,6 +84,10 @@ export interface StepReport {
   /** Records consumer groups consumed. */
   readonly consumed: number;
 }
+
+/** The drain steps named more than once. */
+const PROMOTE = "promote scheduled jobs";
+const COUNT_LEFT = "count the jobs left";
 
 /** Most claim rounds one `step()` runs (a job that keeps making work for itself stops there). */
 const MAX_STEP_ROUNDS = 1_000;
@@ -113,7 +126,12 @@ export class WorkerPool<TTx> implements RunEnds {
   #stepRuns: StepRun[] | undefined;
   #cronEnqueued = 0;
   #started = false;
+  /** Whether a drain's session runs (it may outlast its call while the store does not answer). */
   #draining = false;
+  /** Whether a `drain()` call is in progress. */
+  #drainCalled = false;
+  /** The session of the latest drain until it ends: the next drain, and `stop()`, wait for it. */
+  #session: Promise<void> | undefined;
 
   /** Creates the services; nothing runs before `start()`. */
   constructor(deps: PoolDeps<TTx>) {
@@ -212,6 +230,8 @@ export class WorkerPool<TTx> implements RunEnds {
   /** Stops in the order of the module comment; running jobs get `drainMs`. Safe to call twice or before start. */
   async stop(drainMs: number): Promise<void> {
     const { logger } = this.#deps;
+    // A drain that returned without waiting for the store ends its session first.
+    await this.#session;
     logger.debug("Shutdown: deregistering");
     await this.#heartbeat.stop();
     logger.debug("Shutdown: stopping schedules and giving up the leadership");
@@ -268,8 +288,13 @@ export class WorkerPool<TTx> implements RunEnds {
    * and pruning; then a
    * worker per queue claims and runs rounds while the budget leaves room
    * for one ({@link claimReserve}). At the budget's end runs still going are
-   * handed back with the attempt not counted. Every timer and registration
-   * it makes ends with the call.
+   * handed back with the attempt not counted.
+   *
+   * The call returns by {@link DRAIN_GRACE_MS} after the budget whatever the
+   * store does: the drain's session (its steps, then its wind-down) goes on
+   * in the background while the store does not answer, and the report says
+   * what it had not finished. Every timer and registration it makes ends
+   * with the session; the next drain waits for it first.
    */
   async drain(mode: ErrandMode, options: DrainOptions): Promise<DrainReport> {
     if (mode === "manual") {
@@ -278,74 +303,124 @@ export class WorkerPool<TTx> implements RunEnds {
     if (this.#started) {
       throw new StateError("drain() cannot run once start() has: this instance works its queues already");
     }
-    if (this.#stepRuns) throw new StateError("drain() was called while another drain() runs; await the first");
-    const { clock, logger, options: resolved, workers: registry } = this.#deps;
-    const plan = checkDrainOptions(options, resolved.queues);
-    this.#draining = true;
+    if (this.#drainCalled) throw new StateError("drain() was called while another drain() runs; await the first");
+    const { clock, logger } = this.#deps;
+    const plan = checkDrainOptions(options, this.#deps.options.queues);
     const deadline = clock.now() + plan.budgetMs;
-    const runs: StepRun[] = (this.#stepRuns = []);
+    this.#drainCalled = true;
+    try {
+      if (this.#session && !(await settlesBy(clock, this.#session, deadline))) {
+        return reportOf([], null, ["finish the previous drain, which returned without waiting for the store"]);
+      }
+      const steps = new DrainSteps();
+      const runs: StepRun[] = (this.#stepRuns = []);
+      const session = this.#drainSession(plan, deadline, steps);
+      let returned = false;
+      const ended = session.then(
+        () => undefined,
+        (err) => {
+          if (returned) logger.warn("A drain() that returned early failed to finish", { error: String(err) });
+        },
+      ).finally(() => {
+        this.#session = undefined;
+        this.#stepRuns = undefined;
+      });
+      this.#session = ended;
+      if (await settlesBy(clock, ended, deadline + DRAIN_GRACE_MS)) return reportOf(runs, await session, []);
+      returned = true;
+      const unfinished = steps.unfinished;
+      logger.warn(
+        `drain() returns ${DRAIN_GRACE_MS} ms after its budget without waiting for the store; what it has not finished goes on while the process lives, and jobs left leased return by their leases`,
+        { unfinished },
+      );
+      return reportOf(runs, null, unfinished);
+    } finally {
+      this.#drainCalled = false;
+    }
+  }
+
+  /** A drain's steps and wind-down, to their end however long the store takes; resolves with the jobs left. */
+  async #drainSession(plan: DrainPlan, deadline: number, steps: DrainSteps): Promise<number> {
+    const { clock, workers: registry } = this.#deps;
+    this.#draining = true;
     const workers = [...plan.queues].map(([queue, slots]) => this.#worker(queue, slots, false));
     // At the budget's end, runs still going are interrupted and handed back.
     const budgetEnd = clock.setTimer(() => workers.forEach((w) => void w.stop(0)), plan.budgetMs);
     const keepAlive: Periodic[] = [];
+    const windDown: [string, () => Promise<unknown>][] = [
+      ["hand back the runs still going", () => Promise.all(workers.map((w) => w.stop(0)))],
+      ["save the runs' outcomes", () => this.#completer.flush()],
+      ["stop renewing leases", async () => {
+        await this.#leases.stop();
+        await Promise.all(keepAlive.map((task) => task.stop()));
+        for (const worker of workers) if (registry.get(worker.queue) === worker) registry.delete(worker.queue);
+        this.#draining = false;
+      }],
+      ["give up the leader lease", () => this.#leadership.release()],
+      ["remove this drain's heartbeat", () => this.#heartbeat.stop()],
+    ];
+    steps.owe(...windDown.map(([step]) => step), COUNT_LEFT);
     this.#leases.start();
     try {
-      await this.#heartbeat.beat();
-      keepAlive.push(every(clock, HEARTBEAT_MS, "Heartbeat", logger, () => this.#heartbeat.beat(), true));
-      if (await this.#leadership.renew()) {
-        await this.schedules.fireDue().catch((err) =>
-          logger.warn("Firing recurring jobs failed in drain(); it goes on", { error: String(err) })
-        );
-      }
-      keepAlive.push(
-        every(clock, resolved.leaderLeaseMs / 3, "Leadership", logger, () => this.#leadership.renew(), true),
-      );
-      // What a "work" instance's maintenance would do, for deployments where drains are all there is. A failure
-      // is logged and the drain goes on, as maintenance's loops do; pruning waits for a drain with time to spare.
-      const upkeep: [string, () => Promise<unknown>][] = [
-        ["Rescuing expired leases", () => this.#maintenance.rescue()],
-        ["Promoting scheduled jobs", () => this.#maintenance.promote()],
-        ["Resolving continuations", () => this.#maintenance.resolveContinuations()],
-        ["Pruning finished jobs", () => this.#maintenance.prune()],
-      ];
-      for (const [name, task] of upkeep) {
-        if (name.startsWith("Pruning") && deadline - clock.now() < plan.budgetMs / 2) break;
-        await task().catch((err) => logger.warn(`${name} failed in drain(); it goes on`, { error: String(err) }));
-      }
-      let longestRound = 0;
-      await Promise.all(workers.map(async (worker) => {
-        while (deadline - clock.now() > claimReserve(plan.budgetMs, longestRound)) {
-          const startedAt = clock.now();
-          let ran = await worker.runDue();
-          // Jobs that came due meanwhile (retries, delays) are promoted before the drain calls it done.
-          if (ran === 0) {
-            await this.#maintenance.promote();
-            ran = await worker.runDue();
-          }
-          longestRound = Math.max(longestRound, clock.now() - startedAt);
-          if (ran === 0) break;
-        }
-      }));
+      await this.#drainSteps(plan, deadline, workers, keepAlive, steps);
     } finally {
       budgetEnd.cancel();
-      await Promise.all(workers.map((w) => w.stop(0)));
-      await this.#completer.flush();
-      await this.#leases.stop();
-      await Promise.all(keepAlive.map((task) => task.stop()));
-      for (const worker of workers) if (registry.get(worker.queue) === worker) registry.delete(worker.queue);
-      this.#draining = false;
-      await this.#leadership.release();
-      await this.#heartbeat.stop();
-      this.#stepRuns = undefined;
+      for (const [step, call] of windDown) await steps.run(step, call);
     }
-    const counts = await this.#store.jobCounts();
-    const ended = runs.filter((r) => r.outcome !== "interrupted" && r.outcome !== "lost");
-    return {
-      ran: ended.length,
-      completed: ended.filter((r) => r.outcome === "completed").length,
-      failed: ended.filter((r) => r.outcome === "failed").length,
-      left: counts.filter((c) => c.state === "available" && plan.queues.has(c.queue)).reduce((n, c) => n + c.count, 0),
-    };
+    const counts = await steps.run(COUNT_LEFT, () => this.#store.jobCounts());
+    return counts.filter((c) => c.state === "available" && plan.queues.has(c.queue)).reduce((n, c) => n + c.count, 0);
+  }
+
+  /** What a drain does before its wind-down (see {@link WorkerPool.drain}); nothing new begins after the budget. */
+  async #drainSteps(
+    plan: DrainPlan,
+    deadline: number,
+    workers: readonly QueueWorker<TTx>[],
+    keepAlive: Periodic[],
+    steps: DrainSteps,
+  ): Promise<void> {
+    const { clock, logger, options: resolved } = this.#deps;
+    const spent = () => clock.now() >= deadline;
+    const goOn = (step: string) => (err: unknown) =>
+      logger.warn(`drain() could not ${step}; it goes on`, { error: String(err) });
+    await steps.run("announce this drain (heartbeat)", () => this.#heartbeat.beat());
+    if (spent()) return;
+    keepAlive.push(every(clock, HEARTBEAT_MS, "Heartbeat", logger, () => this.#heartbeat.beat(), true));
+    if (await steps.run("take the leader lease", () => this.#leadership.renew()) && !spent()) {
+      const step = "fire due recurring jobs";
+      await steps.run(step, () => this.schedules.fireDue()).catch(goOn(step));
+    }
+    if (spent()) return;
+    keepAlive.push(
+      every(clock, resolved.leaderLeaseMs / 3, "Leadership", logger, () => this.#leadership.renew(), true),
+    );
+    // What a "work" instance's maintenance would do, for deployments where drains are all there is. A failure
+    // is logged and the drain goes on, as maintenance's loops do; pruning waits for a drain with time to spare.
+    const upkeep: [string, () => Promise<unknown>][] = [
+      ["rescue expired leases", () => this.#maintenance.rescue()],
+      [PROMOTE, () => this.#maintenance.promote()],
+      ["resolve continuations", () => this.#maintenance.resolveContinuations()],
+      ["prune finished jobs", () => this.#maintenance.prune()],
+    ];
+    for (const [step, task] of upkeep) {
+      if (spent() || (step.startsWith("prune") && deadline - clock.now() < plan.budgetMs / 2)) break;
+      await steps.run(step, task).catch(goOn(step));
+    }
+    let longestRound = 0;
+    await Promise.all(workers.map(async (worker) => {
+      const round = `claim and run jobs of queue "${worker.queue}"`;
+      while (deadline - clock.now() > claimReserve(plan.budgetMs, longestRound)) {
+        const startedAt = clock.now();
+        let ran = await steps.run(round, () => worker.runDue());
+        // Jobs that came due meanwhile (retries, delays) are promoted before the drain calls it done.
+        if (ran === 0 && !spent()) {
+          await steps.run(PROMOTE, () => this.#maintenance.promote());
+          ran = await steps.run(round, () => worker.runDue());
+        }
+        longestRound = Math.max(longestRound, clock.now() - startedAt);
+        if (ran === 0) break;
+      }
+    }));
   }
 
   /** Adds `n` slots to the worker of `queue`, starting one if there is none (mode "work", after start). */
@@ -462,4 +537,16 @@ export class WorkerPool<TTx> implements RunEnds {
 /** The job fields of a step's run. */
 function stepRun(claim: ClaimedJob): Pick<StepRun, "id" | "kind" | "queue" | "attempt"> {
   return { id: claim.id, kind: claim.kind, queue: claim.queue, attempt: claim.attempt };
+}
+
+/** A drain's report from its runs, the jobs left (null if not counted) and what it did not finish. */
+function reportOf(runs: readonly StepRun[], left: number | null, unfinished: readonly string[]): DrainReport {
+  const ended = runs.filter((r) => r.outcome !== "interrupted" && r.outcome !== "lost");
+  return {
+    ran: ended.length,
+    completed: ended.filter((r) => r.outcome === "completed").length,
+    failed: ended.filter((r) => r.outcome === "failed").length,
+    left,
+    unfinished,
+  };
 }
