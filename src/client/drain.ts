@@ -46,7 +46,7 @@ export interface DrainReport {
   readonly left: number | null;
   /**
    * What the drain had not finished when it returned, because the store had
-   * not answered by {@link DRAIN_GRACE_MS} after the budget (such as
+   * not answered by 2 s (the grace) after the budget (such as
    * `"save the runs' outcomes"`); empty when it finished everything. What is
    * unfinished goes on in the background while the process lives; jobs left
    * leased return by their leases.
