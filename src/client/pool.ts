@@ -383,6 +383,8 @@ export class WorkerPool<TTx> implements RunEnds {
     const spent = () => clock.now() >= deadline;
     const goOn = (step: string) => (err: unknown) =>
       logger.warn(`drain() could not ${step}; it goes on`, { error: String(err) });
+    await steps.run("make the store ready (its schema checked or migrated)", () => this.#deps.ready());
+    if (spent()) return;
     await steps.run("announce this drain (heartbeat)", () => this.#heartbeat.beat());
     if (spent()) return;
     keepAlive.push(every(clock, HEARTBEAT_MS, "Heartbeat", logger, () => this.#heartbeat.beat(), true));
