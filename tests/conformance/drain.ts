@@ -1,7 +1,9 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { defineJobs, type DrainReport, job, StateError, ValidationError } from "../../mod.ts";
+import { createErrand, defineJobs, type DrainReport, job, StateError, ValidationError } from "../../mod.ts";
+import { FakeClock } from "../../src/testing.ts";
 import type { StoreKind } from "../support/stores.ts";
+import { eventually, quietLogger } from "../support/wait.ts";
 import { errandOn, eventuallyOnClock, withDatabase } from "./harness.ts";
 
 const jobs = defineJobs({
@@ -154,6 +156,52 @@ export function drainCases(kind: StoreKind<unknown>): void {
         });
         assert.deepEqual(ran, [1]);
         assert.deepEqual(await errand.workers(), [], "no heartbeat left behind");
+      }));
+
+    it("a claim that lands after drain() returned hands its job back unrun, its attempt not counted", () =>
+      withDatabase(kind, async (db, track) => {
+        // The real store, its claims held back until the test lets them through: a claim that commits late.
+        let letClaimsThrough!: () => void;
+        const through = new Promise<void>((resolve) => (letClaimsThrough = resolve));
+        let claiming = false;
+        const store = db.store();
+        const held = new Proxy(store, {
+          get(target, key) {
+            const value = Reflect.get(target, key);
+            if (typeof value !== "function") return value;
+            if (key !== "jobClaim") return value.bind(target);
+            return async (...args: unknown[]) => {
+              claiming = true;
+              await through;
+              return await value.apply(target, args);
+            };
+          },
+        });
+        const ran: number[] = [];
+        const clock = new FakeClock();
+        const errand = track(createErrand({
+          jobs,
+          topics,
+          store: held,
+          clock,
+          logger: quietLogger(),
+          mode: "enqueue",
+          handlers: { task: ({ n }) => void ran.push(n) },
+        }));
+        const { id } = await errand.enqueue("task", { n: 1 });
+        let report: DrainReport | undefined;
+        const drained = errand.drain({ budget: "1s", queues: ["default"] }).then((r) => (report = r));
+        await eventually(() => claiming, "the drain's claim");
+        await eventuallyOnClock(clock, () => report !== undefined, "drain() to return", 500);
+        await drained;
+        assert.equal(report?.unfinished[0], 'claim and run jobs of queue "default"');
+        letClaimsThrough();
+        await eventually(async () => (await errand.get(id))?.runs.length === 1, "the late claim's hand-back");
+        const job = await errand.get(id);
+        assert.deepEqual(ran, [], "the handler never ran");
+        assert.equal(job?.state, "available");
+        assert.equal(job?.attempt, 0, "the attempt is not counted");
+        assert.equal(job?.runs[0].outcome, "interrupted");
       }));
 
     it("bad options and modes are refused with what to change", () =>
