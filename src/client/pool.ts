@@ -18,7 +18,7 @@
  *
  * @module
  */
-import { Heartbeat, HEARTBEAT_MS, liveWorkers } from "../cluster/heartbeat.ts";
+import { Heartbeat, liveWorkers } from "../cluster/heartbeat.ts";
 import { Leadership } from "../cluster/leader.ts";
 import { Maintenance } from "../cluster/maintenance.ts";
 import { releaseChildren } from "../cluster/continuations.ts";
@@ -44,9 +44,9 @@ import { readParentResults } from "../results/waits.ts";
 import type { ClientDeps } from "./deps.ts";
 import { unhandledOf } from "./operators.ts";
 import type { ErrandMode } from "./options.ts";
+import { runDrainSession } from "./drain_session.ts";
 import {
   checkDrainOptions,
-  claimReserve,
   DRAIN_GRACE_MS,
   type DrainOptions,
   type DrainPlan,
@@ -84,10 +84,6 @@ export interface StepReport {
   /** Records consumer groups consumed. */
   readonly consumed: number;
 }
-
-/** The drain steps named more than once. */
-const PROMOTE = "promote scheduled jobs";
-const COUNT_LEFT = "count the jobs left";
 
 /** Most claim rounds one `step()` runs (a job that keeps making work for itself stops there). */
 const MAX_STEP_ROUNDS = 1_000;
@@ -283,18 +279,11 @@ export class WorkerPool<TTx> implements RunEnds {
 
   /**
    * Runs due jobs until none is left or the budget nears its end (see
-   * `Errand.drain()`): a beat, so this instance owns partitions; the
-   * leadership, to fire due recurring jobs; rescue, promotion, continuations
-   * and pruning; then a
-   * worker per queue claims and runs rounds while the budget leaves room
-   * for one ({@link claimReserve}). At the budget's end runs still going are
-   * handed back with the attempt not counted.
-   *
-   * The call returns by {@link DRAIN_GRACE_MS} after the budget whatever the
-   * store does: the drain's session (its steps, then its wind-down) goes on
-   * in the background while the store does not answer, and the report says
-   * what it had not finished. Every timer and registration it makes ends
-   * with the session; the next drain waits for it first.
+   * `Errand.drain()`) in a session (drain_session.ts) that this call awaits
+   * until {@link DRAIN_GRACE_MS} after the budget, whatever the store does:
+   * a session the store holds up goes on in the background, and the report
+   * says what it had not finished. Every timer and registration it makes
+   * ends with the session; the next drain, and `stop()`, wait for it first.
    */
   async drain(mode: ErrandMode, options: DrainOptions): Promise<DrainReport> {
     if (mode === "manual") {
@@ -339,90 +328,33 @@ export class WorkerPool<TTx> implements RunEnds {
     }
   }
 
-  /** A drain's steps and wind-down, to their end however long the store takes; resolves with the jobs left. */
-  async #drainSession(plan: DrainPlan, deadline: number, steps: DrainSteps): Promise<number> {
-    const { clock, workers: registry } = this.#deps;
+  /** A drain's session (see drain_session.ts), lent this instance's services. */
+  #drainSession(plan: DrainPlan, deadline: number, steps: DrainSteps): Promise<number> {
+    const { clock, logger, options, workers: registry } = this.#deps;
     this.#draining = true;
-    const workers = [...plan.queues].map(([queue, slots]) => this.#worker(queue, slots, false));
-    // At the budget's end, runs still going are interrupted and handed back.
-    const budgetEnd = clock.setTimer(() => workers.forEach((w) => void w.stop(0)), plan.budgetMs);
-    const keepAlive: Periodic[] = [];
-    const windDown: [string, () => Promise<unknown>][] = [
-      ["hand back the runs still going", () => Promise.all(workers.map((w) => w.stop(0)))],
-      ["save the runs' outcomes", () => this.#completer.flush()],
-      ["stop renewing leases", async () => {
-        await this.#leases.stop();
-        await Promise.all(keepAlive.map((task) => task.stop()));
-        for (const worker of workers) if (registry.get(worker.queue) === worker) registry.delete(worker.queue);
-        this.#draining = false;
-      }],
-      ["give up the leader lease", () => this.#leadership.release()],
-      ["remove this drain's heartbeat", () => this.#heartbeat.stop()],
-    ];
-    steps.owe(...windDown.map(([step]) => step), COUNT_LEFT);
-    this.#leases.start();
-    try {
-      await this.#drainSteps(plan, deadline, workers, keepAlive, steps);
-    } finally {
-      budgetEnd.cancel();
-      for (const [step, call] of windDown) await steps.run(step, call);
-    }
-    const counts = await steps.run(COUNT_LEFT, () => this.#store.jobCounts());
-    return counts.filter((c) => c.state === "available" && plan.queues.has(c.queue)).reduce((n, c) => n + c.count, 0);
-  }
-
-  /** What a drain does before its wind-down (see {@link WorkerPool.drain}); nothing new begins after the budget. */
-  async #drainSteps(
-    plan: DrainPlan,
-    deadline: number,
-    workers: readonly QueueWorker<TTx>[],
-    keepAlive: Periodic[],
-    steps: DrainSteps,
-  ): Promise<void> {
-    const { clock, logger, options: resolved } = this.#deps;
-    const spent = () => clock.now() >= deadline;
-    const goOn = (step: string) => (err: unknown) =>
-      logger.warn(`drain() could not ${step}; it goes on`, { error: String(err) });
-    await steps.run("make the store ready (its schema checked or migrated)", () => this.#deps.ready());
-    if (spent()) return;
-    await steps.run("announce this drain (heartbeat)", () => this.#heartbeat.beat());
-    if (spent()) return;
-    keepAlive.push(every(clock, HEARTBEAT_MS, "Heartbeat", logger, () => this.#heartbeat.beat(), true));
-    if (await steps.run("take the leader lease", () => this.#leadership.renew()) && !spent()) {
-      const step = "fire due recurring jobs";
-      await steps.run(step, () => this.schedules.fireDue()).catch(goOn(step));
-    }
-    if (spent()) return;
-    keepAlive.push(
-      every(clock, resolved.leaderLeaseMs / 3, "Leadership", logger, () => this.#leadership.renew(), true),
+    return runDrainSession(
+      {
+        store: this.#store,
+        clock,
+        logger,
+        leaderLeaseMs: options.leaderLeaseMs,
+        ready: () => this.#deps.ready(),
+        heartbeat: this.#heartbeat,
+        leadership: this.#leadership,
+        schedules: this.schedules,
+        maintenance: this.#maintenance,
+        completer: this.#completer,
+        leases: this.#leases,
+        workers: () => [...plan.queues].map(([queue, slots]) => this.#worker(queue, slots, false)),
+        ended: (workers) => {
+          for (const worker of workers) if (registry.get(worker.queue) === worker) registry.delete(worker.queue);
+          this.#draining = false;
+        },
+      },
+      plan,
+      deadline,
+      steps,
     );
-    // What a "work" instance's maintenance would do, for deployments where drains are all there is. A failure
-    // is logged and the drain goes on, as maintenance's loops do; pruning waits for a drain with time to spare.
-    const upkeep: [string, () => Promise<unknown>][] = [
-      ["rescue expired leases", () => this.#maintenance.rescue()],
-      [PROMOTE, () => this.#maintenance.promote()],
-      ["resolve continuations", () => this.#maintenance.resolveContinuations()],
-      ["prune finished jobs", () => this.#maintenance.prune()],
-    ];
-    for (const [step, task] of upkeep) {
-      if (spent() || (step.startsWith("prune") && deadline - clock.now() < plan.budgetMs / 2)) break;
-      await steps.run(step, task).catch(goOn(step));
-    }
-    let longestRound = 0;
-    await Promise.all(workers.map(async (worker) => {
-      const round = `claim and run jobs of queue "${worker.queue}"`;
-      while (deadline - clock.now() > claimReserve(plan.budgetMs, longestRound)) {
-        const startedAt = clock.now();
-        let ran = await steps.run(round, () => worker.runDue());
-        // Jobs that came due meanwhile (retries, delays) are promoted before the drain calls it done.
-        if (ran === 0 && !spent()) {
-          await steps.run(PROMOTE, () => this.#maintenance.promote());
-          ran = await steps.run(round, () => worker.runDue());
-        }
-        longestRound = Math.max(longestRound, clock.now() - startedAt);
-        if (ran === 0) break;
-      }
-    }));
   }
 
   /** Adds `n` slots to the worker of `queue`, starting one if there is none (mode "work", after start). */
