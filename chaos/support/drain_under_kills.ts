@@ -35,17 +35,19 @@ export interface DrainUnderKillsOptions {
   readonly kills: number;
   /** Job `i` (0 to `jobs` - 1); the jobs are enqueued in that order. */
   job(i: number): EnqueueItem<typeof chaosJobs>;
+  /** Called with the jobs' ids, in enqueue order, before the workers start. */
+  enqueued?(ids: readonly string[]): Promise<void>;
   /** Resolves at the moment of kill `k` (0 to `kills` - 1); `completed` reads how many jobs are done. */
   killAt(k: number, completed: () => Promise<number>): Promise<unknown>;
   /**
    * The scenario's own figures and rules on the run log: its figures stand
    * after `lost`, its rules after "every job ran".
    */
-  measure?(log: DrainLog): { figures: Figures; checks: Check[] };
+  measure?(log: DrainLog): { figures: Figures; checks: Check[] } | Promise<{ figures: Figures; checks: Check[] }>;
 }
 
 /**
- * Enqueues `jobs` jobs on `context.db`, starts 4 worker processes (lease
+ * Enqueues `jobs` jobs on `context.db` (and hands their ids to `enqueued`), starts 4 worker processes (lease
  * 3 s, concurrency 8), and SIGKILLs a random live one at each of the `kills`
  * moments `killAt` waits for, starting a new one at once; then waits for
  * every job to complete (180 s at most), SIGTERMs the workers, and reads the
@@ -59,14 +61,17 @@ export interface DrainUnderKillsOptions {
  */
 export async function drainUnderKills(
   { db, dir, note }: ScenarioContext,
-  { jobs, kills, job, killAt, measure }: DrainUnderKillsOptions,
+  { jobs, kills, job, enqueued, killAt, measure }: DrainUnderKillsOptions,
 ): Promise<Outcome> {
   const errand = orchestrator(db);
   await errand.start();
+  const ids: string[] = [];
   for (let n = 0; n < jobs; n += BATCH) {
-    await errand.enqueueMany(Array.from({ length: Math.min(BATCH, jobs - n) }, (_, i) => job(n + i)));
+    const batch = await errand.enqueueMany(Array.from({ length: Math.min(BATCH, jobs - n) }, (_, i) => job(n + i)));
+    ids.push(...batch.map((r) => r.id));
   }
   note(`enqueued ${jobs}`);
+  await enqueued?.(ids);
   const log = `${dir}/runs.jsonl`;
   const workers = new Workers(db, log);
   const env = { CHAOS_LEASE: `${LEASE_MS}ms`, CHAOS_CONCURRENCY: "8" };
@@ -97,7 +102,7 @@ export async function drainUnderKills(
   const counts = (await errand.counts()).byState;
   const runs = runsOf(readRunLog(log));
   await errand.shutdown();
-  const own = measure?.({ runs, signals: workers.signals, leaseMs: LEASE_MS }) ?? { figures: {}, checks: [] };
+  const own = await measure?.({ runs, signals: workers.signals, leaseMs: LEASE_MS }) ?? { figures: {}, checks: [] };
   const done = counts.completed ?? 0;
   const figures = {
     jobs,

@@ -15,6 +15,8 @@ export const chaosJobs = defineJobs({
     attempts: 50,
     retry: backoff.fixed(0),
   }),
+  /** The same as `work`, returning a result the awaiting process checks: `n` and twice `n`. */
+  compute: job<{ n: number; ms: number }, { n: number; doubled: number }>({ attempts: 50, retry: backoff.fixed(0) }),
   /** A recurring occurrence; logs that it ran. */
   tick: job<{ schedule: string }>({ attempts: 50, retry: backoff.fixed(0) }),
 });

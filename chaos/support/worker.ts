@@ -13,11 +13,15 @@
  *   "tick" at start, as an application does on every start (CHAOS_CATCH_UP: its catchUp);
  * - CHAOS_ENQUEUE=N: after start, it also enqueues N `work` jobs of CHAOS_JOB_MS (default 1) ms one
  *   by one, logging `{ e: "enqueued", id }` for each and `{ e: "enqueue-error", message }` for a failure;
- * - CHAOS_APP: the application_name of its PostgreSQL connections.
+ * - CHAOS_APP: the application_name of its PostgreSQL connections;
+ * - CHAOS_DRAIN_BUDGET: instead of starting, it prints "ready", runs one
+ *   `drain({ budget })` as a serverless function would, writes
+ *   `{ report, ms, t }` (the report, the call's duration in ms, and when it
+ *   returned) as JSON to the file CHAOS_OUT, and exits at once.
  *
  * Prints "ready" once started, and shuts down gracefully on SIGTERM.
  */
-import { appendFileSync } from "node:fs";
+import { appendFileSync, writeFileSync } from "node:fs";
 import process from "node:process";
 import { env, openWorkerStore, sleep } from "./worker_env.ts";
 import { createErrand, type Duration } from "errand";
@@ -55,12 +59,28 @@ const errand = createErrand({
       const done = await sleep(ms, job.signal);
       log({ e: done ? "end" : "abort", id: job.id, kind: "ordered", attempt: job.attempt, key, n });
     },
+    compute: async ({ n, ms }, job) => {
+      log({ e: "start", id: job.id, kind: "compute", attempt: job.attempt, n });
+      const done = await sleep(ms, job.signal);
+      log({ e: done ? "end" : "abort", id: job.id, kind: "compute", attempt: job.attempt, n });
+      return { n, doubled: 2 * n };
+    },
     tick: (_p, job) => {
       log({ e: "start", id: job.id, kind: "tick", attempt: job.attempt });
       log({ e: "end", id: job.id, kind: "tick", attempt: job.attempt });
     },
   },
 });
+const drainBudget = env("CHAOS_DRAIN_BUDGET");
+if (drainBudget) {
+  console.log("ready");
+  const started = performance.now();
+  const report = await errand.drain({ budget: drainBudget as Duration });
+  const ms = performance.now() - started;
+  writeFileSync(env("CHAOS_OUT"), JSON.stringify({ report, ms, t: now() }));
+  // As a function returns: what the drain left unfinished is not waited for.
+  process.exit(0);
+}
 await errand.start();
 const cron = env("CHAOS_SCHEDULE");
 if (cron) {

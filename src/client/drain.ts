@@ -9,6 +9,7 @@
 import { ValidationError } from "../errors.ts";
 import { checkCount } from "../checks/limits.ts";
 import { checkName } from "../checks/names.ts";
+import type { Clock } from "../time/clock.ts";
 import { type Duration, parseDuration } from "../time/duration.ts";
 
 /** Options of `drain()`. */
@@ -38,9 +39,27 @@ export interface DrainReport {
   readonly completed: number;
   /** Runs that failed for good (attempts used up, discarded). */
   readonly failed: number;
-  /** Jobs still available in the drained queues when it returned (handed-back runs included). */
-  readonly left: number;
+  /**
+   * Jobs still available in the drained queues when it returned (handed-back
+   * runs included), or null when the store did not answer the count in time.
+   */
+  readonly left: number | null;
+  /**
+   * What the drain had not finished when it returned, because the store had
+   * not answered by 2 s (the grace) after the budget (such as
+   * `"save the runs' outcomes"`); empty when it finished everything. What is
+   * unfinished goes on in the background while the process lives; jobs left
+   * leased return by their leases.
+   */
+  readonly unfinished: readonly string[];
 }
+
+/**
+ * How long after its budget a drain may take to wind down (hand runs back,
+ * save outcomes, give up its leadership and heartbeat, count what is left)
+ * before it returns without waiting for the store any longer.
+ */
+export const DRAIN_GRACE_MS = 2_000;
 
 /** A checked drain: its budget and the slots of each queue. */
 export interface DrainPlan {
@@ -95,4 +114,51 @@ export function checkDrainOptions(options: DrainOptions, configured: ReadonlyMap
  */
 export function claimReserve(budgetMs: number, longestRoundMs: number): number {
   return Math.max(budgetMs / 10, longestRoundMs);
+}
+
+/**
+ * The store work of one drain, kept by what it does, so that a drain that
+ * returns without waiting for the store can say what it did not finish:
+ * the steps begun and not ended, then those owed and not done.
+ */
+export class DrainSteps {
+  /** Steps begun and not ended: a step may run several times at once (a queue's rounds). */
+  readonly #begun = new Map<string, number>();
+  readonly #owed = new Set<string>();
+
+  /** Owes `steps`: unfinished until each has run to its end. */
+  owe(...steps: string[]): void {
+    for (const step of steps) this.#owed.add(step);
+  }
+
+  /** Runs `call` as step `what`. */
+  async run<T>(what: string, call: () => Promise<T>): Promise<T> {
+    this.#begun.set(what, (this.#begun.get(what) ?? 0) + 1);
+    try {
+      const result = await call();
+      this.#owed.delete(what);
+      return result;
+    } finally {
+      const left = this.#begun.get(what)! - 1;
+      if (left === 0) this.#begun.delete(what);
+      else this.#begun.set(what, left);
+    }
+  }
+
+  /** The steps begun and not ended, then those owed and not done, each once. */
+  get unfinished(): string[] {
+    return [...new Set([...this.#begun.keys(), ...this.#owed])];
+  }
+}
+
+/** Resolves true once `work` settles, or false at `at` on `clock` if it has not. */
+export function settlesBy(clock: Clock, work: Promise<unknown>, at: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer = clock.setTimer(() => resolve(false), at - clock.now());
+    const settled = () => {
+      timer.cancel();
+      resolve(true);
+    };
+    work.then(settled, settled);
+  });
 }

@@ -214,7 +214,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
     if (this.#phase === "stopping" || this.#phase === "stopped") {
       throw new StateError("drain() was called after shutdown(); create a new errand instead");
     }
-    await this.#ensureReady();
+    // The pool makes the store ready as its first step, within the budget.
     return await this.#pool.drain(this.mode, options);
   }
 

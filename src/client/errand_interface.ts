@@ -736,7 +736,11 @@ export interface Errand<J extends JobDefinitions, TTx, L extends LogDefinitions 
    * holding the leader lease while it runs. It stops claiming while a tenth
    * of the budget (or its longest claim round, if longer) is left, so runs
    * can finish; a run still going at the budget's end is handed back with
-   * its attempt not counted. No timer outlives the call.
+   * its attempt not counted. It returns at most 2 s (its grace) after
+   * the budget whatever the store does: a store that has not answered by
+   * then leaves `unfinished` steps in the report (and `left` null), which go
+   * on in the background; jobs left leased return by their leases. No timer
+   * outlives the call otherwise.
    * @throws {ValidationError} When the budget is missing or a queue has no handler here.
    * @throws {StateError} In mode "manual" (call `step()`), or once `start()` has run.
    *
@@ -745,8 +749,9 @@ export interface Errand<J extends JobDefinitions, TTx, L extends LogDefinitions 
    * import type { Errand, JobDefinitions } from "@errand/errand";
    * // `errand` is in mode "enqueue", with the handlers of the kinds to run.
    * async function onCron(errand: Errand<JobDefinitions, unknown>) {
-   *   const { ran, completed, failed, left } = await errand.drain({ budget: "25s" });
-   *   console.log(`${ran} ran, ${completed} completed, ${failed} failed, ${left} left for next time`);
+   *   const { ran, completed, failed, left, unfinished } = await errand.drain({ budget: "25s" });
+   *   console.log(`${ran} ran, ${completed} completed, ${failed} failed, ${left ?? "unknown"} left for next time`);
+   *   if (unfinished.length) console.warn(`the store did not answer; unfinished: ${unfinished.join(", ")}`);
    * }
    * ```
    */

@@ -18,7 +18,7 @@
  *
  * @module
  */
-import { Heartbeat, HEARTBEAT_MS, liveWorkers } from "../cluster/heartbeat.ts";
+import { Heartbeat, liveWorkers } from "../cluster/heartbeat.ts";
 import { Leadership } from "../cluster/leader.ts";
 import { Maintenance } from "../cluster/maintenance.ts";
 import { StateError, ValidationError } from "../errors.ts";
@@ -44,7 +44,16 @@ import { readParentResults } from "../results/waits.ts";
 import type { ClientDeps } from "./deps.ts";
 import { unhandledOf } from "./operators.ts";
 import type { ErrandMode } from "./options.ts";
-import { checkDrainOptions, claimReserve, type DrainOptions, type DrainReport } from "./drain.ts";
+import { runDrainSession } from "./drain_session.ts";
+import {
+  checkDrainOptions,
+  DRAIN_GRACE_MS,
+  type DrainOptions,
+  type DrainPlan,
+  type DrainReport,
+  DrainSteps,
+  settlesBy,
+} from "./drain.ts";
 
 /** One run of a `step()`. */
 export interface StepRun {
@@ -113,9 +122,14 @@ export class WorkerPool<TTx> implements RunEnds {
   #stepRuns: StepRun[] | undefined;
   #cronEnqueued = 0;
   #started = false;
+  /** Whether a drain's session runs (it may outlast its call while the store does not answer). */
   #draining = false;
   /** Aborted to end a shutdown's drain early ({@link WorkerPool.cutDrain}). */
   readonly #cut = new AbortController();
+  /** Whether a `drain()` call is in progress. */
+  #drainCalled = false;
+  /** The session of the latest drain until it ends: the next drain, and `stop()`, wait for it. */
+  #session: Promise<void> | undefined;
 
   /** Creates the services; nothing runs before `start()`. */
   constructor(deps: PoolDeps<TTx>) {
@@ -214,6 +228,8 @@ export class WorkerPool<TTx> implements RunEnds {
   /** Stops in the order of the module comment; running jobs get `drainMs`. Safe to call twice or before start. */
   async stop(drainMs: number): Promise<void> {
     const { logger } = this.#deps;
+    // A drain that returned without waiting for the store ends its session first.
+    await this.#session;
     logger.debug("Shutdown: deregistering");
     await this.#heartbeat.stop();
     logger.debug("Shutdown: stopping schedules and giving up the leadership");
@@ -276,13 +292,11 @@ export class WorkerPool<TTx> implements RunEnds {
 
   /**
    * Runs due jobs until none is left or the budget nears its end (see
-   * `Errand.drain()`): a beat, so this instance owns partitions; the
-   * leadership, to fire due recurring jobs; rescue, promotion, continuations
-   * and pruning; then a
-   * worker per queue claims and runs rounds while the budget leaves room
-   * for one ({@link claimReserve}). At the budget's end runs still going are
-   * handed back with the attempt not counted. Every timer and registration
-   * it makes ends with the call.
+   * `Errand.drain()`) in a session (drain_session.ts) that this call awaits
+   * until {@link DRAIN_GRACE_MS} after the budget, whatever the store does:
+   * a session the store holds up goes on in the background, and the report
+   * says what it had not finished. Every timer and registration it makes
+   * ends with the session; the next drain, and `stop()`, wait for it first.
    */
   async drain(mode: ErrandMode, options: DrainOptions): Promise<DrainReport> {
     if (mode === "manual") {
@@ -291,74 +305,69 @@ export class WorkerPool<TTx> implements RunEnds {
     if (this.#started) {
       throw new StateError("drain() cannot run once start() has: this instance works its queues already");
     }
-    if (this.#stepRuns) throw new StateError("drain() was called while another drain() runs; await the first");
-    const { clock, logger, options: resolved, workers: registry } = this.#deps;
-    const plan = checkDrainOptions(options, resolved.queues);
-    this.#draining = true;
+    if (this.#drainCalled) throw new StateError("drain() was called while another drain() runs; await the first");
+    const { clock, logger } = this.#deps;
+    const plan = checkDrainOptions(options, this.#deps.options.queues);
     const deadline = clock.now() + plan.budgetMs;
-    const runs: StepRun[] = (this.#stepRuns = []);
-    const workers = [...plan.queues].map(([queue, slots]) => this.#worker(queue, slots, false));
-    // At the budget's end, runs still going are interrupted and handed back.
-    const budgetEnd = clock.setTimer(() => workers.forEach((w) => void w.stop(0)), plan.budgetMs);
-    const keepAlive: Periodic[] = [];
-    this.#leases.start();
+    this.#drainCalled = true;
     try {
-      await this.#heartbeat.beat();
-      keepAlive.push(every(clock, HEARTBEAT_MS, "Heartbeat", logger, () => this.#heartbeat.beat(), true));
-      if (await this.#leadership.renew()) {
-        await this.schedules.fireDue().catch((err) =>
-          logger.warn("Firing recurring jobs failed in drain(); it goes on", { error: String(err) })
-        );
+      if (this.#session && !(await settlesBy(clock, this.#session, deadline))) {
+        return reportOf([], null, ["finish the previous drain, which returned without waiting for the store"]);
       }
-      keepAlive.push(
-        every(clock, resolved.leaderLeaseMs / 3, "Leadership", logger, () => this.#leadership.renew(), true),
+      const steps = new DrainSteps();
+      const runs: StepRun[] = (this.#stepRuns = []);
+      const session = this.#drainSession(plan, deadline, steps);
+      let returned = false;
+      const ended = session.then(
+        () => undefined,
+        (err) => {
+          if (returned) logger.warn("A drain() that returned early failed to finish", { error: String(err) });
+        },
+      ).finally(() => {
+        this.#session = undefined;
+        this.#stepRuns = undefined;
+      });
+      this.#session = ended;
+      if (await settlesBy(clock, ended, deadline + DRAIN_GRACE_MS)) return reportOf(runs, await session, []);
+      returned = true;
+      const unfinished = steps.unfinished;
+      logger.warn(
+        `drain() returns ${DRAIN_GRACE_MS} ms after its budget without waiting for the store; what it has not finished goes on while the process lives, and jobs left leased return by their leases`,
+        { unfinished },
       );
-      // What a "work" instance's maintenance would do, for deployments where drains are all there is. A failure
-      // is logged and the drain goes on, as maintenance's loops do; pruning waits for a drain with time to spare.
-      const upkeep: [string, () => Promise<unknown>][] = [
-        ["Rescuing expired leases", () => this.#maintenance.rescue()],
-        ["Promoting scheduled jobs", () => this.#maintenance.promote()],
-        ["Resolving continuations", () => this.#maintenance.resolveContinuations()],
-        ["Pruning finished jobs", () => this.#maintenance.prune()],
-      ];
-      for (const [name, task] of upkeep) {
-        if (name.startsWith("Pruning") && deadline - clock.now() < plan.budgetMs / 2) break;
-        await task().catch((err) => logger.warn(`${name} failed in drain(); it goes on`, { error: String(err) }));
-      }
-      let longestRound = 0;
-      await Promise.all(workers.map(async (worker) => {
-        while (deadline - clock.now() > claimReserve(plan.budgetMs, longestRound)) {
-          const startedAt = clock.now();
-          let ran = await worker.runDue();
-          // Jobs that came due meanwhile (retries, delays) are promoted before the drain calls it done.
-          if (ran === 0) {
-            await this.#maintenance.promote();
-            ran = await worker.runDue();
-          }
-          longestRound = Math.max(longestRound, clock.now() - startedAt);
-          if (ran === 0) break;
-        }
-      }));
+      return reportOf(runs, null, unfinished);
     } finally {
-      budgetEnd.cancel();
-      await Promise.all(workers.map((w) => w.stop(0)));
-      await this.#completer.flush();
-      await this.#leases.stop();
-      await Promise.all(keepAlive.map((task) => task.stop()));
-      for (const worker of workers) if (registry.get(worker.queue) === worker) registry.delete(worker.queue);
-      this.#draining = false;
-      await this.#leadership.release();
-      await this.#heartbeat.stop();
-      this.#stepRuns = undefined;
+      this.#drainCalled = false;
     }
-    const counts = await this.#store.jobCounts();
-    const ended = runs.filter((r) => r.outcome !== "interrupted" && r.outcome !== "lost");
-    return {
-      ran: ended.length,
-      completed: ended.filter((r) => r.outcome === "completed").length,
-      failed: ended.filter((r) => r.outcome === "failed").length,
-      left: counts.filter((c) => c.state === "available" && plan.queues.has(c.queue)).reduce((n, c) => n + c.count, 0),
-    };
+  }
+
+  /** A drain's session (see drain_session.ts), lent this instance's services. */
+  #drainSession(plan: DrainPlan, deadline: number, steps: DrainSteps): Promise<number> {
+    const { clock, logger, options, workers: registry } = this.#deps;
+    this.#draining = true;
+    return runDrainSession(
+      {
+        store: this.#store,
+        clock,
+        logger,
+        leaderLeaseMs: options.leaderLeaseMs,
+        ready: () => this.#deps.ready(),
+        heartbeat: this.#heartbeat,
+        leadership: this.#leadership,
+        schedules: this.schedules,
+        maintenance: this.#maintenance,
+        completer: this.#completer,
+        leases: this.#leases,
+        workers: () => [...plan.queues].map(([queue, slots]) => this.#worker(queue, slots, false)),
+        ended: (workers) => {
+          for (const worker of workers) if (registry.get(worker.queue) === worker) registry.delete(worker.queue);
+          this.#draining = false;
+        },
+      },
+      plan,
+      deadline,
+      steps,
+    );
   }
 
   /** Adds `n` slots to the worker of `queue`, starting one if there is none (mode "work", after start). */
@@ -479,4 +488,16 @@ export class WorkerPool<TTx> implements RunEnds {
 /** The job fields of a step's run. */
 function stepRun(claim: ClaimedJob): Pick<StepRun, "id" | "kind" | "queue" | "attempt"> {
   return { id: claim.id, kind: claim.kind, queue: claim.queue, attempt: claim.attempt };
+}
+
+/** A drain's report from its runs, the jobs left (null if not counted) and what it did not finish. */
+function reportOf(runs: readonly StepRun[], left: number | null, unfinished: readonly string[]): DrainReport {
+  const ended = runs.filter((r) => r.outcome !== "interrupted" && r.outcome !== "lost");
+  return {
+    ran: ended.length,
+    completed: ended.filter((r) => r.outcome === "completed").length,
+    failed: ended.filter((r) => r.outcome === "failed").length,
+    left,
+    unfinished,
+  };
 }

@@ -17,8 +17,8 @@ export const MAX_PAYLOAD_DEPTH = 64;
 
 /**
  * Encodes a payload, refusing what msgpack would silently drop or mangle
- * (functions, symbols, class instances other than Date and Uint8Array) and
- * payloads over `maxBytes`.
+ * (functions, symbols, class instances other than Date and Uint8Array, an
+ * Invalid Date) and payloads over `maxBytes`.
  * @throws {ValidationError} Naming the offending path or the size.
  */
 export function encodePayload(kind: string, payload: unknown, maxBytes: number): Uint8Array {
@@ -137,7 +137,11 @@ function unencodable(value: unknown, parents: object[]): Unencodable | undefined
         ? { path: "", why: "is a bigint outside 64 bits" }
         : undefined;
     case "object": {
-      if (value === null || value instanceof Date || value instanceof Uint8Array) return undefined;
+      // msgpackr writes an Invalid Date as a timestamp no decoder reads back: refused, like a function.
+      if (value instanceof Date) {
+        return Number.isNaN(value.getTime()) ? { path: "", why: "is an Invalid Date" } : undefined;
+      }
+      if (value === null || value instanceof Uint8Array) return undefined;
       const back = parents.indexOf(value);
       if (back >= 0) return { path: "", why: "refers back to", cycleTo: back };
       if (depth >= MAX_PAYLOAD_DEPTH) return { path: "", why: `nests deeper than ${MAX_PAYLOAD_DEPTH} levels` };

@@ -7,7 +7,7 @@
  * @module
  */
 import { decodePayload } from "../encoding/codec.ts";
-import { JobFailedError, NotFoundError, TimeoutError, ValidationError } from "../errors.ts";
+import { JobFailedError, NotFoundError, StoreError, TimeoutError, ValidationError } from "../errors.ts";
 import type { JobState, RunError } from "../jobs/types.ts";
 import { progressOf } from "../jobs/job_info.ts";
 import type { JobChange } from "../store/records.ts";
@@ -69,8 +69,15 @@ export function awaitResult(env: WaitEnv, id: string, options: ResultOptions = {
     const onAbort = () => settle(() => reject(signal!.reason));
     const unsubscribe = env.watchers.subscribe(id, (change) => {
       if (change === null) settle(() => reject(gone(id)));
-      else if (change.state === "completed") settle(() => resolve(resultOf(change)));
-      else if (change.state === "failed" || change.state === "cancelled") {
+      else if (change.state === "completed") {
+        settle(() => {
+          try {
+            resolve(resultOf(change));
+          } catch (err) {
+            reject(err);
+          }
+        });
+      } else if (change.state === "failed" || change.state === "cancelled") {
         settle(() =>
           reject(new JobFailedError(id, change.state as "failed" | "cancelled", change.error, change.reason))
         );
@@ -146,8 +153,22 @@ function toUpdate(change: JobChange): JobUpdate {
   return change.error ? { state: change.state, progress, error: change.error } : { state: change.state, progress };
 }
 
+/**
+ * The decoded result of a completed job.
+ * @throws {StoreError} When its stored bytes cannot be decoded (written around errand's encoder).
+ */
 function resultOf(change: JobChange): unknown {
-  return change.result === null ? undefined : decodePayload(change.result);
+  if (change.result === null) return undefined;
+  try {
+    return decodePayload(change.result);
+  } catch (err) {
+    throw new StoreError(
+      `Job "${change.id}" completed, but its stored result cannot be decoded (${
+        String(err)
+      }); it holds bytes errand's encoder does not write, such as an Invalid Date an older errand stored`,
+      { cause: err },
+    );
+  }
 }
 
 function gone(id: string): NotFoundError {

@@ -121,7 +121,14 @@ export class Watchers {
       return;
     }
     for (const id of ids) {
-      for (const callback of [...this.#subscribers.get(id) ?? []]) callback(found.get(id) ?? null);
+      for (const callback of [...this.#subscribers.get(id) ?? []]) {
+        // One subscriber's failure is its own: the loop goes on serving the others.
+        try {
+          callback(found.get(id) ?? null);
+        } catch (err) {
+          this.#env.logger.error("A waiter failed on the job it waits for", { id, error: String(err) });
+        }
+      }
     }
   }
 }

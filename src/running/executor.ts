@@ -331,7 +331,8 @@ async function run<TTx>(
   const decided: RunDecision = { decision: undefined, note: undefined, completedInTx: undefined, progress: undefined };
   const jobContext = new RunContext(claim, env, controller, span, decided);
   Promise.resolve()
-    .then(() => span.wrap(() => kind.handler(payload, jobContext)))
+    // A run stopped before its handler starts (claimed once its worker was stopping) never starts it.
+    .then(() => controller.signal.aborted ? undefined : span.wrap(() => kind.handler(payload, jobContext)))
     .then((value) => settle({ type: "ok", value }), (error) => settle({ type: "error", error }));
   const end = await ending;
   timer?.cancel();

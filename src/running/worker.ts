@@ -135,10 +135,7 @@ export class QueueWorker<TTx> {
   adopt(claims: readonly ClaimedJob[], held: number, now: number): void {
     this.#reserved -= held;
     if (claims.length) this.#env.claims.claimed(claims, now);
-    for (const claim of claims) {
-      const execution = this.#start(claim);
-      if (this.#stopping) execution.stop("interrupted");
-    }
+    for (const claim of claims) this.#startUnlessStopping(claim);
     if (held > claims.length) this.#slotFreed.notify();
   }
 
@@ -182,8 +179,18 @@ export class QueueWorker<TTx> {
   async runDue(): Promise<number> {
     if (this.#slots === 0) return 0;
     const claimed = await this.#claim(Math.min(this.#slots, this.#env.claimBatch), this.#env.clock.now());
-    await Promise.all(claimed.map((claim) => this.#start(claim).saved));
+    await Promise.all(claimed.map((claim) => this.#startUnlessStopping(claim).saved));
     return claimed.length;
+  }
+
+  /**
+   * Starts `claim`, or, once the worker is stopping (the claim landed late:
+   * a drain's budget ended while the store was slow), hands it back unrun.
+   */
+  #startUnlessStopping(claim: ClaimedJob): Execution {
+    const execution = this.#start(claim);
+    if (this.#stopping) execution.stop("interrupted");
+    return execution;
   }
 
   async #claim(limit: number, now: number): Promise<ClaimedJob[]> {

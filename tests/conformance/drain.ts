@@ -1,8 +1,10 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { defineJobs, job, StateError, ValidationError } from "../../mod.ts";
+import { createErrand, defineJobs, type DrainReport, job, StateError, ValidationError } from "../../mod.ts";
+import { FakeClock } from "../../src/testing.ts";
 import type { StoreKind } from "../support/stores.ts";
-import { errandOn, withDatabase } from "./harness.ts";
+import { eventually, quietLogger } from "../support/wait.ts";
+import { errandOn, eventuallyOnClock, withDatabase } from "./harness.ts";
 
 const jobs = defineJobs({
   task: job<{ n: number; ms?: number; fail?: boolean }>({ attempts: 1 }),
@@ -46,11 +48,17 @@ export function drainCases(kind: StoreKind<unknown>): void {
         if (nextThree.getTime() <= clock.now()) nextThree.setUTCDate(nextThree.getUTCDate() + 1);
         clock.set(Math.max(nextThree.getTime(), clock.now() + 10 * 60_000) + 1_000);
         const report = await errand.drain({ budget: "25s" });
-        assert.deepEqual(report, { ran: 7, completed: 6, failed: 1, left: 0 }, ran.join(", "));
+        assert.deepEqual(report, { ran: 7, completed: 6, failed: 1, left: 0, unfinished: [] }, ran.join(", "));
         assert.deepEqual(ran.filter((r) => r.startsWith("a")), ["a1", "a2"], "a partition's jobs in order");
         assert.ok(ran.includes("report nightly") && ran.includes("task 3"));
         assert.deepEqual(await errand.workers(), [], "the drain's heartbeat is gone");
-        assert.deepEqual(await errand.drain({ budget: "1s" }), { ran: 0, completed: 0, failed: 0, left: 0 });
+        assert.deepEqual(await errand.drain({ budget: "1s" }), {
+          ran: 0,
+          completed: 0,
+          failed: 0,
+          left: 0,
+          unfinished: [],
+        });
         // A day later a drain prunes what its retention (24 h for completed jobs) lets go, as maintenance would.
         const completed = new Set((await errand.list({ state: "completed" })).jobs.map((j) => j.id));
         clock.advance(25 * 3_600_000);
@@ -78,7 +86,7 @@ export function drainCases(kind: StoreKind<unknown>): void {
         // 1 s: the first round leaves 600 ms, room for one more 400 ms round; the second leaves 200 ms.
         const report = await errand.drain({ budget: "1s", concurrency: 1, queues: ["default"] });
         assert.equal(runs, 2);
-        assert.deepEqual(report, { ran: 2, completed: 2, failed: 0, left: 3 });
+        assert.deepEqual(report, { ran: 2, completed: 2, failed: 0, left: 3, unfinished: [] });
       }));
 
     it("a run still going when the budget ends is handed back with its attempt not counted", () =>
@@ -100,10 +108,100 @@ export function drainCases(kind: StoreKind<unknown>): void {
         const { id } = await errand.enqueue("task", { n: 1 });
         const report = await errand.drain({ budget: "1s" });
         assert.equal(signal?.aborted, true);
-        assert.deepEqual(report, { ran: 0, completed: 0, failed: 0, left: 1 });
+        assert.deepEqual(report, { ran: 0, completed: 0, failed: 0, left: 1, unfinished: [] });
         const handedBack = await errand.get(id);
         assert.equal(handedBack?.state, "available");
         assert.equal(handedBack?.attempt, 0, "the interrupted attempt is not counted");
+      }));
+
+    it("returns within its budget and grace while the store is locked, saying what it did not finish; the job runs later", () =>
+      withDatabase(kind, async (db, track) => {
+        const ran: number[] = [];
+        const { errand, clock } = errandOn(db, {
+          jobs,
+          topics,
+          mode: "enqueue",
+          handlers: { task: ({ n }) => void ran.push(n) },
+        });
+        track(errand);
+        await errand.enqueue("task", { n: 1 });
+        const release = await db.lock();
+        let report: DrainReport | undefined;
+        try {
+          const drained = errand.drain({ budget: "1s" }).then((r) => (report = r));
+          // The budget and its grace pass on the errand's clock; the store answers nothing meanwhile.
+          await eventuallyOnClock(clock, () => report !== undefined, "drain() to return", 500);
+          await drained;
+        } finally {
+          await release();
+        }
+        assert.equal(report?.left, null, "the jobs left could not be counted");
+        assert.deepEqual(report?.unfinished, [
+          "announce this drain (heartbeat)",
+          "hand back the runs still going",
+          "save the runs' outcomes",
+          "stop renewing leases",
+          "give up the leader lease",
+          "remove this drain's heartbeat",
+          "count the jobs left",
+        ]);
+        assert.deepEqual(ran, []);
+        // Once the store answers again the next drain finishes what the first one left, then runs the job.
+        assert.deepEqual(await errand.drain({ budget: "5s" }), {
+          ran: 1,
+          completed: 1,
+          failed: 0,
+          left: 0,
+          unfinished: [],
+        });
+        assert.deepEqual(ran, [1]);
+        assert.deepEqual(await errand.workers(), [], "no heartbeat left behind");
+      }));
+
+    it("a claim that lands after drain() returned hands its job back unrun, its attempt not counted", () =>
+      withDatabase(kind, async (db, track) => {
+        // The real store, its claims held back until the test lets them through: a claim that commits late.
+        let letClaimsThrough!: () => void;
+        const through = new Promise<void>((resolve) => (letClaimsThrough = resolve));
+        let claiming = false;
+        const store = db.store();
+        const held = new Proxy(store, {
+          get(target, key) {
+            const value = Reflect.get(target, key);
+            if (typeof value !== "function") return value;
+            if (key !== "jobClaim") return value.bind(target);
+            return async (...args: unknown[]) => {
+              claiming = true;
+              await through;
+              return await value.apply(target, args);
+            };
+          },
+        });
+        const ran: number[] = [];
+        const clock = new FakeClock();
+        const errand = track(createErrand({
+          jobs,
+          topics,
+          store: held,
+          clock,
+          logger: quietLogger(),
+          mode: "enqueue",
+          handlers: { task: ({ n }) => void ran.push(n) },
+        }));
+        const { id } = await errand.enqueue("task", { n: 1 });
+        let report: DrainReport | undefined;
+        const drained = errand.drain({ budget: "1s", queues: ["default"] }).then((r) => (report = r));
+        await eventually(() => claiming, "the drain's claim");
+        await eventuallyOnClock(clock, () => report !== undefined, "drain() to return", 500);
+        await drained;
+        assert.equal(report?.unfinished[0], 'claim and run jobs of queue "default"');
+        letClaimsThrough();
+        await eventually(async () => (await errand.get(id))?.runs.length === 1, "the late claim's hand-back");
+        const job = await errand.get(id);
+        assert.deepEqual(ran, [], "the handler never ran");
+        assert.equal(job?.state, "available");
+        assert.equal(job?.attempt, 0, "the attempt is not counted");
+        assert.equal(job?.runs[0].outcome, "interrupted");
       }));
 
     it("bad options and modes are refused with what to change", () =>

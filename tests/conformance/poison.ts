@@ -4,9 +4,11 @@ import {
   backoff,
   createErrand,
   defineJobs,
+  defineLogs,
   job,
   type JobContext,
   LeaseLostError,
+  log,
   type Observer,
   type PayloadOf,
   PermanentError,
@@ -161,6 +163,42 @@ export function poisonCases(kind: StoreKind<unknown>): void {
           [2, "failed", "OutcomeRejected"],
         ]);
         assert.equal(runs, 2);
+      }));
+
+    it("an Invalid Date in a payload or a log value (append, appendMany) is refused at the call, with nothing written", () =>
+      withDatabase(kind, async (db, track) => {
+        const logs = defineLogs({ events: log<{ id: string; at: Date }>({ topic: "events", key: (e) => e.id }) });
+        const dated = defineJobs({ remind: job<{ at: Date }>() });
+        const { errand } = errandOn(db, { jobs: dated, logs, topics: { events: { partitions: 1 } }, mode: "enqueue" });
+        track(errand);
+        const invalid = new Date(NaN);
+        const refused: [() => Promise<unknown>, RegExp][] = [
+          [
+            () => errand.enqueue("remind", { at: invalid }),
+            /The payload of "remind" cannot be encoded: payload.at is an Invalid Date/,
+          ],
+          [
+            () =>
+              errand.enqueueMany([{ kind: "remind", payload: { at: new Date() } }, {
+                kind: "remind",
+                payload: { at: invalid },
+              }]),
+            /payload.at is an Invalid Date/,
+          ],
+          [
+            () => errand.append("events", { id: "a", at: invalid }),
+            /The value appended to log "events" cannot be encoded: value.at is an Invalid Date/,
+          ],
+          [
+            () => errand.appendMany("events", [{ id: "a", at: new Date() }, { id: "b", at: invalid }]),
+            /value.at is an Invalid Date/,
+          ],
+        ];
+        for (const [call, message] of refused) {
+          await assert.rejects(call(), (e: unknown) => e instanceof ValidationError && message.test(e.message));
+        }
+        assert.equal((await errand.list()).jobs.length, 0, "no job written");
+        assert.deepEqual(await errand.read("events", { partition: 0 }), [], "no record written");
       }));
 
     it("durations and counts beyond the stores' range are refused at the call, with nothing written", () =>

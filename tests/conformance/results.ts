@@ -8,9 +8,11 @@ import {
   type JobUpdate,
   NotFoundError,
   PermanentError,
+  StoreError,
   TimeoutError,
   ValidationError,
 } from "../../mod.ts";
+import { completedFinish } from "../../src/running/outcome.ts";
 import { FakeClock } from "../../src/testing.ts";
 import type { StoreKind } from "../support/stores.ts";
 import { eventually } from "../support/wait.ts";
@@ -23,7 +25,7 @@ const jobs = defineJobs({
   }),
   notify: job<{ docId: string }, string[]>(),
   count: job<{ n: number }, number>(),
-  loose: job<{ give: "function" | "big" | "fine" }, unknown>({ attempts: 1 }),
+  loose: job<{ give: "function" | "big" | "fine" | "invalid-date" }, unknown>({ attempts: 1 }),
   wait: job<{ name: string }>(),
 });
 
@@ -139,23 +141,79 @@ export function resultCases(kind: StoreKind<unknown>): void {
           jobs,
           maxResultBytes: 1_000,
           handlers: {
-            loose: ({ give }) => give === "function" ? () => 1 : give === "big" ? "x".repeat(2_000) : { ok: true },
+            loose: ({ give }) =>
+              give === "function"
+                ? () => 1
+                : give === "big"
+                ? "x".repeat(2_000)
+                : give === "invalid-date"
+                ? { at: new Date(NaN) }
+                : { ok: true },
           },
         });
         track(errand);
         await errand.start();
         const outcomes = [];
-        for (const give of ["function", "big", "fine"] as const) {
+        for (const give of ["function", "big", "invalid-date", "fine"] as const) {
           const { id } = await errand.enqueue("loose", { give });
           outcomes.push(await errand.result(id).catch((e: unknown) => e));
         }
-        const [fn, big, fine] = outcomes;
+        const [fn, big, invalidDate, fine] = outcomes;
         assert.ok(fn instanceof JobFailedError && big instanceof JobFailedError);
         assert.equal(fn.error?.name, "InvalidResult");
         assert.match(fn.error!.message, /The result of "loose" cannot be encoded: result is a function/);
+        assert.ok(invalidDate instanceof JobFailedError, `got ${String(invalidDate)}`);
+        assert.equal(invalidDate.error?.name, "InvalidResult");
+        assert.match(
+          invalidDate.error!.message,
+          /The result of "loose" cannot be encoded: result.at is an Invalid Date/,
+        );
         assert.equal(big.error?.name, "InvalidResult");
         assert.match(big.error!.message, /over the limit of 1000; .*raise "maxResultBytes"/);
         assert.deepEqual(fine, { ok: true });
+      }));
+
+    it("a stored result errand cannot decode rejects its own result() and watch() with StoreError; other waits are served", () =>
+      withDatabase(kind, async (db, track) => {
+        const { errand, clock } = errandOn(db, { jobs, mode: "enqueue" });
+        track(errand);
+        const poisoned = await errand.enqueue("loose", { give: "fine" });
+        const other = await errand.enqueue("count", { n: 20 });
+        const waits = [errand.result(poisoned.id), errand.result(other.id)].map((p) =>
+          p.then((value) => ({ value }), (error: unknown) => ({ error }))
+        );
+        // Written around errand's encoder: the bytes msgpackr writes for an Invalid Date, which no decoder reads.
+        const store = db.store();
+        const now = clock.now();
+        const [claim] = await store.jobClaim({
+          queue: "default",
+          kinds: ["loose@1"],
+          limit: 1,
+          now,
+          leaseUntil: now + 30_000,
+          workerId: "outside",
+          heads: null,
+          limits: null,
+        });
+        assert.equal(claim?.id, poisoned.id);
+        await store.jobFinishMany({
+          finishes: [{ ...completedFinish(claim, now), result: new Uint8Array([0xd4, 0xff, 0xff]) }],
+        });
+        const undecodable = (e: unknown) =>
+          e instanceof StoreError &&
+          e.message.includes(`Job "${poisoned.id}" completed, but its stored result cannot be decoded`);
+        const first = await waits[0];
+        assert.ok("error" in first && undecodable(first.error), `got ${JSON.stringify(first)}`);
+        await assert.rejects(errand.result(poisoned.id), undecodable);
+        await assert.rejects(async () => {
+          for await (const _ of errand.watch(poisoned.id)) { /* the first update is the completed one */ }
+        }, undecodable);
+        // The waiters' loop goes on: the other job's result arrives once a worker runs it.
+        const worker = errandOn(db, { jobs, clock, handlers: { count: ({ n }) => n + 1 } });
+        track(worker.errand);
+        await worker.errand.start();
+        assert.deepEqual(await waits[1], { value: 21 });
+        assert.equal((await errand.get(poisoned.id))?.state, "completed");
       }));
 
     it("job.complete(tx, result) stores the result in the handler's own transaction", () =>

@@ -31,6 +31,14 @@ export interface TestDatabase<TTx> {
    * its own `close()`.
    */
   openAnother(): Promise<TestDatabase<TTx>>;
+  /**
+   * Locks errand out of the database until the returned function is called,
+   * as another connection can: libSQL, a write transaction held open (on
+   * `:memory:`, on the client's only connection); PostgreSQL, every table of
+   * the schema locked in ACCESS EXCLUSIVE mode. Call it once errand has
+   * created its tables.
+   */
+  lock(): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
@@ -81,6 +89,15 @@ export function libsqlKind(where: "file" | "memory"): StoreKind<Transaction> {
           );
         },
         openAnother: () => kind.open(),
+        async lock() {
+          const holder = where === "memory" ? client : createClient({ url });
+          const tx = await holder.transaction("write");
+          return async () => {
+            await tx.commit();
+            tx.close();
+            if (holder !== client) holder.close();
+          };
+        },
         close() {
           client.close();
           if (where === "file") removeDbFiles(url.slice("file:".length));
@@ -125,6 +142,27 @@ function openPostgres(url: string, schema: string, prepare: boolean): Promise<Te
             END $$;
             CREATE TRIGGER refuse_marked_runs BEFORE UPDATE OF runs ON "${schema}".jobs
               FOR EACH ROW EXECUTE FUNCTION "${schema}".refuse_marked_runs();`);
+    },
+    async lock() {
+      const holder = postgres(url, { max: 1, onnotice: () => {} });
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      let locked!: () => void;
+      const held = new Promise<void>((resolve) => (locked = resolve));
+      const transaction = holder.begin(async (tx) => {
+        const tables = await tx<{ name: string }[]>`
+          SELECT tablename AS name FROM pg_tables WHERE schemaname = ${schema}`;
+        const names = tables.map((t) => `"${schema}"."${t.name}"`).join(", ");
+        await tx.unsafe(`LOCK TABLE ${names} IN ACCESS EXCLUSIVE MODE`);
+        locked();
+        await released;
+      });
+      await Promise.race([held, transaction]);
+      return async () => {
+        release();
+        await transaction;
+        await holder.end({ timeout: 5 });
+      };
     },
     async openAnother() {
       // Creating a database changes no setting of the shared server; the copy is dropped on close.
