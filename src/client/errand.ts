@@ -47,6 +47,7 @@ import {
 } from "../results/waits.ts";
 import { withDeadline } from "../store/deadline.ts";
 import { checkId } from "../checks/arguments.ts";
+import { Stalls } from "./stalls.ts";
 
 export type { Errand, ShutdownOptions } from "./errand_interface.ts";
 
@@ -99,6 +100,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
   readonly #schedules: ScheduleCalls<TTx>;
   readonly #groups: GroupCalls<TTx>;
   readonly #waits: WaitEnv;
+  readonly #stalls: Stalls;
   readonly #logs: LogCalls<TTx>;
   readonly #offsets: OffsetCalls;
   readonly #bulk: BulkCalls<TTx>;
@@ -108,6 +110,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
     this.mode = resolved.mode;
     this.#store = options.store;
     const newId = idFactory();
+    const timedStore = withDeadline(options.store, resolved.storeTimeoutMs);
     const deps: ClientDeps<TTx> = {
       store: options.store,
       clock: resolved.clock,
@@ -120,7 +123,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
       tracing: this.#tracing,
       workerId: newId(resolved.clock.now()).slice(-10),
       watchers: new Watchers({
-        store: withDeadline(options.store, resolved.storeTimeoutMs),
+        store: timedStore,
         clock: resolved.clock,
         logger: resolved.logger,
         pollMs: resolved.resultPollMs,
@@ -128,7 +131,14 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
       newId,
       ready: () => this.#ensureReady(),
     };
-    this.#waits = { watchers: deps.watchers, clock: deps.clock };
+    this.#stalls = new Stalls({
+      store: timedStore,
+      clock: resolved.clock,
+      logger: resolved.logger,
+      mode: resolved.mode,
+      started: () => this.#phase !== "new" || this.#pool.draining,
+    });
+    this.#waits = { watchers: deps.watchers, clock: deps.clock, stalled: (id) => this.#stalls.of(id) };
     this.#logs = new LogCalls({
       store: options.store,
       clock: resolved.clock,
@@ -194,6 +204,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
     if (this.#phase === "stopping" || this.#phase === "stopped") {
       throw new StateError("enqueue() was called after shutdown()");
     }
+    this.#stalls.enqueued();
     return this.#inserter;
   }
 
