@@ -107,7 +107,7 @@ export async function seekOffsets(
             WHERE o.namespace = ?1 AND o.consumer_group = ?2 AND o.log = ?3 AND o.partition = w.value)
           ON CONFLICT (namespace, consumer_group, log, partition) DO UPDATE SET
             committed = excluded.committed, owner = NULL, lease_until = 0, epoch = epoch + 1
-          WHERE ?8 IS NULL OR committed = ?8
+          WHERE ?9 = 0 AND (?8 IS NULL OR committed = ?8)
           RETURNING partition, committed`,
     args: [
       namespace,
@@ -118,6 +118,7 @@ export async function seekOffsets(
       t.kind === "time" ? t.at : null,
       t.kind === "offset" ? t.offset : null,
       p.ifCommitted ?? null,
+      p.ifNew ? 1 : 0,
     ],
   });
   return rs.rows.map((r) => ({ partition: Number(r.partition), committed: Number(r.committed) }))

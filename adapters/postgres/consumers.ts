@@ -119,7 +119,7 @@ export async function seekOffsets(
        WHERE o.namespace = $1 AND o.consumer_group = $2 AND o.log = $3 AND o.partition = w.partition)
      ON CONFLICT (namespace, consumer_group, log, partition) DO UPDATE SET
        committed = excluded.committed, owner = NULL, lease_until = 0, epoch = c.epoch + 1
-     WHERE $8::bigint IS NULL OR c.committed = $8
+     WHERE NOT $9::boolean AND ($8::bigint IS NULL OR c.committed = $8)
      RETURNING c.partition, c.committed`,
     [
       target.namespace,
@@ -130,6 +130,7 @@ export async function seekOffsets(
       t.kind === "time" ? t.at : null,
       t.kind === "offset" ? t.offset : null,
       p.ifCommitted ?? null,
+      p.ifNew ?? false,
     ],
   );
   return rows.map((r) => ({ partition: Number(r.partition), committed: Number(r.committed) }))

@@ -48,6 +48,7 @@ import {
 } from "../results/waits.ts";
 import { withDeadline } from "../store/deadline.ts";
 import { checkId } from "../checks/arguments.ts";
+import { Stalls } from "./stalls.ts";
 
 export type { Errand, ShutdownOptions } from "./errand_interface.ts";
 
@@ -100,6 +101,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
   readonly #schedules: ScheduleCalls<TTx>;
   readonly #groups: GroupCalls<TTx>;
   readonly #waits: WaitEnv;
+  readonly #stalls: Stalls;
   readonly #logs: LogCalls<TTx>;
   readonly #offsets: OffsetCalls;
   readonly #bulk: BulkCalls<TTx>;
@@ -110,6 +112,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
     this.#store = options.store;
     const newId = idFactory();
     const workers = new Workers<TTx>(resolved.topics.size > 0);
+    const timedStore = withDeadline(options.store, resolved.storeTimeoutMs);
     const deps: ClientDeps<TTx> = {
       store: options.store,
       clock: resolved.clock,
@@ -122,14 +125,14 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
       tracing: this.#tracing,
       workerId: newId(resolved.clock.now()).slice(-10),
       watchers: new Watchers({
-        store: withDeadline(options.store, resolved.storeTimeoutMs),
+        store: timedStore,
         clock: resolved.clock,
         logger: resolved.logger,
         pollMs: resolved.resultPollMs,
       }),
       // One resolve at a time: one that hangs must not hold up every release after it for good.
       releases: new ChildReleases({
-        store: withDeadline(options.store, resolved.storeTimeoutMs),
+        store: timedStore,
         clock: resolved.clock,
         logger: resolved.logger,
         workers,
@@ -137,7 +140,14 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
       newId,
       ready: () => this.#ensureReady(),
     };
-    this.#waits = { watchers: deps.watchers, clock: deps.clock };
+    this.#stalls = new Stalls({
+      store: timedStore,
+      clock: resolved.clock,
+      logger: resolved.logger,
+      mode: resolved.mode,
+      started: () => this.#phase !== "new" || this.#pool.draining,
+    });
+    this.#waits = { watchers: deps.watchers, clock: deps.clock, stalled: (id) => this.#stalls.of(id) };
     this.#logs = new LogCalls({
       store: options.store,
       clock: resolved.clock,
@@ -207,6 +217,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
     if (this.#phase === "stopping" || this.#phase === "stopped") {
       throw new StateError("enqueue() was called after shutdown()");
     }
+    this.#stalls.enqueued();
     return this.#inserter;
   }
 

@@ -192,6 +192,8 @@ export class WorkerPool<TTx> implements RunEnds {
   /** Mode "work": starts every service; mode "manual": makes the workers, which claim only in `step()`. */
   async start(mode: ErrandMode): Promise<void> {
     if (this.#started || mode === "enqueue") return;
+    // Before anything runs: where each consumer group begins is pinned, and the first beat lists its groups.
+    await this.consumers.activate();
     this.#started = true;
     const { clock, logger, options, workers } = this.#deps;
     const store = this.#store;
@@ -270,7 +272,6 @@ export class WorkerPool<TTx> implements RunEnds {
     const ran: StepRun[] = (this.#stepRuns = []);
     this.#cronEnqueued = 0;
     try {
-      this.consumers.activate();
       await this.#heartbeat.beat();
       const leader = await this.#leadership.renew();
       if (leader) await this.schedules.fireDue();

@@ -69,7 +69,8 @@ export interface ConsumerOptions<L extends LogDefinitions, K extends LogKey<L>> 
   retry?: RetryPolicy;
   /**
    * Where a group starts in a partition it has never consumed: its earliest
-   * retained record, or the records appended from then on.
+   * retained record, or the records appended from then on, as of its first
+   * member's `start()`.
    * @default {"earliest"}
    */
   startAt?: "earliest" | "latest";

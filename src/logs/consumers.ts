@@ -99,8 +99,27 @@ export class LogConsumers {
     return this.#active ? this.#env.groups.map((g) => g.member) : [];
   }
 
-  /** Mode "manual": from now on this instance is a member of its groups (each `step()` runs them). */
-  activate(): void {
+  /**
+   * From now on this instance is a member of its groups (mode "work" runs
+   * them after `start()`, mode "manual" in each `step()`). The first call
+   * pins where each group begins in the partitions it has no offset in
+   * (their earliest retained record, or their end with `startAt: "latest"`,
+   * as of now), before this member leases any: every record appended from
+   * then on is the group's, delivered or, when retention prunes it before a
+   * member reads it, reported as skipped.
+   */
+  async activate(): Promise<void> {
+    if (this.#active) return;
+    const { store } = this.#env;
+    await Promise.all(this.#env.groups.map((g) =>
+      store.consumerSeek({
+        group: g.group,
+        log: g.log,
+        partitions: Array.from({ length: g.partitions }, (_, p) => p),
+        target: { kind: g.startAt },
+        ifNew: true,
+      })
+    ));
     this.#active = true;
   }
 
@@ -123,9 +142,8 @@ export class LogConsumers {
     for (const g of this.#env.groups) if (g.log === log) this.#wakeups.get(g.member)!.notify();
   }
 
-  /** Mode "work": runs each group's loop until `stop()`. */
+  /** Mode "work", after `activate()`: runs each group's loop until `stop()`. */
   start(): void {
-    this.#active = true;
     this.#loops = this.#env.groups.map((g) => this.#loop(g));
   }
 
@@ -233,10 +251,9 @@ export class LogConsumers {
       // A seek or another member's takeover moved the epoch: this member's lease is gone.
       if (s.epoch !== null && stored?.epoch !== s.epoch) s.epoch = null;
       const end = endOf.get(p)?.end ?? 0;
-      const position = s.epoch !== null ? s.position : stored?.committed ?? (g.startAt === "latest" ? end : 0);
-      // A partition the group has no offset in is leased even while empty, which pins where the group starts
-      // ("latest" at its end now), so records appended from then on are not skipped.
-      if (stored !== undefined && end <= position) continue;
+      // Every partition has the group's offset from `activate()` on: where it began, or where it got to.
+      const position = s.epoch !== null ? s.position : stored?.committed ?? 0;
+      if (end <= position) continue;
       if (s.failures > 0 && now < s.retryAt) continue;
       const running = this.#workPartition(g, p, s, end).finally(() => s.running = undefined);
       s.running = running;

@@ -51,6 +51,8 @@ const FINAL_STATES: ReadonlySet<JobState> = new Set(["completed", "failed", "can
 export interface WaitEnv {
   readonly watchers: Watchers;
   readonly clock: Clock;
+  /** Why job `id` has not run (said by the `TimeoutError` of `result()`), or undefined when no reason is known. */
+  stalled(id: string): Promise<string | undefined>;
 }
 
 /** See `Errand.result()`. */
@@ -60,7 +62,11 @@ export function awaitResult(env: WaitEnv, id: string, options: ResultOptions = {
   const { signal } = options;
   if (signal?.aborted) return Promise.reject(signal.reason);
   return new Promise((resolve, reject) => {
+    let settled = false;
     const settle = (outcome: () => void) => {
+      // The timeout looks for a reason before it rejects; the job may settle meanwhile.
+      if (settled) return;
+      settled = true;
       unsubscribe();
       timer?.cancel();
       signal?.removeEventListener("abort", onAbort);
@@ -83,12 +89,17 @@ export function awaitResult(env: WaitEnv, id: string, options: ResultOptions = {
         );
       }
     });
-    const timer = timeoutMs === undefined
-      ? undefined
-      : env.clock.setTimer(() =>
-        settle(() =>
-          reject(new TimeoutError(`Job "${id}" did not finish within ${timeoutMs} ms of waiting; it goes on`))
-        ), timeoutMs);
+    const timedOut = async () => {
+      const why = await env.stalled(id).catch(() => undefined);
+      settle(() =>
+        reject(
+          new TimeoutError(
+            `Job "${id}" did not finish within ${timeoutMs} ms of waiting; it goes on${why ? `: ${why}` : ""}`,
+          ),
+        )
+      );
+    };
+    const timer = timeoutMs === undefined ? undefined : env.clock.setTimer(() => void timedOut(), timeoutMs);
     signal?.addEventListener("abort", onAbort, { once: true });
   });
 }

@@ -456,6 +456,11 @@ export interface ConsumerSeekParams {
   readonly target: OffsetTarget;
   /** Move only partitions whose committed offset is still this (and that the group has an offset in). */
   readonly ifCommitted?: number;
+  /**
+   * Set only the partitions the group has no offset in, leaving the others
+   * as they are: how a starting group pins where it begins.
+   */
+  readonly ifNew?: boolean;
 }
 
 /** Parameters of {@link ClusterStore.leaderAcquire}. */
@@ -832,7 +837,8 @@ export interface ConsumerStore {
   /**
    * Moves the group's committed offset in each of `partitions` to `target`
    * and ends their leases with a new epoch, so a batch in flight cannot
-   * commit over the seek; returns the new offsets of the partitions it moved.
+   * commit over the seek; returns the new offsets of the partitions it moved
+   * (with `ifNew`, of those it gave a first offset).
    */
   consumerSeek(params: ConsumerSeekParams): Promise<{ partition: number; committed: number }[]>;
 }

@@ -11,9 +11,9 @@ import {
   ValidationError,
 } from "../../mod.ts";
 import type { RetentionSkip } from "../../mod.ts";
-import type { StoreKind } from "../support/stores.ts";
+import type { StoreKind, TestDatabase } from "../support/stores.ts";
 import { eventually } from "../support/wait.ts";
-import { errandOn, withDatabase } from "./harness.ts";
+import { errandOn, eventuallyOnClock, withDatabase } from "./harness.ts";
 
 type Event = { key: string; n: number };
 const jobs = defineJobs({});
@@ -32,6 +32,26 @@ function gate(): { opened: Promise<void>; open: () => void } {
   let open!: () => void;
   const opened = new Promise<void>((resolve) => open = resolve);
   return { opened, open };
+}
+
+/**
+ * An errand whose group "fresh" reads a one-partition log that keeps its newest 3 records, pruned every
+ * second in mode "work"; `got` collects the values delivered, `skips` what the observer was told was skipped.
+ */
+function newGroupOnShortRetention<TTx>(db: TestDatabase<TTx>, mode: "manual" | "work") {
+  const got: number[] = [];
+  const skips: RetentionSkip[] = [];
+  const kept = defineLogs({ events: log<Event>({ topic: "events", key: (e) => e.key, retain: { count: 3 } }) });
+  const made = errandOn(db, {
+    jobs,
+    logs: kept,
+    topics: { events: { partitions: 1 } },
+    mode,
+    maintenance: { prune: "1s" },
+    observer: { retentionSkipped: (skip) => void skips.push(skip) },
+    consumers: { fresh: { log: "events", handler: (records) => void got.push(...records.map((r) => r.value.n)) } },
+  });
+  return { ...made, got, skips };
 }
 
 /** Consumer groups: batches in offset order, fenced commits, seek, and retention's skips. */
@@ -359,6 +379,44 @@ export function consumerCases(kind: StoreKind<unknown>): void {
         assert.deepEqual(got, [7, 8, 9]);
         assert.deepEqual(skips, [{ group: "slow", log: "events", partition: 0, from: 0, to: 7 }]);
         assert.match(await errand.metrics(), /errand_log_records_skipped_total\{log="events",group="slow"\} 7/);
+      }));
+
+    it("a group started before retention prunes its first records, in mode manual, counts them as skipped and warns once", () =>
+      withDatabase(kind, async (db, track) => {
+        const { errand, logger, got, skips } = newGroupOnShortRetention(db, "manual");
+        track(errand);
+        await errand.start(); // the group begins here: what is appended from now on is its own
+        await errand.appendMany("events", Array.from({ length: 10 }, (_, n) => ({ key: "k", n })));
+        await errand.step(); // prunes to the newest 3 before the group leases its partition
+        assert.deepEqual(got, [7, 8, 9]);
+        assert.deepEqual(skips, [{ group: "fresh", log: "events", partition: 0, from: 0, to: 7 }]);
+        assert.equal(logger.lines.filter((l) => /fell behind the retention/.test(l)).length, 1, "warned once");
+        assert.match(await errand.metrics(), /errand_log_records_skipped_total\{log="events",group="fresh"\} 7/);
+      }));
+
+    it("a group started before retention prunes, in mode work, gets every record appended after start() or counts it as skipped", () =>
+      withDatabase(kind, async (db, track) => {
+        const { errand, clock, logger, got, skips } = newGroupOnShortRetention(db, "work");
+        track(errand);
+        await errand.start();
+        await errand.appendMany("events", Array.from({ length: 10 }, (_, n) => ({ key: "k", n })));
+        await eventuallyOnClock(
+          clock,
+          async () => (await errand.logPartitions("events"))[0].earliest === 7,
+          "retention to prune to the newest 3",
+          100,
+        );
+        clock.advance(5_000); // the next heartbeat: a member has its partitions by then
+        const skipped = () => skips.flatMap((s) => Array.from({ length: s.to - s.from }, (_, i) => s.from + i));
+        await eventuallyOnClock(
+          clock,
+          () => got.length + skipped().length >= 10,
+          "every record delivered or skipped",
+          100,
+        );
+        assert.deepEqual([...got, ...skipped()].sort((a, b) => a - b), Array.from({ length: 10 }, (_, n) => n));
+        const warnings = logger.lines.filter((l) => /fell behind the retention/.test(l));
+        assert.equal(warnings.length, skips.length, "each skip warned once");
       }));
 
     it('a group with startAt "latest" gets every record appended once it began, in every partition, and none before', () =>

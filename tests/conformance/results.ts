@@ -3,6 +3,7 @@ import { describe, it } from "node:test";
 import {
   backoff,
   defineJobs,
+  type Errand,
   job,
   JobFailedError,
   type JobUpdate,
@@ -28,6 +29,18 @@ const jobs = defineJobs({
   loose: job<{ give: "function" | "big" | "fine" | "invalid-date" }, unknown>({ attempts: 1 }),
   wait: job<{ name: string }>(),
 });
+
+/** The TimeoutError of a 1 s `result()` wait for job `id`, moving the errand's clock until it came. */
+async function timeoutOf(
+  { errand, clock }: { errand: Pick<Errand<typeof jobs, unknown>, "result">; clock: FakeClock },
+  id: string,
+): Promise<TimeoutError> {
+  let error: unknown;
+  void errand.result(id, { timeout: "1s" }).catch((e: unknown) => (error = e));
+  await eventually(() => (clock.advance(100), error !== undefined), "the wait's timeout");
+  assert.ok(error instanceof TimeoutError, `got ${String(error)}`);
+  return error;
+}
 
 /** Results, progress, `result()`, `watch()` and `job.parentResults()`. */
 export function resultCases(kind: StoreKind<unknown>): void {
@@ -133,6 +146,34 @@ export function resultCases(kind: StoreKind<unknown>): void {
         await assert.rejects(errand.result("01ARZ3NDEKTSV4RRFFQ69G5FAV"), NotFoundError);
         await assert.rejects(errand.result(""), ValidationError);
         await assert.rejects(errand.result(id, { signal: "soon" as unknown as AbortSignal }), ValidationError);
+      }));
+
+    it("result()'s TimeoutError says why a job waits: this instance has not started, or no live worker has a handler for its kind", () =>
+      withDatabase(kind, async (db, track) => {
+        const render = () => ({ url: "u", pages: 1 });
+        // A "work" instance never started, alone in its namespace: its enqueues warn once, not each time.
+        const idle = errandOn(db, { jobs, handlers: { render }, namespace: "idle" });
+        track(idle.errand);
+        const { id } = await idle.errand.enqueue("render", { docId: "d1" });
+        await idle.errand.enqueue("render", { docId: "d2" });
+        await idle.errand.enqueueMany([{ kind: "render", payload: { docId: "d3" } }]);
+        assert.equal(idle.logger.lines.filter((l) => /has not started/.test(l)).length, 1, "warned once");
+        assert.match((await timeoutOf(idle, id)).message, /this instance has not started/);
+
+        // A started instance with no handler for "notify", and no other live worker that has one.
+        const live = errandOn(db, { jobs, handlers: { render }, namespace: "live" });
+        track(live.errand);
+        await live.errand.start();
+        const orphan = await live.errand.enqueue("notify", { docId: "d4" });
+        const unhandled = (await timeoutOf(live, orphan.id)).message;
+        assert.match(unhandled, /no live worker has a handler for "notify"/);
+        assert.doesNotMatch(unhandled, /has not started/);
+
+        // A job a live worker has a handler for, not yet due: neither is said.
+        const later = await live.errand.enqueue("render", { docId: "d5" }, { delay: "1h" });
+        const handled = (await timeoutOf(live, later.id)).message;
+        assert.doesNotMatch(handled, /has not started|no live worker/);
+        assert.equal(live.logger.lines.filter((l) => /has not started/.test(l)).length, 0);
       }));
 
     it("a result that is not plain data, or over maxResultBytes, fails its attempt with InvalidResult; a fitting one is stored", () =>
