@@ -63,7 +63,13 @@ export function addDrainCommand(program: Command): void {
       out.print(
         `ran ${report.ran} job${report.ran === 1 ? "" : "s"} in ${
           seconds(Date.now() - started)
-        }: ${report.completed} completed, ${report.failed} failed; ${report.left} left for the next drain`,
+        }: ${report.completed} completed, ${report.failed} failed; ${
+          report.left === null ? "the count of jobs left is unknown" : `${report.left} left`
+        } for the next drain`,
       );
+      // The store did not answer within the budget: say which steps go on without this process waiting.
+      if (report.unfinished.length) {
+        out.note(`the store did not answer in time; unfinished: ${report.unfinished.join(", ")}`);
+      }
     });
 }

@@ -229,7 +229,9 @@ export interface Errand<J extends JobDefinitions, TTx, L extends LogDefinitions 
    * Follows a job: yields its state, progress and (once completed) result
    * at once and after each change, and ends after it reaches a final state
    * (completed, failed, cancelled) or when `signal` aborts. Changes that
-   * come quicker than the reads may be seen together, as the latest.
+   * come quicker than the reads may be seen together, as the latest, and a
+   * loop that reads slower than the job changes gets the latest state it
+   * missed rather than each one (nothing piles up for a slow reader).
    * @throws {NotFoundError} When there is no such job (or it is deleted while watched).
    *
    * @example Show a job's progress until it is done

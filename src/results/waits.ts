@@ -112,6 +112,9 @@ export async function* watchJob(env: WaitEnv, id: string, options: WatchOptions 
   const pending: (JobChange | null)[] = [];
   let wake: (() => void) | undefined;
   const unsubscribe = env.watchers.subscribe(id, (change) => {
+    // A reader slower than the reads gets the latest state it missed, not each one: what waits stays bounded.
+    const queued = pending.at(-1);
+    if (queued && !FINAL_STATES.has(queued.state)) pending.pop();
     pending.push(change);
     wake?.();
   });

@@ -391,6 +391,34 @@ export function resultCases(kind: StoreKind<unknown>): void {
         for (let i = 1; i < seen.length; i++) assert.notDeepEqual(seen[i], seen[i - 1], "one update per change");
       }));
 
+    it("watch() read slower than the job changes gets the latest state it missed, not every change", () =>
+      withDatabase(kind, async (db, track) => {
+        const { errand } = errandOn(db, {
+          jobs,
+          progressInterval: "0s",
+          handlers: {
+            render: async (_p, job) => {
+              for (let page = 1; page <= 40; page++) {
+                job.progress({ page });
+                // Each page waits for its write, so the waiters read many distinct states.
+                await errand.get(job.id);
+              }
+              return { url: "u", pages: 40 };
+            },
+          },
+        });
+        track(errand);
+        const { id } = await errand.enqueue("render", { docId: "d1" });
+        const updates = errand.watch(id)[Symbol.asyncIterator]();
+        assert.deepEqual((await updates.next()).value, { state: "available", progress: null });
+        // The watch is not read while the job runs 40 pages and completes.
+        await errand.start();
+        await errand.result(id, { timeout: "30s" });
+        const later: unknown[] = [];
+        for (let next = await updates.next(); !next.done; next = await updates.next()) later.push(next.value);
+        assert.deepEqual(later, [{ state: "completed", progress: { page: 40 }, result: { url: "u", pages: 40 } }]);
+      }));
+
     it("watch() of a failing job shows its error while it retries, and stops on its signal", () =>
       withDatabase(kind, async (db, track) => {
         const { errand } = errandOn(db, {
