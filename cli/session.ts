@@ -111,6 +111,14 @@ function noAnswer(url: DatabaseUrl, ms: number): CommandFailure {
 
 /** `err` said in terms of the command line, when it is about the database. */
 function explain(err: unknown, url: DatabaseUrl, command: Command): unknown {
+  if (err instanceof StoreUnavailableError && err.conflict) {
+    return new CommandFailure(
+      `The database at ${url.shown} gave up the command for another transaction: ${
+        scrubbed(err.message, url.url)
+      }; this passes: run the command again`,
+      { cause: err },
+    );
+  }
   if (err instanceof StoreUnavailableError) {
     return new CommandFailure(
       `Cannot reach the database at ${url.shown}: ${

@@ -64,9 +64,17 @@ export class ValidationError extends ErrandError {
  * by themselves.
  */
 export class StoreUnavailableError extends ErrandError {
+  /**
+   * Whether the store gave up the statement for another transaction (a
+   * statement or lock timeout, a deadlock, a serialization failure) rather
+   * than being out of reach: the rows that transaction holds may be the only
+   * ones that cannot be written now.
+   */
+  readonly conflict: boolean;
   /** Creates the error; `cause` keeps the driver's original error. */
-  constructor(message: string, options?: { cause?: unknown }) {
+  constructor(message: string, options?: { cause?: unknown; conflict?: boolean }) {
     super("store_unavailable", message, options);
+    this.conflict = options?.conflict ?? false;
   }
 }
 

@@ -2,7 +2,8 @@
  * A PostgreSQL statement cancelled by the server for a reason that passes (a
  * statement or lock timeout while another transaction holds the job's row) is
  * retried like an unreachable server: a run whose handler returned ends
- * `completed` once the row is free, never `failed` in its place.
+ * `completed` once the row is free, never `failed` in its place; and one
+ * held row holds up no other outcome.
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
@@ -74,4 +75,60 @@ describe("PostgreSQL statements cancelled by a timeout", { skip: postgresKind().
       }
     });
   }
+
+  it("a row held past the worker's lock_timeout holds up only its own outcome: the others of its batch are saved meanwhile", async () => {
+    const schema = `errand_transient_${crypto.randomUUID().slice(0, 8)}`;
+    const sql = postgres(url!, { max: 4, onnotice: () => {}, connection: { lock_timeout: 300 } });
+    const locker = postgres(url!, { max: 1, onnotice: () => {} });
+    const jobs = defineJobs({ work: job<{ n: number }>({ attempts: 3 }) });
+    const count = 20;
+    let entered = 0;
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const errand = createErrand({
+      jobs,
+      store: postgresStore(sql, { schema }),
+      mode: "manual",
+      logger: quietLogger(),
+      queues: { default: { concurrency: count } },
+      handlers: {
+        work: async () => {
+          entered++;
+          await gate;
+        },
+      },
+    });
+    try {
+      const ids = (await errand.enqueueMany(
+        Array.from({ length: count }, (_, n) => ({ kind: "work" as const, payload: { n } })),
+      )).map((r) => r.id);
+      const stepped = errand.step();
+      await eventually(() => entered === count, "every handler to start");
+      const [heldId, ...others] = ids;
+      await locker.begin(async (tx) => {
+        await tx.unsafe(`SELECT id FROM "${schema}".jobs WHERE id = $1 FOR UPDATE`, [heldId]);
+        // Every outcome comes at once, so they are written in one batch with the held row's.
+        open();
+        await eventually(
+          async () => {
+            const states = await Promise.all(others.map(async (id) => (await errand.get(id))?.state));
+            return states.every((state) => state === "completed");
+          },
+          "the other outcomes to be saved while one row is held",
+          8_000,
+        );
+        assert.equal((await errand.get(heldId))?.state, "running");
+      });
+      await stepped;
+      const held = (await errand.get(heldId))!;
+      assert.equal(held.state, "completed", JSON.stringify(held.runs));
+      assert.deepEqual(held.runs.map((r) => r.outcome), ["completed"]);
+    } finally {
+      open();
+      await errand.shutdown();
+      await locker.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await sql.end({ timeout: 5 });
+      await locker.end({ timeout: 5 });
+    }
+  });
 });

@@ -130,6 +130,7 @@ export function toErrandError(err: unknown): Error {
   if (cancelled) {
     return new StoreUnavailableError(`PostgreSQL cancelled the statement (${code}, ${cancelled}): ${message}`, {
       cause: err,
+      conflict: true,
     });
   }
   return new StoreError(`PostgreSQL error${code ? ` ${code}` : ""}: ${message}`, { cause: err });

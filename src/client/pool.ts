@@ -255,6 +255,8 @@ export class WorkerPool<TTx> implements RunEnds {
     await this.#completer.flush();
     logger.debug("Shutdown: stopping lease renewal");
     await this.#leases.stop();
+    // Nothing is left to cut: this clears the timers of later shutdown() calls' drains.
+    this.#cut.abort();
     logger.info("Shut down");
   }
 
@@ -263,7 +265,7 @@ export class WorkerPool<TTx> implements RunEnds {
    * interrupted and go back to available, their outcomes saved.
    */
   cutDrain(afterMs: number): void {
-    void sleep(this.#deps.clock, afterMs).then(() => this.#cut.abort());
+    void sleep(this.#deps.clock, afterMs, this.#cut.signal).then(() => this.#cut.abort());
   }
 
   /** Mode "manual": one full round (see `Errand.step()`). */
@@ -345,6 +347,7 @@ export class WorkerPool<TTx> implements RunEnds {
   /** A drain's session (see drain_session.ts), lent this instance's services. */
   #drainSession(plan: DrainPlan, deadline: number, steps: DrainSteps): Promise<number> {
     const { clock, logger, options, workers: registry } = this.#deps;
+    // Draining until the session's last step: a start() before it would lose its heartbeat to the wind-down.
     this.#draining = true;
     return runDrainSession(
       {
@@ -362,13 +365,12 @@ export class WorkerPool<TTx> implements RunEnds {
         workers: () => [...plan.queues].map(([queue, slots]) => this.#worker(queue, slots, false)),
         ended: (workers) => {
           for (const worker of workers) if (registry.get(worker.queue) === worker) registry.delete(worker.queue);
-          this.#draining = false;
         },
       },
       plan,
       deadline,
       steps,
-    );
+    ).finally(() => (this.#draining = false));
   }
 
   /** Adds `n` slots to the worker of `queue`, starting one if there is none (mode "work", after start). */

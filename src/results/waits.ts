@@ -11,6 +11,7 @@ import { JobFailedError, NotFoundError, StoreError, TimeoutError, ValidationErro
 import type { JobState, RunError } from "../jobs/types.ts";
 import { progressOf } from "../jobs/job_info.ts";
 import type { JobChange } from "../store/records.ts";
+import { withinDeadline } from "../store/deadline.ts";
 import type { OperatorStore, WatchStore } from "../store/store.ts";
 import type { Clock } from "../time/clock.ts";
 import { type Duration, parseDuration } from "../time/duration.ts";
@@ -55,6 +56,9 @@ export interface WaitEnv {
   stalled(id: string): Promise<string | undefined>;
 }
 
+/** How long a timed-out `result()` looks for why the job waits before it rejects without a reason. */
+const STALL_LOOKUP_MS = 1_000;
+
 /** See `Errand.result()`. */
 export function awaitResult(env: WaitEnv, id: string, options: ResultOptions = {}): Promise<unknown> {
   checkWaitOptions("result()", options);
@@ -90,7 +94,8 @@ export function awaitResult(env: WaitEnv, id: string, options: ResultOptions = {
       }
     });
     const timedOut = async () => {
-      const why = await env.stalled(id).catch(() => undefined);
+      // A store that does not answer must not hold the rejection past its timeout by more than a moment.
+      const why = await withinDeadline(env.stalled(id), STALL_LOOKUP_MS, "the stall lookup").catch(() => undefined);
       settle(() =>
         reject(
           new TimeoutError(

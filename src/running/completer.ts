@@ -9,6 +9,11 @@
  *   by another writer): the batch is tried again with backoff, and after
  *   several tries given up on (the jobs' leases lapse and they run again: at
  *   least once);
+ * - another transaction held rows the batch needed past the store's lock or
+ *   statement timeout (a `conflict`): the batch is split until each held
+ *   outcome stands alone and the others are saved; the {@link Completer}
+ *   writes a held one again with backoff, beside the outcomes that came
+ *   meanwhile, and after several tries gives it up to its lease;
  * - the store answers but refuses the batch: it is split in halves until
  *   the outcome it refuses stands alone; the others are saved, and that
  *   one, after one more try, is replaced by a failed run (`OutcomeRejected`,
@@ -19,6 +24,7 @@
  */
 import type { ServiceDeps } from "../services.ts";
 import { sleep, systemClock } from "../time/clock.ts";
+import { Wakeup } from "../time/wakeup.ts";
 import { StoreUnavailableError } from "../errors.ts";
 import { rejectedFinish, type RunRef } from "./outcome.ts";
 import type { RetryPolicy } from "./retry.ts";
@@ -37,9 +43,12 @@ export interface Saved {
    *   error `OutcomeRejected` instead (`finish` is what was written);
    * - `fenced`: not written because the run no longer held the job (its
    *   lease was lost or it was cancelled), or a rescue's condition no longer held;
-   * - `unsaved`: given up on while the store stayed unreachable; the lease decides.
+   * - `unsaved`: given up on while the store stayed unreachable; the lease decides;
+   * - `held`: not written because another transaction held the job's row
+   *   (a `conflict`); {@link saveFinishes} leaves it to its caller to try
+   *   again (the {@link Completer} does, and never settles with it).
    */
-  readonly status: "applied" | "replaced" | "fenced" | "unsaved";
+  readonly status: "applied" | "replaced" | "fenced" | "unsaved" | "held";
   /** The outcome written, or that was to be. */
   readonly finish: JobFinish;
   /** Whether it changed a job that continuations wait for. */
@@ -87,12 +96,17 @@ export async function saveFinishes(env: SaveEnv, outcomes: readonly Outcome[]): 
     } catch (err) {
       error = err;
     }
+    if (end - start > 1 && (isConflict(error) || !(error instanceof StoreUnavailableError))) {
+      // One outcome (a value refused, a row another transaction holds) must not hold up the rest.
+      const middle = start + Math.ceil((end - start) / 2);
+      parts.push([middle, end], [start, middle]);
+      continue;
+    }
+    if (isConflict(error)) {
+      saved[start] = { status: "held", finish: finishes[start], hasChildren: false };
+      continue;
+    }
     if (!(error instanceof StoreUnavailableError)) {
-      if (end - start > 1) {
-        const middle = start + Math.ceil((end - start) / 2);
-        parts.push([middle, end], [start, middle]);
-        continue;
-      }
       const { finish: refused, run, policy } = outcomes[start];
       try {
         // Once more at once, alone: a refusal may come from a conflict that has passed, not from this outcome.
@@ -131,22 +145,42 @@ export async function saveFinishes(env: SaveEnv, outcomes: readonly Outcome[]): 
     }
     // Real time, like the store's deadlines: the pause paces I/O against an outage, and under a fake
     // clock that a test never moves the outcomes would otherwise wait for good.
-    await sleep(systemClock, Math.min(5_000, 50 * 2 ** failures));
+    await sleep(systemClock, backoffMs(failures));
     parts.push([start, end]);
   }
   return saved;
 }
 
+/** The pause after `failures` failed writes in a row. */
+function backoffMs(failures: number): number {
+  return Math.min(5_000, 50 * 2 ** failures);
+}
+
+/** Whether `error` says another transaction held rows the write needed (it passes; other rows may be free). */
+function isConflict(error: unknown): boolean {
+  return error instanceof StoreUnavailableError && error.conflict;
+}
+
 interface Pending {
   readonly outcome: Outcome;
   readonly settle: (saved: Saved) => void;
+  /** Writes so far that another transaction's hold on the job's row stopped. */
+  held: number;
+  /** When (real time) to write it again after a held write; 0 at first. */
+  dueAt: number;
 }
 
-/** Batches {@link JobFinish} writes. */
+/**
+ * Batches {@link JobFinish} writes. An outcome whose row another transaction
+ * holds waits its backoff beside the queue, so the outcomes that come
+ * meanwhile are saved without it.
+ */
 export class Completer {
   #pending: Pending[] = [];
   #flushing: Promise<void> | undefined;
   readonly #env: SaveEnv;
+  // Real time, like the pause between failed writes; a push ends the pause for a held outcome.
+  readonly #wakeup = new Wakeup(systemClock);
 
   /** Creates a completer writing to `env.store`. */
   constructor(env: SaveEnv) {
@@ -156,7 +190,8 @@ export class Completer {
   /** Queues an outcome to be saved; resolves with what became of it. */
   push(outcome: Outcome): Promise<Saved> {
     return new Promise((settle) => {
-      this.#pending.push({ outcome, settle });
+      this.#pending.push({ outcome, settle, held: 0, dueAt: 0 });
+      this.#wakeup.notify();
       this.#flushing ??= this.#drain();
     });
   }
@@ -168,9 +203,29 @@ export class Completer {
 
   async #drain(): Promise<void> {
     while (this.#pending.length) {
-      const batch = this.#pending.splice(0, MAX_BATCH);
+      const now = systemClock.now();
+      const batch: Pending[] = [];
+      const later: Pending[] = [];
+      for (const p of this.#pending) (batch.length < MAX_BATCH && p.dueAt <= now ? batch : later).push(p);
+      this.#pending = later;
+      if (batch.length === 0) {
+        await this.#wakeup.wait(Math.min(...later.map((p) => p.dueAt)) - now);
+        continue;
+      }
       const saved = await saveFinishes(this.#env, batch.map((b) => b.outcome));
-      batch.forEach((b, i) => b.settle(saved[i]));
+      batch.forEach((b, i) => {
+        if (saved[i].status !== "held") return b.settle(saved[i]);
+        if (++b.held < SAVE_TRIES) {
+          b.dueAt = systemClock.now() + backoffMs(b.held);
+          this.#pending.push(b);
+          return;
+        }
+        this.#env.logger.error(
+          "A job's outcome could not be saved while another transaction held its row; the job will run again after its lease lapses",
+          { id: b.outcome.finish.id },
+        );
+        b.settle({ ...saved[i], status: "unsaved" });
+      });
     }
     this.#flushing = undefined;
   }
