@@ -277,20 +277,19 @@ const STOP_ERRORS: Record<StopReason, [name: string, message: string]> = {
 /** Starts running `claim`. */
 export function execute<TTx>(claim: ClaimedJob, env: ExecutorEnv<TTx>): Execution {
   const controller = new AbortController();
-  let settle!: (ending: Ending) => void;
-  const ending = new Promise<Ending>((resolve) => {
-    let settled = false;
-    settle = (e) => {
-      if (settled) return;
-      settled = true;
-      resolve(e);
-    };
-  });
+  let settled = false;
+  let resolveEnding!: (ending: Ending) => void;
+  const ending = new Promise<Ending>((resolve) => (resolveEnding = resolve));
+  const settle = (e: Ending) => {
+    if (settled) return;
+    settled = true;
+    resolveEnding(e);
+  };
   const stop = (reason: StopReason) => {
     settle({ type: reason });
     controller.abort(namedError(...STOP_ERRORS[reason]));
   };
-  const handedOff = run(claim, env, controller, ending, settle);
+  const handedOff = run(claim, env, controller, ending, settle, () => settled);
   return { claim, stop, done: handedOff.then(() => undefined), saved: handedOff.then((h) => h.saved) };
 }
 
@@ -300,6 +299,7 @@ async function run<TTx>(
   controller: AbortController,
   ending: Promise<Ending>,
   settle: (e: Ending) => void,
+  ended: () => boolean,
 ): Promise<HandedOff> {
   const kind = env.kinds.runnable<TTx>(claim.kind, claim.version);
   if (!kind) return { saved: env.runEnds.finished(interruptedFinish(claim, env.clock.now()), claim) };
@@ -331,8 +331,9 @@ async function run<TTx>(
   const decided: RunDecision = { decision: undefined, note: undefined, completedInTx: undefined, progress: undefined };
   const jobContext = new RunContext(claim, env, controller, span, decided);
   Promise.resolve()
-    // A run stopped before its handler starts (claimed once its worker was stopping) never starts it.
-    .then(() => controller.signal.aborted ? undefined : span.wrap(() => kind.handler(payload, jobContext)))
+    // A run stopped before its handler starts (claimed once its worker was stopping) never starts it. Not read
+    // from the controller's signal: Node makes that object on first read, a cost every run would pay.
+    .then(() => ended() ? undefined : span.wrap(() => kind.handler(payload, jobContext)))
     .then((value) => settle({ type: "ok", value }), (error) => settle({ type: "error", error }));
   const end = await ending;
   timer?.cancel();
