@@ -102,7 +102,7 @@ describe("PostgreSQL wake-ups after a claim passed over a held row", { skip: kin
     }
   });
 
-  it("the parents of a continuation that finish together release it one resolve at a time", async () => {
+  it("the resolves of one instance (of parents that finish together, and maintenance's) run one at a time", async () => {
     // Two resolves at once may both lock the child: when one releases it, the other, having waited for its
     // row, keeps holding the released row (PostgreSQL keeps a lock on a row that then fails the condition
     // it was read for) until its statement ends. The claim the release woke passes over the row meanwhile.
@@ -120,7 +120,8 @@ describe("PostgreSQL wake-ups after a claim passed over a held row", { skip: kin
         return finished;
       },
       jobResolveWaiting: async (p) => {
-        if (!armed || !p.parents) return await store.jobResolveWaiting(p);
+        // Maintenance's resolve (no parents named) starts with the instance, beside the parents' own.
+        if (!armed) return await store.jobResolveWaiting(p);
         most = Math.max(most, ++inFlight);
         try {
           // The first resolve goes on once both parents' outcomes are saved, so a second can start meanwhile.

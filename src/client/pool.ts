@@ -149,6 +149,7 @@ export class WorkerPool<TTx> implements RunEnds {
       intervals: options.intervals,
       retryPolicy: (kind, version) => kinds.retryPolicy(kind, version),
       wake: (queue) => workers.wake(queue),
+      releases: deps.releases,
       rescued: (ids) => telemetry.rescued(ids),
     });
     this.#leadership = new Leadership({

@@ -15,7 +15,7 @@
  */
 import type { ServiceDeps } from "../services.ts";
 import { saveFinishes } from "../running/completer.ts";
-import { resolveWaiting } from "./continuations.ts";
+import type { ChildReleases } from "./continuations.ts";
 import { failedFinish, namedError } from "../running/outcome.ts";
 import { every, type Periodic } from "../time/periodic.ts";
 import type { RetryPolicy } from "../running/retry.ts";
@@ -47,6 +47,8 @@ export interface MaintenanceEnv extends ServiceDeps<ClusterStore> {
   retryPolicy(kind: string, version: number): RetryPolicy;
   /** Wakes this instance's worker of `queue`, if any. */
   wake(queue: string): void;
+  /** This instance's resolves of continuations, which maintenance's resolve joins so that two never overlap. */
+  readonly releases: Pick<ChildReleases, "resolveAll">;
   /** Told the ids of jobs this instance rescued. */
   rescued(ids: readonly string[]): void;
 }
@@ -94,7 +96,7 @@ export class Maintenance {
 
   /** Releases or cancels continuations whose parents all finished (those a transaction enqueued after the last parent ended). */
   async resolveContinuations(): Promise<void> {
-    await resolveWaiting(this.#env);
+    await this.#env.releases.resolveAll();
   }
 
   /** Retries or fails running jobs whose lease expired; returns how many. */
