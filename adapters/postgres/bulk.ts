@@ -6,8 +6,8 @@
  *
  * @module
  */
-import type { JobDeleteManyParams, JobFilter, JobTransitionManyParams } from "../../src/store/store.ts";
-import type { ChangedJob } from "../../src/store/records.ts";
+import type { JobDeleteManyParams, JobFilter, JobTransitionManyParams } from "../../src/store/mod.ts";
+import type { ChangedJob } from "../../src/store/mod.ts";
 import { jobFilterSql } from "../sql/job_filter.ts";
 import type { PostgresConnection, StoreTarget } from "./connection.ts";
 

@@ -7,8 +7,8 @@
  * @module
  */
 import type { TransactionSql } from "postgres";
-import type { JobClaimParams, JobFinishParams } from "../../src/store/store.ts";
-import type { ClaimedJob, FinishedJob } from "../../src/store/records.ts";
+import type { JobClaimParams, JobFinishParams } from "../../src/store/mod.ts";
+import type { ClaimedJob, FinishedJob } from "../../src/store/mod.ts";
 import { CLAIMED_COLUMNS, toClaimedJob, toFinishedJob } from "../sql/rows.ts";
 import { toHex } from "../sql/hex.ts";
 import type { PostgresConnection, StoreTarget } from "./connection.ts";

@@ -14,8 +14,8 @@ import type {
   ConsumerReleaseParams,
   ConsumerSeekParams,
   LogEndsParams,
-} from "../../src/store/store.ts";
-import type { ConsumerLease, ConsumerOffsetRow, LogPartitionRow } from "../../src/store/records.ts";
+} from "../../src/store/mod.ts";
+import type { ConsumerLease, ConsumerOffsetRow, LogPartitionRow } from "../../src/store/mod.ts";
 import { toConsumerOffset, toLogPartition } from "../sql/rows.ts";
 import type { PostgresConnection, StoreTarget } from "./connection.ts";
 

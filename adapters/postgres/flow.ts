@@ -5,8 +5,8 @@
  *
  * @module
  */
-import type { FlowPruneParams, GroupHeldParams, GroupListParams, GroupPauseParams } from "../../src/store/store.ts";
-import type { GroupHeldRow, GroupRow } from "../../src/store/records.ts";
+import type { FlowPruneParams, GroupHeldParams, GroupListParams, GroupPauseParams } from "../../src/store/mod.ts";
+import type { GroupHeldRow, GroupRow } from "../../src/store/mod.ts";
 import type { PostgresConnection, StoreTarget } from "./connection.ts";
 
 /** Pauses a group until `p.until`, or resumes it. */

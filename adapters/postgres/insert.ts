@@ -7,8 +7,8 @@
  * @module
  */
 import type { TransactionSql } from "postgres";
-import type { JobInsertParams } from "../../src/store/store.ts";
-import type { JobInsertResult, JobInsertRow } from "../../src/store/records.ts";
+import type { JobInsertParams } from "../../src/store/mod.ts";
+import type { JobInsertResult, JobInsertRow } from "../../src/store/mod.ts";
 import { toHex } from "../sql/hex.ts";
 import { holdersByRow } from "../sql/rows.ts";
 import type { PostgresConnection, StoreTarget } from "./connection.ts";

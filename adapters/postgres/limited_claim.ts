@@ -16,8 +16,8 @@
  *
  * @module
  */
-import type { JobClaimParams } from "../../src/store/store.ts";
-import type { ClaimedJob } from "../../src/store/records.ts";
+import type { JobClaimParams } from "../../src/store/mod.ts";
+import type { ClaimedJob } from "../../src/store/mod.ts";
 import { CLAIMED_COLUMNS, toClaimedJob } from "../sql/rows.ts";
 import { dueHeadsSql } from "./claims.ts";
 import type { PostgresConnection, StoreTarget } from "./connection.ts";

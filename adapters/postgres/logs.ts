@@ -11,8 +11,8 @@
  * @module
  */
 import type { TransactionSql } from "postgres";
-import type { LogAppendParams, LogPruneParams, LogReadParams } from "../../src/store/store.ts";
-import type { LogRecordRow } from "../../src/store/records.ts";
+import type { LogAppendParams, LogPruneParams, LogReadParams } from "../../src/store/mod.ts";
+import type { LogRecordRow } from "../../src/store/mod.ts";
 import { toHex } from "../sql/hex.ts";
 import { toLogRecord } from "../sql/rows.ts";
 import type { PostgresConnection, StoreTarget } from "./connection.ts";

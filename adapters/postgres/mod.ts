@@ -12,7 +12,7 @@
  * @module
  */
 import type { Sql, TransactionSql } from "postgres";
-import type { StoreFor } from "../../src/store/store.ts";
+import type { StoreFor } from "../../src/store/mod.ts";
 import { checkName, NAMESPACE_PATTERN } from "../../src/checks/names.ts";
 import { PostgresStore } from "./store.ts";
 

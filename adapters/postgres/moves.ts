@@ -24,7 +24,7 @@ import type {
   MoveSaveParams,
   PartitionImportParams,
   PartitionSequence,
-} from "../../src/store/moves.ts";
+} from "../../src/store/mod.ts";
 import { toHex } from "../sql/hex.ts";
 import {
   importDocument,

@@ -5,8 +5,8 @@
  *
  * @module
  */
-import type { JobProgressParams, JobWatchParams } from "../../src/store/store.ts";
-import type { JobChange } from "../../src/store/records.ts";
+import type { JobProgressParams, JobWatchParams } from "../../src/store/mod.ts";
+import type { JobChange } from "../../src/store/mod.ts";
 import { CHANGE_COLUMNS, toJobChange } from "../sql/rows.ts";
 import type { PostgresConnection, StoreTarget } from "./connection.ts";
 

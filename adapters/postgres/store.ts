@@ -53,7 +53,7 @@ import type {
   ScheduleGetParams,
   StoreFor,
   TransactionStore,
-} from "../../src/store/store.ts";
+} from "../../src/store/mod.ts";
 import type {
   ActivityRow,
   ChangedJob,
@@ -74,7 +74,7 @@ import type {
   PartitionRow,
   ResolvedWaiting,
   ScheduleRecord,
-} from "../../src/store/records.ts";
+} from "../../src/store/mod.ts";
 import type {
   ConsumerImportParams,
   JobDeleteMovedParams,
@@ -89,7 +89,7 @@ import type {
   MoveSaveParams,
   PartitionImportParams,
   PartitionSequence,
-} from "../../src/store/moves.ts";
+} from "../../src/store/mod.ts";
 import { LISTED_STATES, LISTED_STATES_SQL } from "../sql/listed_states.ts";
 import type { WorkerInfo } from "../../src/jobs/types.ts";
 import {

@@ -16,7 +16,7 @@
  * @module
  */
 import type { ServiceDeps } from "../services.ts";
-import type { WatchStore } from "../store/store.ts";
+import type { WatchStore } from "../store/watch.ts";
 import type { JobChange } from "../store/records.ts";
 import { systemClock } from "../time/clock.ts";
 import { Wakeup } from "../time/wakeup.ts";
