@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { SchemaVersionError } from "../../src/errors.ts";
+import { SchemaVersionError } from "../../src/base/errors.ts";
 import type { PostgresContext, Querier } from "./connection.ts";
 import { BOOTSTRAP_SQL, POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION } from "./migrations.ts";
 

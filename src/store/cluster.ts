@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { WorkerInfo } from "../jobs/types.ts";
+import type { WorkerInfo } from "../base/types.ts";
 
 /** Parameters of {@link ClusterStore.leaderAcquire}. */
 export interface LeaderAcquireParams {

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { JobState } from "../jobs/types.ts";
+import type { JobState } from "../base/types.ts";
 import type { ActivityRow, ChangedJob, JobCount, JobRelatives, JobRow } from "./records.ts";
 
 /** Parameters of {@link JobsStore.jobActivity}. */

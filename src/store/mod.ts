@@ -32,4 +32,4 @@ export type * from "./schedules.ts";
 export type * from "./schema.ts";
 export type * from "./watch.ts";
 export type * from "./records.ts";
-export type { RunError, RunRecord } from "../jobs/types.ts";
+export type { RunError, RunRecord } from "../base/types.ts";
