@@ -38,6 +38,14 @@ export interface ConnectionSettings {
   readonly synchronous: "full" | "normal";
 }
 
+/** What every operation of the store runs with: the connection and the namespace it is confined to. */
+export interface LibsqlContext {
+  /** The connection every statement goes through. */
+  readonly db: LibsqlConnection;
+  /** The namespace every operation is confined to. */
+  readonly namespace: string;
+}
+
 /** errand's way onto a libSQL client: reads, writes and write transactions under the protocol. */
 export class LibsqlConnection {
   /** The application's client. */
