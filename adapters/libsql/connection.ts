@@ -38,12 +38,22 @@ export interface ConnectionSettings {
   readonly synchronous: "full" | "normal";
 }
 
-/** What every operation of the store runs with: the connection and the namespace it is confined to. */
+/** Settings of the libSQL store, resolved. */
+export interface LibsqlStoreSettings extends ConnectionSettings {
+  /** The namespace every operation is confined to. */
+  readonly namespace: string;
+  /** Whether `ensureSchema` may migrate an older schema (else it refuses it). */
+  readonly migrate: boolean;
+}
+
+/** What every operation of the store runs with: the connection, the namespace and the settings. */
 export interface LibsqlContext {
   /** The connection every statement goes through. */
   readonly db: LibsqlConnection;
-  /** The namespace every operation is confined to. */
+  /** The namespace every operation is confined to (`settings.namespace`). */
   readonly namespace: string;
+  /** The store's settings. */
+  readonly settings: LibsqlStoreSettings;
 }
 
 /** errand's way onto a libSQL client: reads, writes and write transactions under the protocol. */

@@ -12,10 +12,10 @@ import { LIBSQL_MIGRATIONS, LIBSQL_SCHEMA_VERSION, MIGRATIONS_TABLE_SQL } from "
 
 /**
  * `ensureSchema`: creates or checks the schema (see `libsqlMigrationSql`),
- * migrating only when `migrate` allows, then reads the database's id.
+ * migrating only when the settings allow, then reads the database's id.
  */
-export async function ensureSchema({ db }: LibsqlContext, migrate: boolean): Promise<void> {
-  await migrateSchema(db, migrate);
+export async function ensureSchema({ db, settings }: LibsqlContext): Promise<void> {
+  await migrateSchema(db, settings.migrate);
   await db.databaseId();
 }
 

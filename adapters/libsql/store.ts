@@ -29,7 +29,7 @@
 import type { Client, Transaction } from "@libsql/client";
 import type { StoreFor } from "../../src/store/mod.ts";
 import { acquireLeader, beatWorker, listWorkers, releaseLeader, removeWorker } from "./cluster.ts";
-import { checkTransaction, LibsqlConnection, type LibsqlContext } from "./connection.ts";
+import { checkTransaction, LibsqlConnection, type LibsqlContext, type LibsqlStoreSettings } from "./connection.ts";
 import { commitOffset, leasePartition, listOffsets, releasePartition, seekOffsets } from "./consumers.ts";
 import { countHeld, listGroups, listPausedQueues, pauseGroup, pauseQueue, pruneFlow } from "./flow.ts";
 import { insertJobs, promoteDueJobs, resolveWaitingJobs } from "./inserts.ts";
@@ -64,21 +64,13 @@ import { advanceSchedule, deleteSchedule, getSchedule, listSchedules, saveSchedu
 import { ensureSchema } from "./schema.ts";
 import { listenForChanges, watchJobs } from "./watch.ts";
 
-/** Settings of the libSQL store, resolved. */
-export interface LibsqlStoreSettings {
-  readonly namespace: string;
-  readonly migrate: boolean;
-  readonly busyTimeoutMs: number;
-  readonly synchronous: "full" | "normal";
-}
-
 /**
  * A {@link StoreFor} on a libSQL client; nothing is read or written until
  * the first operation. Each operation hands off to the file of its slice,
  * in the slices' order.
  */
 export function composeLibsqlStore(client: Client, settings: LibsqlStoreSettings): StoreFor<Transaction> {
-  const ctx: LibsqlContext = { db: new LibsqlConnection(client, settings), namespace: settings.namespace };
+  const ctx: LibsqlContext = { db: new LibsqlConnection(client, settings), namespace: settings.namespace, settings };
   return {
     namespace: settings.namespace,
     // cluster.ts
@@ -149,7 +141,7 @@ export function composeLibsqlStore(client: Client, settings: LibsqlStoreSettings
     scheduleList: () => listSchedules(ctx),
     scheduleSave: (p) => saveSchedule(ctx, p),
     // schema.ts
-    ensureSchema: () => ensureSchema(ctx, settings.migrate),
+    ensureSchema: () => ensureSchema(ctx),
     // watch.ts
     changesListen: (p) => listenForChanges(ctx, p),
     jobWatch: (p) => watchJobs(ctx, p),
