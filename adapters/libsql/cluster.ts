@@ -12,7 +12,7 @@ import type {
   WorkerListParams,
   WorkerRemoveParams,
 } from "../../src/store/mod.ts";
-import type { WorkerInfo } from "../../src/jobs/types.ts";
+import type { WorkerInfo } from "../../src/base/types.ts";
 import { toWorkerInfo, workerInfoColumn } from "../sql/rows.ts";
 import type { LibsqlContext } from "./connection.ts";
 

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { SchemaVersionError } from "../../src/errors.ts";
+import { SchemaVersionError } from "../../src/base/errors.ts";
 import type { LibsqlConnection, LibsqlContext } from "./connection.ts";
 import { LIBSQL_MIGRATIONS, LIBSQL_SCHEMA_VERSION, MIGRATIONS_TABLE_SQL } from "./migrations.ts";
 
