@@ -1,10 +1,12 @@
 /**
  * How errand writes to a libSQL database that other processes share: the
- * write-lock protocol. Every write runs in its own transaction that takes
- * SQLite's write lock first, never as a bare autocommit statement, with
- * SQLite's own busy wait set on the connection that runs it; a write that
- * still meets `SQLITE_BUSY` is retried for up to `busyTimeout`. Operations
- * run one at a time, each in a later turn of the event loop.
+ * write-lock protocol, and the context every operation of the store runs
+ * with (the connection, the namespace, the settings). Every write runs in
+ * its own transaction that takes SQLite's write lock first, never as a bare
+ * autocommit statement, with SQLite's own busy wait set on the connection
+ * that runs it; a write that still meets `SQLITE_BUSY` is retried for up to
+ * `busyTimeout`. Operations run one at a time, each in a later turn of the
+ * event loop.
  *
  * @module
  */
