@@ -74,11 +74,10 @@ export function resultWorkloads(session: Session): Record<"result_idle" | "resul
         },
       },
     });
-    const open = (options: { resultPollInterval?: Duration } = {}) => {
-      return session.keep(
+    const open = (options: { resultPollInterval?: Duration } = {}) =>
+      session.keep(
         createErrand({ jobs: resultJobs, store: db.connect(), mode: "enqueue", logger: silent, ...options }),
       );
-    };
     session.keep(worker);
     const waiter = open();
     let enqueued = 0;
