@@ -61,17 +61,17 @@ export function benchSession(store: StoreName): Session {
     store,
     open: async () => (db = await openDatabase(store)),
     async instance(mode, handler, flow = false) {
-      const db = await session.open();
+      const fresh = await session.open();
       const errand = session.keep(createErrand({
         jobs: flow ? flowJobs : jobs,
-        store: db.store,
+        store: fresh.store,
         mode,
         logger: silent,
         queues: benchQueues(flow),
         claimBatch: CFG.concurrency,
         handlers: handler ? { bench: (_p, j) => Promise.resolve(handler(j.id)) } : undefined,
       }));
-      return { db, errand };
+      return { db: fresh, errand };
     },
     keep(instance) {
       kept.push(instance);
