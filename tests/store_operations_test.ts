@@ -19,7 +19,10 @@ for (const kind of kinds as StoreKind<unknown>[]) {
           it(c.name, async (t) => {
             const db = await kind.open();
             try {
-              const outcome = await c.run({ store: (namespace) => db.store(namespace), transaction: (fn) => db.transaction(fn) });
+              const outcome = await c.run({
+                store: (namespace) => db.store(namespace),
+                transaction: (fn) => db.transaction(fn),
+              });
               if (outcome) t.skip(outcome.skipped);
             } finally {
               await db.close();

@@ -8,7 +8,7 @@
  */
 import type { JobState } from "../../jobs/types.ts";
 import type { ClaimedJob, JobInsertRow } from "../records.ts";
-import type { JobClaimParams, Store } from "../store.ts";
+import type { ClaimLimits, JobClaimParams, Store } from "../store.ts";
 import type { StoreCaseEnv } from "./case.ts";
 import { checkEqual } from "./check.ts";
 
@@ -92,8 +92,31 @@ export function claim(store: Store, params: Partial<JobClaimParams> = {}): Promi
   });
 }
 
+/**
+ * Claim limits that enforce group pauses and take grouped jobs round-robin,
+ * unless `fields` add limits: the shape the core passes whenever a handled
+ * kind has groups (a claim with `limits: null` takes only ungrouped jobs).
+ */
+export function limits(fields: Partial<ClaimLimits> = {}): ClaimLimits {
+  return {
+    queueConcurrency: null,
+    queueRate: null,
+    kinds: [],
+    after: null,
+    groups: 10,
+    perGroup: 10,
+    round: 1,
+    returned: [],
+    ...fields,
+  };
+}
+
 /** Claims exactly the jobs of `ids` (failing otherwise) and returns them in that order. */
-export async function claimIds(store: Store, ids: readonly string[], params: Partial<JobClaimParams> = {}): Promise<ClaimedJob[]> {
+export async function claimIds(
+  store: Store,
+  ids: readonly string[],
+  params: Partial<JobClaimParams> = {},
+): Promise<ClaimedJob[]> {
   const claimed = await claim(store, { limit: ids.length, ...params });
   checkEqual(claimed.map((j) => j.id).sort(), [...ids].sort(), "the claimed jobs");
   return ids.map((id) => claimed.find((j) => j.id === id)!);
@@ -104,4 +127,17 @@ export async function settle(store: Store, id: string, state: JobState, at = T0)
   const final = state === "completed" || state === "failed" || state === "cancelled";
   const applied = await store.jobTransition({ id, from: ALL_STATES, state, finishedAt: final ? at : null });
   checkEqual(applied, true, `jobTransition of "${id}" to "${state}"`);
+}
+
+/** Resolves once `called()` holds, polling every 10 ms of real time, or rejects after `ms` saying what did not happen. */
+export function eventually(called: () => boolean, what: string, ms = 5_000): Promise<void> {
+  const start = Date.now();
+  return new Promise((resolve, reject) => {
+    const poll = () => {
+      if (called()) resolve();
+      else if (Date.now() - start > ms) reject(new Error(`${what} did not happen within ${ms} ms`));
+      else setTimeout(poll, 10);
+    };
+    poll();
+  });
 }

@@ -9,8 +9,16 @@
  */
 import type { StoreCase } from "./case.ts";
 import { clusterCases } from "./cluster.ts";
+import { consumerCases } from "./consumers.ts";
+import { flowCases } from "./flow.ts";
+import { insertCases } from "./inserts.ts";
+import { jobCases } from "./jobs.ts";
+import { logCases } from "./logs.ts";
+import { moveCases } from "./moves.ts";
+import { runCases } from "./runs.ts";
 import { scheduleCases } from "./schedules.ts";
 import { schemaCases } from "./schema.ts";
+import { watchCases } from "./watch.ts";
 
 export type { StoreCase, StoreCaseEnv, StoreCaseSkip, StoreOperation, StoreSlice } from "./case.ts";
 
@@ -37,7 +45,15 @@ export type { StoreCase, StoreCaseEnv, StoreCaseSkip, StoreOperation, StoreSlice
 export function storeConformance(): StoreCase[] {
   return [
     ...clusterCases,
+    ...consumerCases,
+    ...flowCases,
+    ...insertCases,
+    ...jobCases,
+    ...logCases,
+    ...moveCases,
+    ...runCases,
     ...scheduleCases,
     ...schemaCases,
+    ...watchCases,
   ];
 }

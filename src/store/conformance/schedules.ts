@@ -38,20 +38,30 @@ function schedule(id: string, fields: Partial<ScheduleRecord> = {}): ScheduleRec
   };
 }
 
-const advance = { id: "nightly", fingerprint: "f1", from: T0 + 60_000, nextRunAt: T0 + 120_000, lastRunAt: T0 + 60_000 };
+const advance = {
+  id: "nightly",
+  fingerprint: "f1",
+  from: T0 + 60_000,
+  nextRunAt: T0 + 120_000,
+  lastRunAt: T0 + 60_000,
+};
 
 /** The cases of recurring jobs' definitions. */
 export const scheduleCases: StoreCase[] = cases("schedules", [
-  ["scheduleAdvance", "scheduleAdvance() records a firing while the fingerprint and next occurrence are as read", async (env) => {
-    const store = await ready(env);
-    await store.scheduleSave({ schedule: schedule("nightly") });
-    checkEqual(await store.scheduleAdvance({ ...advance, lastJobId: "job-1" }), true, "the advance");
-    checkEqual(
-      await store.scheduleGet({ id: "nightly" }),
-      schedule("nightly", { nextRunAt: T0 + 120_000, lastRunAt: T0 + 60_000, lastJobId: "job-1" }),
-      "the schedule after it",
-    );
-  }],
+  [
+    "scheduleAdvance",
+    "scheduleAdvance() records a firing while the fingerprint and next occurrence are as read",
+    async (env) => {
+      const store = await ready(env);
+      await store.scheduleSave({ schedule: schedule("nightly") });
+      checkEqual(await store.scheduleAdvance({ ...advance, lastJobId: "job-1" }), true, "the advance");
+      checkEqual(
+        await store.scheduleGet({ id: "nightly" }),
+        schedule("nightly", { nextRunAt: T0 + 120_000, lastRunAt: T0 + 60_000, lastJobId: "job-1" }),
+        "the schedule after it",
+      );
+    },
+  ],
   ["scheduleAdvance", "scheduleAdvance() of an occurrence another instance fired already does nothing", async (env) => {
     const store = await ready(env);
     await store.scheduleSave({ schedule: schedule("nightly") });
@@ -59,13 +69,25 @@ export const scheduleCases: StoreCase[] = cases("schedules", [
     checkEqual(await store.scheduleAdvance({ ...advance, lastJobId: "job-2" }), false, "the second advance");
     checkEqual((await store.scheduleGet({ id: "nightly" }))?.lastJobId, "job-1", "the last job");
   }],
-  ["scheduleAdvance", "scheduleAdvance() under a changed definition or of a missing schedule does nothing", async (env) => {
-    const store = await ready(env);
-    await store.scheduleSave({ schedule: schedule("nightly", { fingerprint: "f2" }) });
-    checkEqual(await store.scheduleAdvance({ ...advance, lastJobId: "job-1" }), false, "advance under fingerprint f1");
-    checkEqual(await store.scheduleAdvance({ ...advance, id: "missing", lastJobId: "job-1" }), false, "advance of a missing schedule");
-    checkEqual((await store.scheduleGet({ id: "nightly" }))?.nextRunAt, T0 + 60_000, "the next occurrence");
-  }],
+  [
+    "scheduleAdvance",
+    "scheduleAdvance() under a changed definition or of a missing schedule does nothing",
+    async (env) => {
+      const store = await ready(env);
+      await store.scheduleSave({ schedule: schedule("nightly", { fingerprint: "f2" }) });
+      checkEqual(
+        await store.scheduleAdvance({ ...advance, lastJobId: "job-1" }),
+        false,
+        "advance under fingerprint f1",
+      );
+      checkEqual(
+        await store.scheduleAdvance({ ...advance, id: "missing", lastJobId: "job-1" }),
+        false,
+        "advance of a missing schedule",
+      );
+      checkEqual((await store.scheduleGet({ id: "nightly" }))?.nextRunAt, T0 + 60_000, "the next occurrence");
+    },
+  ],
   ["scheduleDelete", "scheduleDelete() deletes a schedule and says whether there was one", async (env) => {
     const store = await ready(env);
     await store.scheduleSave({ schedule: schedule("nightly") });
@@ -93,15 +115,30 @@ export const scheduleCases: StoreCase[] = cases("schedules", [
   }],
   ["scheduleSave", "scheduleSave() stores every field and reads back the same record", async (env) => {
     const store = await ready(env);
-    const saved = schedule("nightly", { nextJobId: "job-0", lastRunAt: T0 - 1, lastJobId: "job-x", timeoutMs: null, retry: null });
+    const saved = schedule("nightly", {
+      nextJobId: "job-0",
+      lastRunAt: T0 - 1,
+      lastJobId: "job-x",
+      timeoutMs: null,
+      retry: null,
+    });
     await store.scheduleSave({ schedule: saved });
     checkEqual(await store.scheduleGet({ id: "nightly" }), saved, "the schedule read back");
   }],
-  ["scheduleSave", "scheduleSave() of a saved schedule replaces its definition and keeps its createdAt", async (env) => {
-    const store = await ready(env);
-    await store.scheduleSave({ schedule: schedule("nightly") });
-    const changed = schedule("nightly", { cron: "*/5 * * * *", fingerprint: "f2", createdAt: T0 + 9_000, updatedAt: T0 + 9_000 });
-    await store.scheduleSave({ schedule: changed });
-    checkEqual(await store.scheduleGet({ id: "nightly" }), { ...changed, createdAt: T0 }, "the schedule read back");
-  }],
+  [
+    "scheduleSave",
+    "scheduleSave() of a saved schedule replaces its definition and keeps its createdAt",
+    async (env) => {
+      const store = await ready(env);
+      await store.scheduleSave({ schedule: schedule("nightly") });
+      const changed = schedule("nightly", {
+        cron: "*/5 * * * *",
+        fingerprint: "f2",
+        createdAt: T0 + 9_000,
+        updatedAt: T0 + 9_000,
+      });
+      await store.scheduleSave({ schedule: changed });
+      checkEqual(await store.scheduleGet({ id: "nightly" }), { ...changed, createdAt: T0 }, "the schedule read back");
+    },
+  ],
 ]);
