@@ -9,7 +9,7 @@
 import type { ActivityRow } from "../records.ts";
 import { cases, type StoreCase } from "./case.ts";
 import { check, checkEqual, checkFields, checkSameSet } from "./check.ts";
-import { claim, claimIds, insert, jobRow, ready, settle, T0 } from "./fixtures.ts";
+import { claimIds, insert, jobRow, ready, settle, T0 } from "./fixtures.ts";
 
 /**
  * The events of an activity read, summed by what and whole bucket, sorted.

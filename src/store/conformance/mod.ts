@@ -15,6 +15,7 @@ import { insertCases } from "./inserts.ts";
 import { jobCases } from "./jobs.ts";
 import { logCases } from "./logs.ts";
 import { moveCases } from "./moves.ts";
+import { partitionCases } from "./partitions.ts";
 import { runCases } from "./runs.ts";
 import { scheduleCases } from "./schedules.ts";
 import { schemaCases } from "./schema.ts";
@@ -51,6 +52,7 @@ export function storeConformance(): StoreCase[] {
     ...jobCases,
     ...logCases,
     ...moveCases,
+    ...partitionCases,
     ...runCases,
     ...scheduleCases,
     ...schemaCases,

@@ -8,7 +8,7 @@
  */
 import { cases, skip, type StoreCase } from "./case.ts";
 import { check, checkEqual, checkFields, checkSameSet } from "./check.ts";
-import { claim, claimIds, eventually, insert, jobRow, KIND, ready, T0 } from "./fixtures.ts";
+import { claim, claimIds, eventually, insert, jobRow, KIND, limits, ready, T0 } from "./fixtures.ts";
 
 const result = new Uint8Array([0xa2, 0x6f, 0x6b]);
 
@@ -95,6 +95,44 @@ export const runCases: StoreCase[] = cases("runs", [
     check(second.fence !== first.fence, `the second claim's fence differs: ${first.fence} then ${second.fence}`);
     checkEqual(second.attempt, 2, "the second claim's attempt");
   }],
+  [
+    "jobClaim",
+    "jobClaim() under limits keeps the queue's running jobs at queueConcurrency, not counting returned runs",
+    async (env) => {
+      const store = await ready(env);
+      await insert(store, jobRow(), jobRow(), jobRow(), jobRow());
+      const first = await claim(store, { limits: limits({ queueConcurrency: 2 }) });
+      checkEqual(first.length, 2, "jobs the first claim took");
+      checkEqual(await claim(store, { limits: limits({ queueConcurrency: 2 }) }), [], "a claim at the limit");
+      const returned = [{ id: first[0].id, fence: first[0].fence }];
+      checkEqual(
+        (await claim(store, { limits: limits({ queueConcurrency: 2, returned }) })).length,
+        1,
+        "a claim beside a returned run",
+      );
+    },
+  ],
+  [
+    "jobClaim",
+    "jobClaim() under limits runs at most groupConcurrency jobs of a group, and skips paused groups",
+    async (env) => {
+      const store = await ready(env);
+      const group = (value: string) => `${KIND}\t${value}`;
+      const rows = await insert(
+        store,
+        jobRow({ group: group("a") }),
+        jobRow({ group: group("a") }),
+        jobRow({ group: group("b") }),
+        jobRow({ group: group("c") }),
+        jobRow(),
+      );
+      await store.groupPause({ group: group("c"), until: T0 + 1 });
+      const kinds = [{ kind: KIND, groupConcurrency: 1, rate: null, ratePerGroup: false }];
+      const claimed = await claim(store, { limits: limits({ kinds, perGroup: 1 }) });
+      checkSameSet(claimed.map((j) => j.id), [rows[0].id, rows[2].id, rows[4].id], "the claimed jobs");
+      checkEqual(await claim(store, { limits: limits({ kinds, perGroup: 1 }) }), [], "the next claim");
+    },
+  ],
   [
     "jobFinishMany",
     "jobFinishMany() applies an outcome under its claim's fence and stores result and progress",
