@@ -23,6 +23,6 @@
 export type * from "./store.ts";
 export type * from "./records.ts";
 export type * from "./moves.ts";
-export type { RunError, RunRecord } from "../jobs/types.ts";
+export type { RunError, RunRecord } from "../base/types.ts";
 export { storeConformance } from "./conformance/mod.ts";
 export type { StoreCase, StoreCaseEnv, StoreCaseSkip, StoreOperation, StoreSlice } from "./conformance/mod.ts";

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { WorkerInfo } from "../../jobs/types.ts";
+import type { WorkerInfo } from "../../base/types.ts";
 import { cases, type StoreCase } from "./case.ts";
 import { checkEqual } from "./check.ts";
 import { ready, T0 } from "./fixtures.ts";

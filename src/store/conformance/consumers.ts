@@ -6,13 +6,15 @@
  *
  * @module
  */
-import type { ConsumerLeaseParams } from "../store.ts";
+import type { Store } from "../store.ts";
 import { cases, type StoreCase } from "./case.ts";
 import { checkEqual } from "./check.ts";
 import { ready, T0 } from "./fixtures.ts";
-import type { Store } from "../store.ts";
 
 const at = { group: "audit", log: "events", partition: 0 };
+
+/** What a lease takes ({@link Store.consumerLease}). */
+type ConsumerLeaseParams = Parameters<Store["consumerLease"]>[0];
 
 /** Takes or renews the lease of partition 0 of "events" for group "audit". */
 function lease(store: Store, owner: string, fields: Partial<ConsumerLeaseParams> = {}) {

@@ -6,11 +6,17 @@
  *
  * @module
  */
-import type { JobState } from "../../jobs/types.ts";
+import type { JobState } from "../../base/types.ts";
 import type { ClaimedJob, JobInsertRow } from "../records.ts";
-import type { ClaimLimits, JobClaimParams, Store } from "../store.ts";
+import type { Store } from "../store.ts";
 import type { StoreCaseEnv } from "./case.ts";
 import { checkEqual } from "./check.ts";
+
+/** What a claim takes ({@link Store.jobClaim}). */
+type ClaimParams = Parameters<Store["jobClaim"]>[0];
+
+/** The limits a claim enforces. */
+type ClaimLimits = NonNullable<ClaimParams["limits"]>;
 
 /** The time the cases start at (ms since the epoch). */
 export const T0 = 1_800_000_000_000;
@@ -77,7 +83,7 @@ export async function insert(store: Store, ...rows: JobInsertRow[]): Promise<Job
 }
 
 /** Claims from queue "default" at {@link T0} for worker "w1", leased for 30 s, unless `params` say otherwise. */
-export function claim(store: Store, params: Partial<JobClaimParams> = {}): Promise<ClaimedJob[]> {
+export function claim(store: Store, params: Partial<ClaimParams> = {}): Promise<ClaimedJob[]> {
   const now = params.now ?? T0;
   return store.jobClaim({
     queue: "default",
@@ -115,7 +121,7 @@ export function limits(fields: Partial<ClaimLimits> = {}): ClaimLimits {
 export async function claimIds(
   store: Store,
   ids: readonly string[],
-  params: Partial<JobClaimParams> = {},
+  params: Partial<ClaimParams> = {},
 ): Promise<ClaimedJob[]> {
   const claimed = await claim(store, { limit: ids.length, ...params });
   checkEqual(claimed.map((j) => j.id).sort(), [...ids].sort(), "the claimed jobs");
