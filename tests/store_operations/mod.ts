@@ -1,16 +1,15 @@
 /**
  * The store's operation-level cases (`storeConformance()` of the `./store`
- * subpath) against every store mode: libSQL on a file and in memory,
- * PostgreSQL with and without prepared statements. One describe per slice;
- * each case gets a fresh database.
+ * subpath), registered for one store mode: one describe per slice, a fresh
+ * database per case. Each mode's test file is one call of
+ * {@link runStoreOperations}, so each runs as a file of its own.
  */
 import { describe, it } from "node:test";
-import { storeConformance } from "../src/store/mod.ts";
-import { libsqlKind, postgresKind, type StoreKind } from "./support/stores.ts";
+import { storeConformance } from "../../src/store/mod.ts";
+import type { StoreKind } from "../support/stores.ts";
 
-const kinds = [libsqlKind("file"), libsqlKind("memory"), postgresKind(), postgresKind({ prepare: false })];
-
-for (const kind of kinds as StoreKind<unknown>[]) {
+/** Registers every case for `kind`, or skips them all saying why. */
+export function runStoreOperations(kind: StoreKind<unknown>): void {
   describe(`store operations: ${kind.name}`, { skip: kind.skip }, () => {
     const all = storeConformance();
     for (const slice of new Set(all.map((c) => c.slice))) {
