@@ -36,11 +36,11 @@ export const ALL_STATES: readonly JobState[] = [
 ];
 
 let counter = 0;
-const run = Array.from(crypto.getRandomValues(new Uint8Array(6)), (b) => b.toString(16).padStart(2, "0")).join("");
+const suffix = Array.from(crypto.getRandomValues(new Uint8Array(6)), (b) => b.toString(16).padStart(2, "0")).join("");
 
 /** A new id, 26 characters as a ULID has, greater than every id made before it in this process. */
 export function newId(): string {
-  return `C${(counter++).toString().padStart(13, "0")}${run}`;
+  return `C${(counter++).toString().padStart(13, "0")}${suffix}`;
 }
 
 /** The case's store in `namespace`, its schema brought up to date. */

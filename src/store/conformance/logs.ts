@@ -7,7 +7,7 @@
  */
 import type { LogRecordRow } from "../records.ts";
 import type { Store } from "../store.ts";
-import { cases, type StoreCase } from "./case.ts";
+import { cases, skip, type StoreCase } from "./case.ts";
 import { checkEqual } from "./check.ts";
 import { ready, T0 } from "./fixtures.ts";
 
@@ -45,7 +45,7 @@ export const logCases: StoreCase[] = cases("logs", [
     );
   }],
   ["logAppend", "logAppend() in an application transaction that rolls back takes no offset", async (env) => {
-    if (!env.transaction) return { skipped: "the store takes no application transaction" };
+    if (!env.transaction) return skip("the store takes no application transaction");
     const store = await ready(env);
     await append(store, 0, 1);
     await env.transaction(async (tx): Promise<never> => {
