@@ -20,7 +20,8 @@ import { checkName } from "../checks/names.ts";
 import { describeValue, ValidationError } from "../base/errors.ts";
 import { JOB_STATES, type JobState } from "../base/types.ts";
 import type { ChangedJob } from "../store/records.ts";
-import type { JobFilter, JobTransitionManyParams, Store } from "../store/store.ts";
+import type { JobFilter, JobTransitionManyParams } from "../store/jobs.ts";
+import type { Store } from "../store/store.ts";
 import type { ClientDeps } from "./deps.ts";
 import { CANCEL_FROM, RETRY_FROM } from "./operators.ts";
 

@@ -20,7 +20,7 @@ import type { LeaseKeeper } from "../running/leases.ts";
 import type { QueueWorker } from "../running/worker.ts";
 import type { Schedules } from "../schedules/schedules.ts";
 import type { ServiceDeps } from "../base/services.ts";
-import type { OperatorStore } from "../store/store.ts";
+import type { JobsStore } from "../store/jobs.ts";
 import { every, type Periodic } from "../time/periodic.ts";
 import { claimReserve, type DrainPlan, type DrainSteps } from "./drain.ts";
 
@@ -29,7 +29,7 @@ const PROMOTE = "promote scheduled jobs";
 const COUNT_LEFT = "count the jobs left";
 
 /** What a session works with: the instance's services, lent to it while it runs. */
-export interface DrainSessionEnv<TTx> extends ServiceDeps<Pick<OperatorStore, "jobCounts">> {
+export interface DrainSessionEnv<TTx> extends ServiceDeps<Pick<JobsStore, "jobCounts">> {
   /** How long the leader lease lasts; the session renews it every third of that. */
   readonly leaderLeaseMs: number;
   /** Resolves once the store's schema is ready. */

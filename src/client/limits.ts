@@ -11,7 +11,7 @@ import type { JobDefinitions } from "../jobs/job.ts";
 import type { JobState } from "../base/types.ts";
 import type { HeldLimit, Snapshot } from "../observability/telemetry.ts";
 import type { GroupHeldRow } from "../store/records.ts";
-import type { OperatorStore } from "../store/store.ts";
+import type { FlowStore } from "../store/flow.ts";
 import type { ResolvedOptions } from "./options.ts";
 
 /** A rate limit as configured: at most `limit` starts in each fixed window of `periodMs`. */
@@ -99,7 +99,11 @@ export function describeLimits(jobs: JobDefinitions, options: ResolvedOptions): 
  * `groupConcurrency` hold back, per queue, read from `store` at `now`; none
  * when no kind has groups.
  */
-export async function groupsHeld(store: OperatorStore, limits: ErrandLimits, now: number): Promise<GroupHeldRow[]> {
+export async function groupsHeld(
+  store: Pick<FlowStore, "groupHeld">,
+  limits: ErrandLimits,
+  now: number,
+): Promise<GroupHeldRow[]> {
   if (!limits.kinds.some((k) => k.grouped)) return [];
   // One limit per stored name, as claims enforce it (the last definition of the name).
   const byName = new Map<string, number>();

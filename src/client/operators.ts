@@ -18,7 +18,8 @@ import { JOB_STATES, type JobInfo, type JobState, type WorkerInfo } from "../bas
 import { type ErrandStats, STATS_BUCKETS, STATS_MINUTES, type StatsOptions, toStats } from "../observability/stats.ts";
 import type { Snapshot } from "../observability/telemetry.ts";
 import type { OffsetCalls } from "../logs/offsets.ts";
-import type { JobTransitionParams, Store } from "../store/store.ts";
+import type { JobTransitionParams } from "../store/jobs.ts";
+import type { Store } from "../store/store.ts";
 import type { JobCount } from "../store/records.ts";
 import type { ClientDeps } from "./deps.ts";
 import { identity } from "./kinds.ts";

@@ -11,7 +11,9 @@
 import { NotFoundError, StateError, ValidationError } from "../base/errors.ts";
 import { checkCount } from "../checks/limits.ts";
 import { liveWorkers } from "../cluster/heartbeat.ts";
-import type { ClusterStore, ConsumerStore, LogStore, OffsetTarget } from "../store/store.ts";
+import type { ClusterStore } from "../store/cluster.ts";
+import type { ConsumerStore, OffsetTarget } from "../store/consumers.ts";
+import type { LogStore } from "../store/logs.ts";
 import type { Clock } from "../base/clock.ts";
 import { rendezvousOwner } from "../topics/ownership.ts";
 import type { ConsumerGroup } from "./consumer.ts";

@@ -12,7 +12,8 @@ import type { JobState, RunError } from "../base/types.ts";
 import { progressOf } from "../jobs/job_info.ts";
 import type { JobChange } from "../store/records.ts";
 import { withinDeadline } from "../store/deadline.ts";
-import type { OperatorStore, WatchStore } from "../store/store.ts";
+import type { JobsStore } from "../store/jobs.ts";
+import type { WatchStore } from "../store/watch.ts";
 import type { Clock } from "../base/clock.ts";
 import { type Duration, parseDuration } from "../base/duration.ts";
 import type { Watchers } from "./watchers.ts";
@@ -154,7 +155,7 @@ export async function* watchJob(env: WaitEnv, id: string, options: WatchOptions 
  * (`job.parentResults()`): undefined for one without a result, or gone.
  */
 export async function readParentResults(
-  store: WatchStore & Pick<OperatorStore, "jobRelatives">,
+  store: WatchStore & Pick<JobsStore, "jobRelatives">,
   id: string,
 ): Promise<unknown[]> {
   const { parents } = await store.jobRelatives({ id, limit: 0 });
