@@ -17,8 +17,8 @@
  * @module
  */
 import { checkName } from "../checks/names.ts";
-import { describeValue, ValidationError } from "../errors.ts";
-import { JOB_STATES, type JobState } from "../jobs/types.ts";
+import { describeValue, ValidationError } from "../base/errors.ts";
+import { JOB_STATES, type JobState } from "../base/types.ts";
 import type { ChangedJob } from "../store/records.ts";
 import type { JobFilter, JobTransitionManyParams, Store } from "../store/store.ts";
 import type { ClientDeps } from "./deps.ts";

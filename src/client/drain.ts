@@ -6,11 +6,11 @@
  *
  * @module
  */
-import { ValidationError } from "../errors.ts";
+import { ValidationError } from "../base/errors.ts";
 import { checkCount } from "../checks/limits.ts";
 import { checkName } from "../checks/names.ts";
-import type { Clock } from "../time/clock.ts";
-import { type Duration, parseDuration } from "../time/duration.ts";
+import type { Clock } from "../base/clock.ts";
+import { type Duration, parseDuration } from "../base/duration.ts";
 
 /** Options of `drain()`. */
 export interface DrainOptions {

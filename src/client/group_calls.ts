@@ -7,10 +7,10 @@
 import { checkOptions } from "../checks/arguments.ts";
 import { checkCount } from "../checks/limits.ts";
 import { checkName } from "../checks/names.ts";
-import { ValidationError } from "../errors.ts";
+import { ValidationError } from "../base/errors.ts";
 import { groupKey, type GroupValue, splitGroupKey } from "../flow/limits.ts";
 import type { Store } from "../store/store.ts";
-import { type Duration, parseDuration } from "../time/duration.ts";
+import { type Duration, parseDuration } from "../base/duration.ts";
 import type { ClientDeps } from "./deps.ts";
 import type { ErrandLimits } from "./limits.ts";
 

@@ -7,9 +7,9 @@
 import { checkCount } from "../checks/limits.ts";
 import { deleteInBatches } from "../cluster/maintenance.ts";
 import { liveWorkers } from "../cluster/heartbeat.ts";
-import { ValidationError } from "../errors.ts";
+import { ValidationError } from "../base/errors.ts";
 import { toJobInfo } from "../jobs/job_info.ts";
-import type { JobInfo, WorkerInfo } from "../jobs/types.ts";
+import type { JobInfo, WorkerInfo } from "../base/types.ts";
 import type { Store } from "../store/store.ts";
 import { partitionOwner } from "../topics/ownership.ts";
 import {

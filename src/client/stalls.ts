@@ -9,9 +9,9 @@
  * @module
  */
 import { liveWorkers } from "../cluster/heartbeat.ts";
-import type { Logger } from "../observability/logger.ts";
+import type { Logger } from "../base/logger.ts";
 import type { ClusterStore, OperatorStore } from "../store/store.ts";
-import type { Clock } from "../time/clock.ts";
+import type { Clock } from "../base/clock.ts";
 import { unhandledOf } from "./operators.ts";
 import type { ErrandMode } from "./options.ts";
 

@@ -7,10 +7,10 @@
  */
 import { checkCount } from "../checks/limits.ts";
 import { decodePayload, encodeRecordValue } from "../encoding/codec.ts";
-import { ValidationError } from "../errors.ts";
+import { ValidationError } from "../base/errors.ts";
 import type { LogAppendRow, LogRecordRow } from "../store/records.ts";
 import type { LogStore, TransactionStore } from "../store/store.ts";
-import type { Clock } from "../time/clock.ts";
+import type { Clock } from "../base/clock.ts";
 import { partitionOf } from "../topics/partition.ts";
 import { findLog, type LogDefinition, type LogDefinitions } from "./log.ts";
 

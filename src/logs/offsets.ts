@@ -8,11 +8,11 @@
  *
  * @module
  */
-import { NotFoundError, StateError, ValidationError } from "../errors.ts";
+import { NotFoundError, StateError, ValidationError } from "../base/errors.ts";
 import { checkCount } from "../checks/limits.ts";
 import { liveWorkers } from "../cluster/heartbeat.ts";
 import type { ClusterStore, ConsumerStore, LogStore, OffsetTarget } from "../store/store.ts";
-import type { Clock } from "../time/clock.ts";
+import type { Clock } from "../base/clock.ts";
 import { rendezvousOwner } from "../topics/ownership.ts";
 import type { ConsumerGroup } from "./consumer.ts";
 import { findLog, type LogDefinitions } from "./log.ts";

@@ -7,14 +7,14 @@
  * @module
  */
 import { decodePayload } from "../encoding/codec.ts";
-import { JobFailedError, NotFoundError, StoreError, TimeoutError, ValidationError } from "../errors.ts";
-import type { JobState, RunError } from "../jobs/types.ts";
+import { JobFailedError, NotFoundError, StoreError, TimeoutError, ValidationError } from "../base/errors.ts";
+import type { JobState, RunError } from "../base/types.ts";
 import { progressOf } from "../jobs/job_info.ts";
 import type { JobChange } from "../store/records.ts";
 import { withinDeadline } from "../store/deadline.ts";
 import type { OperatorStore, WatchStore } from "../store/store.ts";
-import type { Clock } from "../time/clock.ts";
-import { type Duration, parseDuration } from "../time/duration.ts";
+import type { Clock } from "../base/clock.ts";
+import { type Duration, parseDuration } from "../base/duration.ts";
 import type { Watchers } from "./watchers.ts";
 
 /** Options of `errand.result()`. */
