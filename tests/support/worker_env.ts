@@ -1,5 +1,6 @@
 /**
- * What every worker process of the chaos suite (chaos/harness/worker.ts, flow/worker.ts, ...)
+ * What every child program of a run across processes (the chaos suite's
+ * worker.ts and scenario programs, flow/worker.ts, log_consumers/member.ts)
  * reads from its environment and shares: the store it opens (CHAOS_STORE,
  * CHAOS_URL, CHAOS_SCHEMA; on PostgreSQL a pool of CHAOS_POOL connections,
  * default 4, named CHAOS_APP, with the server settings `statement_timeout`
