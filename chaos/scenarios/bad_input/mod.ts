@@ -1,7 +1,7 @@
 /**
  * Bad input: the admin API (adapters/hono, served by a real HTTP server)
  * and the `errand` command line (one process per command) are fed a table
- * of wrong inputs (chaos/scenarios/bad_input/bad_inputs.ts) against a database holding
+ * of wrong inputs (bad_inputs.ts) against a database holding
  * a few jobs in several states, a schedule and a paused queue.
  *
  * What must hold: no 5xx answer; every answer a refusal whose message says

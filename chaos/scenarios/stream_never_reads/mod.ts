@@ -1,5 +1,5 @@
 /**
- * Stream never read: an admin server process (chaos/scenarios/stream_never_reads/admin_server.ts,
+ * Stream never read: an admin server process (admin_server.ts,
  * errand's admin router on @hono/node-server) works a job that reports 60 KB
  * of progress every 20 ms, and a client opens the job's event stream
  * (`GET /api/jobs/:id/events`) over a real socket and never reads it. The

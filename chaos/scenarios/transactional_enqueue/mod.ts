@@ -1,6 +1,6 @@
 /**
  * Transactional enqueue: 1,000 application transactions (quick: 300), run by
- * application processes (chaos/scenarios/transactional_enqueue/txn_enqueuer.ts), each writing a row
+ * application processes (txn_enqueuer.ts), each writing a row
  * `orders(id = n)` and enqueueing a job `{ n }` in the same transaction. Half
  * roll back on purpose, and 5 processes (quick: 2) are SIGKILLed while a
  * transaction of theirs is open, its row and job written but not committed;
