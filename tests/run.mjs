@@ -22,8 +22,8 @@ const runtimes =
 /**
  * What `--quick` leaves out: the files that start processes of their own (several workers, a CLI,
  * a browser, workerd, a packed install, the examples, the documentation's programs, a store move)
- * or enqueue 200,000 jobs, and the second run of each store's conformance suite (libSQL in memory,
- * PostgreSQL unprepared).
+ * or enqueue 200,000 jobs, and the second run of each store's conformance suite and operation cases
+ * (libSQL in memory, PostgreSQL unprepared).
  */
 const QUICK_SKIPS = new Set([
   "tests/admin/dashboard_browser_test.ts",
@@ -39,6 +39,8 @@ const QUICK_SKIPS = new Set([
   "tests/processes/multiprocess_test.ts",
   "tests/runtimes/deno_permissions_test.ts",
   "tests/runtimes/workerd_test.ts",
+  "tests/store_operations/libsql_memory_test.ts",
+  "tests/store_operations/postgres_unprepared_test.ts",
   "tests/stores/libsql_memory_test.ts",
   "tests/stores/postgres_unprepared_test.ts",
 ]);

@@ -117,6 +117,7 @@ export default defineConfig({
           { text: "Command line", link: "/reference/cli" },
           { text: "Metrics", link: "/reference/metrics" },
           { text: "Schema", link: "/reference/schema" },
+          { text: "Store adapters", link: "/reference/store-adapters" },
         ],
       },
       {
