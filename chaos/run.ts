@@ -1,5 +1,6 @@
 /**
- * `npm run chaos`: runs the chaos scenarios (chaos/scenarios/) on libSQL
+ * `npm run chaos`: runs the chaos scenarios (chaos/scenarios/, with what
+ * they share in chaos/harness/) on libSQL
  * (a file) and PostgreSQL (DATABASE_URL), prints one JSON line per scenario
  * and store with its figures, then a table, and exits 1 when a figure broke
  * its rule. Arguments: scenario names to run only those, `--quick` for the
@@ -9,14 +10,17 @@
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import process from "node:process";
-import type { Figures, Scenario } from "./scenario.ts";
-import { openDatabase, type StoreName, unavailable } from "./support/database.ts";
+import type { Figures, Scenario } from "./harness/scenario.ts";
+import { openDatabase, type StoreName, unavailable } from "../tests/support/scratch_database.ts";
 
 const STORES: readonly StoreName[] = ["libsql", "postgres"];
 const scenarios: Scenario[] = [];
-for (const file of readdirSync(new URL("./scenarios/", import.meta.url)).filter((f) => f.endsWith(".ts")).sort()) {
-  scenarios.push((await import(`./scenarios/${file}`)).scenario);
+// A scenario is a file of chaos/scenarios/, or a folder there whose mod.ts is its entry.
+for (const entry of readdirSync(new URL("./scenarios/", import.meta.url), { withFileTypes: true })) {
+  if (entry.isDirectory()) scenarios.push((await import(`./scenarios/${entry.name}/mod.ts`)).scenario);
+  else if (entry.name.endsWith(".ts")) scenarios.push((await import(`./scenarios/${entry.name}`)).scenario);
 }
+scenarios.sort((a, b) => a.name < b.name ? -1 : 1);
 const USAGE = `Usage: npm run chaos -- [scenario ...] [--quick] [--store ${STORES.join("|")}]
 
 Runs the chaos scenarios (all of them, or those named) and exits 1 when one breaks a rule.

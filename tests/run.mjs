@@ -3,7 +3,8 @@
 // Node runs twice: the machine's own (Node 20 here) and Node 24 from the devDependency node24.
 // `--quick` (`npm run test:quick`) runs the tests on the machine's Node alone, without the checks and the slow
 // files of QUICK_SKIPS: every store's conformance suite once (libSQL on a file, PostgreSQL) in a few minutes.
-// Usage: node tests/run.mjs [--quick] [--runtimes node,node24,deno,bun] [--skip-checks]
+// `--list` prints the test files a run would take (with `--quick`, those of the quick run) and runs nothing.
+// Usage: node tests/run.mjs [--quick] [--list] [--runtimes node,node24,deno,bun] [--skip-checks]
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -25,29 +26,34 @@ const runtimes =
  * (libSQL in memory, PostgreSQL unprepared).
  */
 const QUICK_SKIPS = new Set([
-  "tests/bulk_test.ts",
-  "tests/cli_test.ts",
-  "tests/dashboard_browser_test.ts",
-  "tests/deno_permissions_test.ts",
-  "tests/docs_test.ts",
-  "tests/examples_test.ts",
-  "tests/flow_multiprocess_test.ts",
-  "tests/getting_started_test.ts",
-  "tests/libsql_memory_test.ts",
-  "tests/log_consumers_multiprocess_test.ts",
-  "tests/move_test.ts",
-  "tests/multiprocess_test.ts",
-  "tests/package_test.ts",
-  "tests/postgres_unprepared_test.ts",
+  "tests/admin/dashboard_browser_test.ts",
+  "tests/api/bulk_test.ts",
+  "tests/cli/cli_test.ts",
+  "tests/docs/docs_test.ts",
+  "tests/docs/examples_test.ts",
+  "tests/docs/getting_started_test.ts",
+  "tests/docs/package_test.ts",
+  "tests/processes/flow_multiprocess_test.ts",
+  "tests/processes/log_consumers_multiprocess_test.ts",
+  "tests/processes/move_test.ts",
+  "tests/processes/multiprocess_test.ts",
+  "tests/runtimes/deno_permissions_test.ts",
+  "tests/runtimes/workerd_test.ts",
   "tests/store_operations/libsql_memory_test.ts",
   "tests/store_operations/postgres_unprepared_test.ts",
-  "tests/workerd_test.ts",
+  "tests/stores/libsql_memory_test.ts",
+  "tests/stores/postgres_unprepared_test.ts",
 ]);
+// Every *_test.ts below tests/, in its folders (stores/, processes/, admin/, ...).
 const testFiles = readdirSync(path.join(root, "tests"), { recursive: true })
   .filter((f) => f.endsWith("_test.ts"))
+  .map((f) => `tests/${f.split(path.sep).join("/")}`)
   .sort()
-  .map((f) => `tests/${f}`)
   .filter((f) => !quick || !QUICK_SKIPS.has(f));
+if (args.includes("--list")) {
+  console.log(testFiles.join("\n"));
+  process.exit(0);
+}
 
 /** The longest one test may take on Node 24 and Bun, which stop it and go on (Deno has no such limit). */
 const TEST_LIMIT_MS = 3 * 60_000;
@@ -56,7 +62,7 @@ const TEST_LIMIT_MS = 3 * 60_000;
  * takes longer (Node 20's `--test-timeout` limits each file as well as each test) and goes on with the next; on every
  * runtime, a run still in one file half a minute later is stopped and fails naming the file. A
  * hang fails fast instead of stalling CI. On Node, with two busy cores, the slowest file
- * (tests/docs_test.ts) took under 3 minutes.
+ * (tests/docs/docs_test.ts) took under 3 minutes.
  */
 const FILE_LIMIT_MS = 8 * 60_000;
 

@@ -16,12 +16,14 @@
  * and runs beyond one per job.
  */
 import postgres from "postgres";
-import { check, type Scenario } from "../scenario.ts";
-import { type ChaosDatabase, openDatabase, orchestrator } from "../support/database.ts";
-import { Workers } from "../support/processes.ts";
-import { overlapsWhileLeased, readRunLog, type Run, runsOf } from "../support/run_log.ts";
-import { startThrowawayCluster } from "../support/throwaway_cluster.ts";
-import { until } from "../support/wait.ts";
+import { check, type Scenario } from "../harness/scenario.ts";
+import { openDatabase, type ScratchDatabase } from "../../tests/support/scratch_database.ts";
+import { orchestrator } from "../harness/orchestrator.ts";
+import type { Workers } from "../../tests/support/processes.ts";
+import { chaosWorkers } from "../harness/workers.ts";
+import { overlapsWhileLeased, readRunLog, type Run, runsOf } from "../harness/run_log.ts";
+import { startThrowawayCluster } from "../harness/throwaway_cluster.ts";
+import { until } from "../../tests/support/wait.ts";
 
 const LEASE_MS = 3_000;
 const CONCURRENCY = 8;
@@ -52,7 +54,7 @@ class Probe {
   readonly #jobs: string;
   readonly #app: string;
 
-  constructor(db: ChaosDatabase) {
+  constructor(db: ScratchDatabase) {
     this.#sql = postgres(db.env.CHAOS_URL, { max: 2, backoff: () => 0.1, connect_timeout: 2, onnotice: () => {} });
     this.#jobs = `"${db.schema}".jobs`;
     this.#app = db.env.CHAOS_APP;
@@ -193,7 +195,7 @@ interface Part {
 
 /** Runs `disrupt` while 2 workers drain `jobs` jobs on `db`, and reads the outcome through `probe`. */
 async function drainWith(
-  db: ChaosDatabase,
+  db: ScratchDatabase,
   probe: Probe,
   jobs: number,
   log: string,
@@ -206,7 +208,7 @@ async function drainWith(
   }>,
 ): Promise<Part> {
   const errand = orchestrator(db);
-  const workers = new Workers(db, log);
+  const workers = chaosWorkers(db, log);
   try {
     await errand.start();
     await enqueueWork(errand, jobs);
@@ -247,7 +249,7 @@ export const scenario: Scenario = {
     const probeJobs = 500;
     const terminated: number[] = [];
     const probes: Probe[] = [];
-    const probeOf = (on: ChaosDatabase) => probes[probes.push(new Probe(on)) - 1];
+    const probeOf = (on: ScratchDatabase) => probes[probes.push(new Probe(on)) - 1];
     // Part 1 on the shared server: cuts of the connections with this run's application_name, and no other.
     const cutPart = drainWith(db, probeOf(db), jobs, `${dir}/cuts.jsonl`, async (probe) => {
       const recovery: (number | undefined)[] = [];
@@ -275,7 +277,7 @@ export const scenario: Scenario = {
       return { recovery, listenerBack, left, total: jobs };
     });
     // Part 2, at the same time, on a cluster of the scenario's own: a restart, then a SIGKILL only a rescue repairs.
-    let restartDb: ChaosDatabase | undefined;
+    let restartDb: ScratchDatabase | undefined;
     let killed: { pid: number; at: number } | undefined;
     const cluster = startThrowawayCluster();
     let restartProbe: Probe | undefined;

@@ -10,11 +10,11 @@
  *   equals its value before the run, and the run is recorded as `interrupted`;
  * - every process exits within the drain plus a few seconds.
  */
-import { check, type Scenario } from "../scenario.ts";
-import { orchestrator } from "../support/database.ts";
-import { Workers } from "../support/processes.ts";
-import { readRunLog } from "../support/run_log.ts";
-import { sleep, until } from "../support/wait.ts";
+import { check, type Scenario } from "../harness/scenario.ts";
+import { orchestrator } from "../harness/orchestrator.ts";
+import { chaosWorkers } from "../harness/workers.ts";
+import { readRunLog } from "../harness/run_log.ts";
+import { sleep, until } from "../../tests/support/wait.ts";
 
 const DRAIN_S = 5;
 const SHORT_MS = 1_000;
@@ -36,7 +36,7 @@ export const scenario: Scenario = {
     const errand = orchestrator(db);
     await errand.start();
     const log = `${dir}/runs.jsonl`;
-    const workers = new Workers(db, log);
+    const workers = chaosWorkers(db, log);
     try {
       const started = await Promise.all(
         Array.from(

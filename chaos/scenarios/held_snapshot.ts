@@ -15,11 +15,12 @@
  * the figures would not measure it).
  */
 import postgres from "postgres";
-import { check, type Scenario } from "../scenario.ts";
-import { type ChaosDatabase, openDatabase, orchestrator } from "../support/database.ts";
-import { Workers } from "../support/processes.ts";
-import { readRunLog, runsOf } from "../support/run_log.ts";
-import { sleep, until } from "../support/wait.ts";
+import { check, type Scenario } from "../harness/scenario.ts";
+import { openDatabase, type ScratchDatabase } from "../../tests/support/scratch_database.ts";
+import { orchestrator } from "../harness/orchestrator.ts";
+import { chaosWorkers } from "../harness/workers.ts";
+import { readRunLog, runsOf } from "../harness/run_log.ts";
+import { sleep, until } from "../../tests/support/wait.ts";
 
 /** What one drain measured. */
 interface Drain {
@@ -90,7 +91,13 @@ export const scenario: Scenario = {
  * Enqueues `jobs` jobs on `db`, then drains them with two worker processes,
  * while a transaction holds a snapshot when `hold` is set.
  */
-async function drain(db: ChaosDatabase, jobs: number, deadlineMs: number, log: string, hold: boolean): Promise<Drain> {
+async function drain(
+  db: ScratchDatabase,
+  jobs: number,
+  deadlineMs: number,
+  log: string,
+  hold: boolean,
+): Promise<Drain> {
   const errand = orchestrator(db);
   await errand.start();
   for (let n = 0; n < jobs; n += 1_000) {
@@ -102,7 +109,7 @@ async function drain(db: ChaosDatabase, jobs: number, deadlineMs: number, log: s
   const schema = db.schema!;
   const holderApp = `${schema}_holder`;
   const holder = hold ? await holdSnapshot(db.env.CHAOS_URL, schema, holderApp) : undefined;
-  const workers = new Workers(db, log);
+  const workers = chaosWorkers(db, log);
   try {
     await Promise.all([1, 2].map(() => workers.start({ CHAOS_CONCURRENCY: "8" })));
     const counts = async () => (await errand.counts()).byState;

@@ -4,9 +4,9 @@
  * exactly once in the store, none is lost, and no two runs of one job
  * overlap while the first still holds its lease.
  */
-import type { Scenario } from "../scenario.ts";
-import { drainUnderKills } from "../support/drain_under_kills.ts";
-import { until } from "../support/wait.ts";
+import type { Scenario } from "../harness/scenario.ts";
+import { drainUnderKills } from "../harness/drain_under_kills.ts";
+import { until } from "../../tests/support/wait.ts";
 
 export const scenario: Scenario = {
   name: "kill_storm",

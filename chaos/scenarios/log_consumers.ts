@@ -8,16 +8,16 @@
  * partitions over, then continued, so its batches' commits arrive late.
  * The short form: 4,000 records over 100 keys, one kill and the stop.
  *
- * What must hold (chaos/support/log_consumers_run.ts has the rules, and
- * chaos/support/consumer_checks.ts how each is read from the run log):
+ * What must hold (tests/support/log_consumers/run.ts has the rules, and
+ * tests/support/log_consumers/checks.ts how each is read from the run log):
  * every record is handled at least once; per partition, the batches a
  * handler got are in offset order, each starting where a batch that may
  * have committed ended and passing no record over; committed offsets never
  * go backwards, nor stand past what handlers returned from; and the
  * stopped member's late commits are rejected and change nothing.
  */
-import type { Scenario } from "../scenario.ts";
-import { logConsumersRun } from "../support/log_consumers_run.ts";
+import type { Scenario } from "../harness/scenario.ts";
+import { logConsumersRun } from "../../tests/support/log_consumers/run.ts";
 
 export const scenario: Scenario = {
   name: "log_consumers",

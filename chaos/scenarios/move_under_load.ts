@@ -17,12 +17,13 @@
  * verify; every worker exits within 15 s of SIGTERM.
  */
 import { createErrand, type Errand, type MoveProgress, type MoveReport, moveStore } from "errand";
-import { check, type Scenario } from "../scenario.ts";
-import { openDatabase, orchestrator, unavailable } from "../support/database.ts";
-import { chaosJobs, chaosTopics } from "../support/jobs.ts";
-import { Workers } from "../support/processes.ts";
-import { overlapsWhileLeased, readRunLog, runsOf } from "../support/run_log.ts";
-import { sleep, until } from "../support/wait.ts";
+import { check, type Scenario } from "../harness/scenario.ts";
+import { openDatabase, unavailable } from "../../tests/support/scratch_database.ts";
+import { orchestrator } from "../harness/orchestrator.ts";
+import { chaosJobs, chaosTopics } from "../harness/jobs.ts";
+import { chaosWorkers } from "../harness/workers.ts";
+import { overlapsWhileLeased, readRunLog, runsOf } from "../harness/run_log.ts";
+import { sleep, until } from "../../tests/support/wait.ts";
 
 /** The workers' lease (worker.ts's default). */
 const LEASE_MS = 3_000;
@@ -55,8 +56,8 @@ export const scenario: Scenario = {
       mode: "enqueue",
     });
     const log = `${dir}/runs.jsonl`;
-    const sourceWorkers = new Workers(db, log);
-    const targetWorkers = new Workers(target, log);
+    const sourceWorkers = chaosWorkers(db, log);
+    const targetWorkers = chaosWorkers(target, log);
     const acknowledged = new Set<string>();
     const reports: MoveReport[] = [];
     const enqueueErrors: string[] = [];

@@ -10,11 +10,11 @@
  * ever runs two jobs at once while a lease holds, no job runs twice at once,
  * and every job completes exactly once.
  */
-import { check, type Scenario } from "../scenario.ts";
-import { drainUnderKills } from "../support/drain_under_kills.ts";
-import { chaosTopics } from "../support/jobs.ts";
-import { orderViolations } from "../support/run_log.ts";
-import { until } from "../support/wait.ts";
+import { check, type Scenario } from "../harness/scenario.ts";
+import { drainUnderKills } from "../harness/drain_under_kills.ts";
+import { chaosTopics } from "../harness/jobs.ts";
+import { orderViolations } from "../harness/run_log.ts";
+import { until } from "../../tests/support/wait.ts";
 
 const PARTITIONS = chaosTopics.orders.partitions;
 

@@ -18,13 +18,15 @@
 import { Buffer } from "node:buffer";
 import { closeSync, openSync, readSync, statSync } from "node:fs";
 import postgres from "postgres";
-import { check, type Scenario } from "../scenario.ts";
-import { openDatabase, orchestrator } from "../support/database.ts";
-import { type SentSignal, type Worker, Workers } from "../support/processes.ts";
-import { overlapsWhileLeased, readRunLog, type RunEvent, runsOf } from "../support/run_log.ts";
-import { Holders } from "../support/holders.ts";
-import { startThrowawayCluster } from "../support/throwaway_cluster.ts";
-import { sleep, until } from "../support/wait.ts";
+import { check, type Scenario } from "../harness/scenario.ts";
+import { openDatabase } from "../../tests/support/scratch_database.ts";
+import { orchestrator } from "../harness/orchestrator.ts";
+import type { SentSignal, Worker } from "../../tests/support/processes.ts";
+import { chaosWorkers } from "../harness/workers.ts";
+import { overlapsWhileLeased, readRunLog, type RunEvent, runsOf } from "../harness/run_log.ts";
+import { Holders } from "../harness/holders.ts";
+import { startThrowawayCluster } from "../harness/throwaway_cluster.ts";
+import { sleep, until } from "../../tests/support/wait.ts";
 
 const MAX_CONNECTIONS = 60;
 const LEASE_MS = 3_000;
@@ -144,7 +146,7 @@ export const scenario: Scenario = {
     const db = openDatabase("postgres", dir, cluster.url);
     const app = db.env.CHAOS_APP;
     const log = `${dir}/runs.jsonl`;
-    const workers = new Workers(db, log);
+    const workers = chaosWorkers(db, log);
     const holders = new Holders(cluster.url, MAX_CONNECTIONS);
     const probe = postgres(cluster.url, { max: 1, onnotice: () => {} });
     const workerConnections = async () =>

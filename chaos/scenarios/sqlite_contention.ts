@@ -8,11 +8,12 @@
  * enqueue fails, no worker logs an error), and nothing is lost (every job
  * enqueued completes, and ran).
  */
-import { check, type Scenario } from "../scenario.ts";
-import { orchestrator } from "../support/database.ts";
-import { type Worker, Workers } from "../support/processes.ts";
-import { overlapsWhileLeased, readRunLog, runsOf } from "../support/run_log.ts";
-import { until } from "../support/wait.ts";
+import { check, type Scenario } from "../harness/scenario.ts";
+import { orchestrator } from "../harness/orchestrator.ts";
+import type { Worker } from "../../tests/support/processes.ts";
+import { chaosWorkers } from "../harness/workers.ts";
+import { overlapsWhileLeased, readRunLog, runsOf } from "../harness/run_log.ts";
+import { until } from "../../tests/support/wait.ts";
 
 const LEASE_MS = 3_000;
 const PROCESSES = 8;
@@ -33,7 +34,7 @@ export const scenario: Scenario = {
     const perProcess = quick ? 250 : 1_000;
     const expected = PROCESSES * perProcess;
     const log = `${dir}/runs.jsonl`;
-    const workers = new Workers(db, log);
+    const workers = chaosWorkers(db, log);
     const started: Worker[] = [];
     const errand = orchestrator(db);
     const began = performance.now();

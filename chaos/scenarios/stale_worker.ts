@@ -32,12 +32,12 @@
  * such runs write nothing.
  */
 import { isDeepStrictEqual } from "node:util";
-import { check, type Scenario } from "../scenario.ts";
-import { orchestrator } from "../support/database.ts";
-import { Workers } from "../support/processes.ts";
-import { overlapsWhileLeased, readRunLog, runsOf } from "../support/run_log.ts";
-import { stopOutsideWrites } from "../support/stop_outside_writes.ts";
-import { sleep, until } from "../support/wait.ts";
+import { check, type Scenario } from "../harness/scenario.ts";
+import { orchestrator } from "../harness/orchestrator.ts";
+import { chaosWorkers } from "../harness/workers.ts";
+import { overlapsWhileLeased, readRunLog, runsOf } from "../harness/run_log.ts";
+import { stopOutsideWrites } from "../../tests/support/stop_outside_writes.ts";
+import { sleep, until } from "../../tests/support/wait.ts";
 
 const LEASE_MS = 3_000;
 /**
@@ -59,7 +59,7 @@ export const scenario: Scenario = {
     const errand = orchestrator(db);
     await errand.start();
     const log = `${dir}/runs.jsonl`;
-    const workers = new Workers(db, log);
+    const workers = chaosWorkers(db, log);
     const events = (pid: number, e: string, after = 0) =>
       new Set(readRunLog(log).filter((x) => x.pid === pid && x.e === e && x.t > after).map((x) => x.id));
     const completed = async () => (await errand.counts()).byState.completed ?? 0;

@@ -15,11 +15,11 @@
  * missing, outcomes replaced, rows locked per hold.
  */
 import postgres from "postgres";
-import { check, type Scenario } from "../scenario.ts";
-import { orchestrator } from "../support/database.ts";
-import { Workers } from "../support/processes.ts";
-import { readRunLog, runsOf } from "../support/run_log.ts";
-import { sleep, until } from "../support/wait.ts";
+import { check, type Scenario } from "../harness/scenario.ts";
+import { orchestrator } from "../harness/orchestrator.ts";
+import { chaosWorkers } from "../harness/workers.ts";
+import { readRunLog, runsOf } from "../harness/run_log.ts";
+import { sleep, until } from "../../tests/support/wait.ts";
 
 const TIMEOUT_MS = 1_000;
 /** How long the holds keep the rows, in turn: a few of the workers' timeouts, well within their lease. */
@@ -39,7 +39,7 @@ export const scenario: Scenario = {
     const holds = quick ? 2 : 4;
     const log = `${dir}/runs.jsonl`;
     const errand = orchestrator(db);
-    const workers = new Workers(db, log);
+    const workers = chaosWorkers(db, log);
     const table = `"${db.schema}".jobs`;
     const locker = postgres(db.env.CHAOS_URL, { max: 1, onnotice: () => {} });
     const sql = db.sql!;

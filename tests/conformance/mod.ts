@@ -12,7 +12,7 @@ import { drainCases } from "./drain.ts";
 import { controlCases } from "./controls.ts";
 import { enqueueCases } from "./enqueue.ts";
 import { executionCases } from "./execution.ts";
-import { flowControlCases } from "./flow_control.ts";
+import { flowControlCases } from "./flow_control/mod.ts";
 import { leaseCases } from "./leases.ts";
 import { logCases } from "./logs.ts";
 import { moveCases } from "./moves.ts";

@@ -81,7 +81,7 @@ async function advanceUntil(clock: FakeClock, promise: Promise<unknown>): Promis
   }
 }
 
-/** Moving a store into another of the same kind (the cross-kind moves are in tests/move_test.ts). */
+/** Moving a store into another of the same kind (the cross-kind moves are in tests/processes/move_test.ts). */
 export function moveCases(kind: StoreKind<unknown>): void {
   describe("moving a store", () => {
     it("moveStore() carries every job with every field, schedules, partitions, paused queues and logs, then the target runs them in order", () =>

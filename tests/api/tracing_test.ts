@@ -1,0 +1,155 @@
+/**
+ * OpenTelemetry traces, checked with the SDK's in-memory exporter: an
+ * enqueue stores the current span's context, each attempt is a CONSUMER span
+ * `process <queue>` in a trace of its own linked to the enqueuer, with the
+ * documented attributes, and a job enqueued by a running job links to that
+ * run. The application registers the provider and a context manager, as it
+ * would in production. Before it does, the API alone traces nothing.
+ */
+import assert from "node:assert/strict";
+import { AsyncLocalStorage } from "node:async_hooks";
+import { after, before, beforeEach, describe, it } from "node:test";
+import { type Context, context, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
+import { defineJobs, type ErrandOptions, job, PermanentError } from "../../mod.ts";
+import { manualErrand } from "../support/manual.ts";
+
+/** The smallest context manager: the active context follows async calls through AsyncLocalStorage. */
+class StorageContextManager {
+  readonly #storage = new AsyncLocalStorage<Context>();
+  active(): Context {
+    return this.#storage.getStore() ?? ROOT_CONTEXT;
+  }
+  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(
+    ctx: Context,
+    fn: F,
+    thisArg?: ThisParameterType<F>,
+    ...args: A
+  ): ReturnType<F> {
+    return this.#storage.run(ctx, () => fn.apply(thisArg, args));
+  }
+  bind<T>(_ctx: Context, target: T): T {
+    return target;
+  }
+  enable(): this {
+    return this;
+  }
+  disable(): this {
+    this.#storage.disable();
+    return this;
+  }
+}
+
+const jobs = defineJobs({
+  order: job<{ n: number }>({ queue: "orders", attempts: 2 }),
+  receipt: job<{ n: number }>(),
+  broken: job<null>({ attempts: 1 }),
+  slow: job<null>({ attempts: 1, timeout: "1s" }),
+});
+
+describe("OpenTelemetry API without an SDK", () => {
+  it("runs jobs without a trace: job.traceId and job.spanId are undefined", async () => {
+    let seen: { traceId?: string; spanId?: string } | undefined;
+    const { errand } = manualErrand({
+      jobs,
+      handlers: { receipt: (_p, job) => void (seen = { traceId: job.traceId, spanId: job.spanId }) },
+    });
+    await errand.enqueue("receipt", { n: 1 });
+    const { ran } = await errand.step();
+    assert.deepEqual(ran.map((r) => r.outcome), ["completed"]);
+    assert.deepEqual(seen, { traceId: undefined, spanId: undefined });
+  });
+});
+
+describe("OpenTelemetry traces", () => {
+  const exporter = new InMemorySpanExporter();
+  const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+  const tracer = () => trace.getTracer("app");
+  before(() => {
+    trace.setGlobalTracerProvider(provider);
+    context.setGlobalContextManager(new StorageContextManager());
+  });
+  after(() => {
+    trace.disable();
+    context.disable();
+  });
+  beforeEach(() => exporter.reset());
+
+  const manual = (handlers: NonNullable<ErrandOptions<typeof jobs, undefined, unknown>["handlers"]>) =>
+    manualErrand({ jobs, handlers });
+
+  it("each attempt is a CONSUMER span in a trace of its own, linked to the enqueuer, with its attributes", async () => {
+    let seen: { traceId?: string; spanId?: string } = {};
+    const { errand } = manual({
+      order: async (p, job) => {
+        seen = { traceId: job.traceId, spanId: job.spanId };
+        await job.enqueue("receipt", { n: p.n });
+      },
+      receipt: () => {},
+    });
+    const enqueuer = await tracer().startActiveSpan("POST /orders", async (span) => {
+      await errand.enqueue("order", { n: 1 });
+      span.end();
+      return span.spanContext();
+    });
+    const { ran } = await errand.step();
+    assert.deepEqual(ran.map((r) => r.kind), ["order", "receipt"]);
+
+    const spans = exporter.getFinishedSpans();
+    const run = spans.find((s) => s.name === "process orders")!;
+    assert.ok(run, `a span "process orders" among ${spans.map((s) => s.name)}`);
+    assert.equal(run.kind, SpanKind.CONSUMER);
+    assert.notEqual(run.spanContext().traceId, enqueuer.traceId, "a trace of its own");
+    assert.equal(run.parentSpanContext, undefined, "not parented to the enqueuer");
+    assert.deepEqual(
+      run.links.map((l) => [l.context.traceId, l.context.spanId]),
+      [[enqueuer.traceId, enqueuer.spanId]],
+      "linked to the enqueuer",
+    );
+    assert.deepEqual(run.attributes, {
+      "messaging.system": "errand",
+      "messaging.destination.name": "orders",
+      "messaging.operation.type": "process",
+      "messaging.message.id": ran[0].id,
+      "errand.job.kind": "order",
+      "errand.job.attempt": 1,
+      "errand.job.max_attempts": 2,
+      "errand.job.outcome": "completed",
+    });
+    assert.equal(run.status.code, SpanStatusCode.UNSET);
+    assert.deepEqual(seen, { traceId: run.spanContext().traceId, spanId: run.spanContext().spanId });
+
+    // The receipt was enqueued by the running order: its span links to the order's run.
+    const receipt = spans.find((s) => s.name === "process default")!;
+    assert.deepEqual(receipt.links.map((l) => l.context.spanId), [run.spanContext().spanId]);
+    await errand.shutdown();
+  });
+
+  it("a failed attempt sets error.type; a timeout reads Timeout; with no span active nothing is linked", async () => {
+    const { errand, clock } = manual({
+      broken: () => {
+        throw new PermanentError("no");
+      },
+      slow: (_p, job) => new Promise<void>((resolve) => job.signal.addEventListener("abort", () => resolve())),
+    });
+    await errand.enqueue("broken", null);
+    await errand.step();
+    await errand.enqueue("slow", null);
+    let stepped = false;
+    const step = errand.step().then(() => (stepped = true));
+    // The timeout runs on the fake clock: move it until the run has timed out.
+    while (!stepped) {
+      clock.advance(1_000);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    await step;
+    const broken = exporter.getFinishedSpans().find((s) => s.attributes["errand.job.kind"] === "broken")!;
+    assert.equal(broken.attributes["error.type"], "PermanentError");
+    assert.equal(broken.attributes["errand.job.outcome"], "failed");
+    assert.equal(broken.status.code, SpanStatusCode.ERROR);
+    assert.deepEqual(broken.links, [], "enqueued outside any span: nothing to link");
+    const slow = exporter.getFinishedSpans().find((s) => s.attributes["errand.job.kind"] === "slow")!;
+    assert.equal(slow.attributes["error.type"], "Timeout");
+    await errand.shutdown();
+  });
+});

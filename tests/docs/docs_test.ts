@@ -1,0 +1,93 @@
+/**
+ * Every TypeScript block of the documentation (README.md and docs/) runs or
+ * says why not: each one is marked, before its fence, as a program or test
+ * file that runs, or as a fragment with its reason (tests/support/doc_blocks.ts
+ * lists the markers); an unmarked block fails here. Every block is
+ * type-checked, and the programs and test files run as their own processes
+ * on the runtime running this test. `ERRAND_DOCS=docs/guides` limits the run
+ * to the pages under that path.
+ */
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { after, describe, it } from "node:test";
+import { blocksOf, type DocBlock, docPages, root } from "../support/doc_blocks.ts";
+import { runtimeCommand } from "../support/processes.ts";
+
+const only = process.env.ERRAND_DOCS;
+const blocks = docPages().filter((page) => !only || page.startsWith(only)).flatMap(blocksOf);
+// Inside the checkout, so that the blocks' own imports (@libsql/client, hono, ...) resolve from its node_modules.
+const dir = `${root}tests/.doc-blocks-${process.pid}`;
+const fileOf = (block: DocBlock) => `${dir}/${block.page.replace(/[/.]/g, "_")}_L${block.line}.ts`;
+const where = (block: DocBlock) => `${block.page}:${block.line}`;
+
+describe("docs", () => {
+  mkdirSync(dir, { recursive: true });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("every TypeScript block runs, or is marked as a fragment with its reason", () => {
+    const unmarked = blocks.filter((block) => block.role === "unmarked");
+    assert.deepEqual(
+      unmarked.map((block) => `${where(block)}${block.note ? ` (<!-- ${block.note} --> is no marker)` : ""}`),
+      [],
+      "mark each block before its fence: <!-- run -->, <!-- run: postgres -->, <!-- test --> or <!-- fragment: why it does not run --> (see tests/support/doc_blocks.ts)",
+    );
+  });
+
+  it("every TypeScript block type-checks", { timeout: 300_000 }, () => {
+    assert.ok(blocks.length > 0, "the docs have TypeScript blocks");
+    for (const block of blocks) writeFileSync(fileOf(block), block.checked);
+    const check = spawnSync(
+      `${root}node_modules/.bin/deno`,
+      ["check", "--quiet", "--config", `${root}deno.json`, ...blocks.map(fileOf)],
+      { cwd: root, encoding: "utf8", timeout: 300_000, env: { ...process.env, NO_COLOR: "1" } },
+    );
+    const output = `${check.stdout}${check.stderr}`;
+    const failing = blocks.filter((block) => output.includes(fileOf(block).slice(root.length)));
+    assert.equal(
+      check.status,
+      0,
+      `type errors in ${failing.map(where).join(", ") || "the blocks"}:\n${output.replaceAll(dir, "<block>")}`,
+    );
+  });
+
+  for (const block of blocks) {
+    if (block.role === "run" || block.role === "run-postgres") {
+      const skip = block.role === "run-postgres" && !process.env.DATABASE_URL && "needs DATABASE_URL";
+      it(`${where(block)} runs and exits`, { skip }, () => {
+        const run = runBlock(block, runtimeCommand);
+        assert.equal(run.status, 0, `${where(block)} failed:\n${run.output}`);
+      });
+    }
+    if (block.role === "test") {
+      it(`${where(block)} passes as a test file`, () => {
+        const run = runBlock(block, testCommand);
+        assert.equal(run.status, 0, `${where(block)} failed:\n${run.output}`);
+      });
+    }
+  }
+});
+
+/** Runs one block as its own process, in a directory of its own, within a minute. */
+function runBlock(
+  block: DocBlock,
+  command: (file: string) => [string, string[]],
+): { status: number | null; output: string } {
+  const cwd = `${dir}/run_${block.page.replace(/[/.]/g, "_")}_L${block.line}`;
+  mkdirSync(cwd, { recursive: true });
+  const file = `${cwd}/${block.role === "test" ? "example_test.ts" : "main.ts"}`;
+  writeFileSync(file, block.checked);
+  const [cmd, args] = command(file);
+  const env: Record<string, string> = {};
+  // Not as a subtest of this run: a test block's runner reports on its own.
+  for (const [k, v] of Object.entries(process.env)) if (k !== "NODE_TEST_CONTEXT" && v !== undefined) env[k] = v;
+  const run = spawnSync(cmd, args, { cwd, encoding: "utf8", timeout: 60_000, env });
+  return { status: run.status, output: `${run.stdout}${run.stderr}${run.error ? `\n${run.error}` : ""}` };
+}
+
+/** The command that runs a `node:test` file with the test runner of the runtime running this test. */
+function testCommand(file: string): [string, string[]] {
+  if ("Deno" in globalThis) return [Deno.execPath(), ["test", "-A", "--config", `${root}deno.json`, file]];
+  if (process.versions.bun) return [process.execPath, ["test", file]];
+  return [process.execPath, ["--import", import.meta.resolve("tsx"), "--test", file]];
+}

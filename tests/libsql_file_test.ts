@@ -1,4 +1,0 @@
-import { libsqlKind } from "./support/stores.ts";
-import { runConformance } from "./conformance/mod.ts";
-
-runConformance(libsqlKind("file"));

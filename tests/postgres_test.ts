@@ -1,4 +1,0 @@
-import { postgresKind } from "./support/stores.ts";
-import { runConformance } from "./conformance/mod.ts";
-
-runConformance(postgresKind());

@@ -1,0 +1,4 @@
+import { libsqlKind } from "../support/stores.ts";
+import { runConformance } from "../conformance/mod.ts";
+
+runConformance(libsqlKind("memory"));
