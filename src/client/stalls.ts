@@ -10,14 +10,14 @@
  */
 import { liveWorkers } from "../cluster/heartbeat.ts";
 import type { Logger } from "../observability/logger.ts";
-import type { ClusterStore, OperatorStore } from "../store/store.ts";
+import { unhandledOf } from "../cluster/unhandled.ts";
+import type { Store } from "../store/store.ts";
 import type { Clock } from "../time/clock.ts";
-import { unhandledOf } from "./operators.ts";
 import type { ErrandMode } from "./options.ts";
 
 /** What the stall reasons need. */
 export interface StallsEnv {
-  readonly store: Pick<OperatorStore, "jobGet"> & Pick<ClusterStore, "workerList">;
+  readonly store: Pick<Store, "jobGet" | "workerList">;
   readonly clock: Clock;
   readonly logger: Logger;
   readonly mode: ErrandMode;

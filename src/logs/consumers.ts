@@ -35,7 +35,7 @@ import { retryDelay } from "../running/retry.ts";
 import { sleep } from "../time/clock.ts";
 import { Wakeup } from "../time/wakeup.ts";
 import type { ConsumerGroup } from "./consumer.ts";
-import { toRecord } from "./log_calls.ts";
+import { toRecord } from "./record.ts";
 
 /** What the consumers need from the rest of errand. */
 export interface ConsumersEnv extends ServiceDeps<LogStore & ConsumerStore> {
