@@ -26,9 +26,12 @@ import { StepCall } from "../calls/step.ts";
 import { WorkerCalls } from "../calls/workers.ts";
 import { Services, type ServicesDeps } from "./services.ts";
 
+/** What the pool works with: what its services need but the count of `step()`, which it wires itself. */
+export type PoolDeps<TTx> = Omit<ServicesDeps<TTx>, "cronEnqueued">;
+
 /** The queue workers and shared services of one instance. */
 export class WorkerPool<TTx> {
-  readonly #deps: Omit<ServicesDeps<TTx>, "cronEnqueued">;
+  readonly #deps: PoolDeps<TTx>;
   readonly #services: Services<TTx>;
   /** `step()`, over these services. */
   readonly steps: StepCall;
@@ -43,11 +46,11 @@ export class WorkerPool<TTx> {
   readonly #cut = new AbortController();
 
   /** Creates the services and the calls that run them; nothing runs before `start()`. */
-  constructor(deps: Omit<ServicesDeps<TTx>, "cronEnqueued">) {
+  constructor(deps: PoolDeps<TTx>) {
     this.#deps = deps;
     const { options, workers } = deps;
     const services = this.#services = new Services({ ...deps, cronEnqueued: (n) => this.steps.cronEnqueued(n) });
-    this.steps = new StepCall({ ...services, workers, consumers: services.consumers });
+    this.steps = new StepCall({ ...services, workers });
     this.drains = new DrainCall({
       ...services,
       clock: deps.clock,
