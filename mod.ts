@@ -99,15 +99,15 @@ export type {
   StandardSchemaV1,
 } from "./src/jobs/validate.ts";
 export type { CompleteResult, Decided, DecidedFor, Handler, HandlerResult, JobContext } from "./src/running/handler.ts";
-export { backoff } from "./src/running/retry.ts";
-export type { RetryPolicy } from "./src/running/retry.ts";
-export { parseDuration } from "./src/time/duration.ts";
-export type { Duration } from "./src/time/duration.ts";
-export { systemClock } from "./src/time/clock.ts";
-export type { Clock, Timer } from "./src/time/clock.ts";
-export { consoleLogger } from "./src/observability/logger.ts";
-export type { Logger } from "./src/observability/logger.ts";
-export { JOB_STATES } from "./src/jobs/types.ts";
+export { backoff } from "./src/jobs/retry.ts";
+export type { RetryPolicy } from "./src/jobs/retry.ts";
+export { parseDuration } from "./src/base/duration.ts";
+export type { Duration } from "./src/base/duration.ts";
+export { systemClock } from "./src/base/clock.ts";
+export type { Clock, Timer } from "./src/base/clock.ts";
+export { consoleLogger } from "./src/base/logger.ts";
+export type { Logger } from "./src/base/logger.ts";
+export { JOB_STATES } from "./src/base/types.ts";
 export type {
   JobInfo,
   JobState,
@@ -116,7 +116,7 @@ export type {
   RunOutcome,
   WorkerInfo,
   WorkerQueueInfo,
-} from "./src/jobs/types.ts";
+} from "./src/base/types.ts";
 export {
   ErrandError,
   JobFailedError,
@@ -129,5 +129,5 @@ export {
   StoreUnavailableError,
   TimeoutError,
   ValidationError,
-} from "./src/errors.ts";
-export type { ErrandErrorCode } from "./src/errors.ts";
+} from "./src/base/errors.ts";
+export type { ErrandErrorCode } from "./src/base/errors.ts";

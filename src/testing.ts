@@ -14,7 +14,7 @@
  *
  * @module
  */
-import type { Clock, Timer } from "./time/clock.ts";
+import type { Clock, Timer } from "./base/clock.ts";
 
 interface PendingTimer {
   at: number;

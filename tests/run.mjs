@@ -1,4 +1,4 @@
-// Runs every check (types, doc examples, lint, format, import cycles, the docs site's build) and the whole test suite on Node (tsx), Deno and Bun, then
+// Runs every check (types, doc examples, lint, format, import cycles, upward imports, the docs site's build) and the whole test suite on Node (tsx), Deno and Bun, then
 // prints one summary line per runtime, the slowest test files, and a total. `npm test` runs this.
 // Node runs twice: the machine's own (Node 20 here) and Node 24 from the devDependency node24.
 // `--quick` (`npm run test:quick`) runs the tests on the machine's Node alone, without the checks and the slow
@@ -169,6 +169,8 @@ if (!quick && !args.includes("--skip-checks")) {
   ];
   const cycles = ["--no-warning", "--no-tree", "--exit-code", "circular:1", ...entries];
   if (!(await run("import cycles", bin("dpdm"), cycles)).ok) failures.push("import cycles");
+  // No folder of src/ imports from a folder above it (the order is LAYERS in tests/layers.mjs).
+  if (!(await run("upward imports", process.execPath, ["tests/layers.mjs"])).ok) failures.push("upward imports");
   // The docs site builds, with no link to a missing page or heading (docs/.vitepress/anchors.ts).
   if (!(await run("docs build", process.execPath, [bin("vitepress"), "build", "docs"])).ok) failures.push("docs build");
 }

@@ -9,7 +9,13 @@
  * @module
  */
 import type { Client, InStatement, ResultSet, Transaction } from "@libsql/client";
-import { describeValue, ErrandError, StoreError, StoreUnavailableError, ValidationError } from "../../src/errors.ts";
+import {
+  describeValue,
+  ErrandError,
+  StoreError,
+  StoreUnavailableError,
+  ValidationError,
+} from "../../src/base/errors.ts";
 
 /**
  * How long SQLite itself waits for another writer per try; tries repeat up

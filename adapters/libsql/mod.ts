@@ -13,8 +13,8 @@
  */
 import type { Client, Transaction } from "@libsql/client";
 import type { StoreFor } from "../../src/store/store.ts";
-import { type Duration, parseDuration } from "../../src/time/duration.ts";
-import { ValidationError } from "../../src/errors.ts";
+import { type Duration, parseDuration } from "../../src/base/duration.ts";
+import { ValidationError } from "../../src/base/errors.ts";
 import { checkName, NAMESPACE_PATTERN } from "../../src/checks/names.ts";
 import { LibsqlStore } from "./store.ts";
 

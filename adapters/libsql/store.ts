@@ -27,7 +27,7 @@
  * @module
  */
 import type { Client, Transaction } from "@libsql/client";
-import { SchemaVersionError } from "../../src/errors.ts";
+import { SchemaVersionError } from "../../src/base/errors.ts";
 import type {
   ChangesListenParams,
   ConsumerCommitParams,
@@ -100,7 +100,7 @@ import type {
   PartitionSequence,
 } from "../../src/store/moves.ts";
 import { LISTED_STATES, LISTED_STATES_SQL } from "../sql/listed_states.ts";
-import type { WorkerInfo } from "../../src/jobs/types.ts";
+import type { WorkerInfo } from "../../src/base/types.ts";
 import {
   EXPIRED_COLUMNS,
   JOB_COLUMNS,

@@ -10,7 +10,13 @@
  * @module
  */
 import type { Sql, TransactionSql } from "postgres";
-import { describeValue, ErrandError, StoreError, StoreUnavailableError, ValidationError } from "../../src/errors.ts";
+import {
+  describeValue,
+  ErrandError,
+  StoreError,
+  StoreUnavailableError,
+  ValidationError,
+} from "../../src/base/errors.ts";
 
 /** A row as postgres.js returns it. */
 export type Row = Record<string, unknown>;

@@ -8,7 +8,7 @@
  *
  * @module
  */
-import type { JobState } from "../../src/jobs/types.ts";
+import type { JobState } from "../../src/base/types.ts";
 
 /** The states of the listing index. */
 export const LISTED_STATES: readonly JobState[] = ["scheduled", "waiting", "failed", "cancelled"];

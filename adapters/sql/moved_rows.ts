@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { JobState, RunRecord } from "../../src/jobs/types.ts";
+import type { JobState, RunRecord } from "../../src/base/types.ts";
 import type { JobImportResult, MovedJob, MoveRecord, MoveRole } from "../../src/store/moves.ts";
 import { toHex } from "./hex.ts";
 import type { StoredRow } from "./rows.ts";

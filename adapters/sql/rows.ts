@@ -25,7 +25,7 @@ import {
   type ResolvedWaiting,
   type ScheduleRecord,
 } from "../../src/store/records.ts";
-import type { JobState, RunError, RunRecord, WorkerInfo } from "../../src/jobs/types.ts";
+import type { JobState, RunError, RunRecord, WorkerInfo } from "../../src/base/types.ts";
 
 /** A row as a driver returns it: values by column name. */
 export type StoredRow = Readonly<Record<string, unknown>>;

@@ -17,14 +17,14 @@
  * @module
  */
 import { checkName } from "../checks/names.ts";
-import { describeValue, ValidationError } from "../errors.ts";
-import { JOB_STATES, type JobState } from "../jobs/types.ts";
-import type { ChildReleases } from "../cluster/continuations.ts";
+import { describeValue, ValidationError } from "../base/errors.ts";
+import { JOB_STATES, type JobState } from "../base/types.ts";
+import type { ChildReleases } from "../enqueue/continuations.ts";
 import type { Watchers } from "../results/watchers.ts";
 import type { Workers } from "../running/workers.ts";
 import type { ChangedJob } from "../store/records.ts";
 import type { JobFilter, JobTransitionManyParams, Store } from "../store/store.ts";
-import type { Clock } from "../time/clock.ts";
+import type { Clock } from "../base/clock.ts";
 import { CANCEL_FROM, RETRY_FROM } from "./jobs.ts";
 
 /** Which jobs a bulk action (`retryMany`, `cancelMany`, `deleteMany`) applies to: every condition given holds. */

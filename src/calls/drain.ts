@@ -10,14 +10,14 @@
  *
  * @module
  */
-import { StateError, ValidationError } from "../errors.ts";
+import { StateError, ValidationError } from "../base/errors.ts";
 import { checkCount } from "../checks/limits.ts";
 import { checkName } from "../checks/names.ts";
 import type { AfterRun, StepRun } from "../running/after_run.ts";
 import type { QueueWorker } from "../running/worker.ts";
 import type { Workers } from "../running/workers.ts";
-import type { Clock } from "../time/clock.ts";
-import { type Duration, parseDuration } from "../time/duration.ts";
+import type { Clock } from "../base/clock.ts";
+import { type Duration, parseDuration } from "../base/duration.ts";
 import { type DrainPlan, type DrainSessionEnv, DrainSteps, runDrainSession } from "./drain_session.ts";
 
 /** Options of `drain()`. */

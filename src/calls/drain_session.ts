@@ -19,7 +19,7 @@ import type { Completer } from "../running/completer.ts";
 import type { LeaseKeeper } from "../running/leases.ts";
 import type { QueueWorker } from "../running/worker.ts";
 import type { Schedules } from "../schedules/schedules.ts";
-import type { ServiceDeps } from "../services.ts";
+import type { ServiceDeps } from "../base/services.ts";
 import type { Store } from "../store/store.ts";
 import { every, type Periodic } from "../time/periodic.ts";
 

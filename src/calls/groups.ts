@@ -7,13 +7,13 @@
 import { checkOptions } from "../checks/arguments.ts";
 import { checkCount } from "../checks/limits.ts";
 import { checkName } from "../checks/names.ts";
-import { ValidationError } from "../errors.ts";
+import { ValidationError } from "../base/errors.ts";
 import { groupKey, type GroupValue, splitGroupKey } from "../flow/limits.ts";
 import type { JobDefinition } from "../jobs/job.ts";
 import type { Workers } from "../running/workers.ts";
 import type { Store } from "../store/store.ts";
-import type { Clock } from "../time/clock.ts";
-import { type Duration, parseDuration } from "../time/duration.ts";
+import type { Clock } from "../base/clock.ts";
+import { type Duration, parseDuration } from "../base/duration.ts";
 import type { ErrandLimits } from "./limits.ts";
 
 /** One group of a queue, as `errand.groups(queue)` lists it. */

@@ -10,16 +10,16 @@ import { checkId, checkOptions } from "../checks/arguments.ts";
 import { checkCount } from "../checks/limits.ts";
 import { checkName } from "../checks/names.ts";
 import { liveWorkers } from "../cluster/heartbeat.ts";
-import { NotFoundError, StateError, ValidationError } from "../errors.ts";
+import { NotFoundError, StateError, ValidationError } from "../base/errors.ts";
 import { toJobInfo } from "../jobs/job_info.ts";
 import { payloadForDisplay } from "../encoding/codec.ts";
-import { JOB_STATES, type JobInfo, type JobState } from "../jobs/types.ts";
-import type { ChildReleases } from "../cluster/continuations.ts";
+import { JOB_STATES, type JobInfo, type JobState } from "../base/types.ts";
+import type { ChildReleases } from "../enqueue/continuations.ts";
 import { type UnhandledCount, unhandledOf } from "../cluster/unhandled.ts";
 import type { Watchers } from "../results/watchers.ts";
 import type { Workers } from "../running/workers.ts";
 import type { JobTransitionParams, Store } from "../store/store.ts";
-import type { Clock } from "../time/clock.ts";
+import type { Clock } from "../base/clock.ts";
 
 /** Filters of `list()`. */
 export interface ListOptions {

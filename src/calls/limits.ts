@@ -8,7 +8,7 @@
  * @module
  */
 import type { JobDefinitions } from "../jobs/job.ts";
-import type { JobState } from "../jobs/types.ts";
+import type { JobState } from "../base/types.ts";
 import type { HeldLimit, Snapshot } from "../observability/telemetry.ts";
 import type { QueueFlow } from "../flow/claims.ts";
 import type { GroupHeldRow } from "../store/records.ts";

@@ -7,12 +7,12 @@
  */
 import { checkCount } from "../checks/limits.ts";
 import { encodeRecordValue } from "../encoding/codec.ts";
-import { ValidationError } from "../errors.ts";
+import { ValidationError } from "../base/errors.ts";
 import { findLog, type LogDefinition, type LogDefinitions } from "../logs/log.ts";
 import { type LogRecord, toRecord } from "../logs/record.ts";
 import type { LogAppendRow } from "../store/records.ts";
 import type { StoreFor } from "../store/store.ts";
-import type { Clock } from "../time/clock.ts";
+import type { Clock } from "../base/clock.ts";
 import { partitionOf } from "../topics/partition.ts";
 
 /** Where an appended record went. */

@@ -8,12 +8,12 @@
  */
 import { checkOptions } from "../checks/arguments.ts";
 import { liveWorkers } from "../cluster/heartbeat.ts";
-import { ValidationError } from "../errors.ts";
+import { ValidationError } from "../base/errors.ts";
 import { type ErrandStats, STATS_BUCKETS, STATS_MINUTES, type StatsOptions, toStats } from "../observability/stats.ts";
 import type { Snapshot, Telemetry } from "../observability/telemetry.ts";
 import type { Workers } from "../running/workers.ts";
 import type { Store } from "../store/store.ts";
-import type { Clock } from "../time/clock.ts";
+import type { Clock } from "../base/clock.ts";
 import type { JobCalls } from "./jobs.ts";
 import { type ErrandLimits, groupsHeld, heldBack } from "./limits.ts";
 import type { OffsetCalls } from "./offsets.ts";

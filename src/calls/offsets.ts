@@ -8,13 +8,13 @@
  *
  * @module
  */
-import { NotFoundError, StateError, ValidationError } from "../errors.ts";
+import { NotFoundError, StateError, ValidationError } from "../base/errors.ts";
 import { checkCount } from "../checks/limits.ts";
 import { liveWorkers } from "../cluster/heartbeat.ts";
 import type { ConsumerGroup } from "../logs/consumer.ts";
 import { findLog, type LogDefinitions } from "../logs/log.ts";
 import type { OffsetTarget, Store } from "../store/store.ts";
-import type { Clock } from "../time/clock.ts";
+import type { Clock } from "../base/clock.ts";
 import { rendezvousOwner } from "../topics/ownership.ts";
 
 /** Where a consumer group stands in one partition, as `lag` returns it. */

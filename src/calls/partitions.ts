@@ -7,14 +7,14 @@
 import { checkCount } from "../checks/limits.ts";
 import { deleteInBatches } from "../cluster/maintenance.ts";
 import { liveWorkers } from "../cluster/heartbeat.ts";
-import { ValidationError } from "../errors.ts";
+import { ValidationError } from "../base/errors.ts";
 import { toJobInfo } from "../jobs/job_info.ts";
 import { identity } from "../jobs/job.ts";
-import type { JobInfo, WorkerInfo } from "../jobs/types.ts";
-import type { ChildReleases } from "../cluster/continuations.ts";
+import type { JobInfo, WorkerInfo } from "../base/types.ts";
+import type { ChildReleases } from "../enqueue/continuations.ts";
 import type { Workers } from "../running/workers.ts";
 import type { Store } from "../store/store.ts";
-import type { Clock } from "../time/clock.ts";
+import type { Clock } from "../base/clock.ts";
 import { partitionOwner } from "../topics/ownership.ts";
 import {
   isSequentialTopic,

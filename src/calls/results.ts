@@ -6,15 +6,15 @@
  * @module
  */
 import { checkId } from "../checks/arguments.ts";
-import { JobFailedError, NotFoundError, TimeoutError, ValidationError } from "../errors.ts";
-import type { JobState, RunError } from "../jobs/types.ts";
+import { JobFailedError, NotFoundError, TimeoutError, ValidationError } from "../base/errors.ts";
+import type { JobState, RunError } from "../base/types.ts";
 import { progressOf } from "../jobs/job_info.ts";
 import { resultOf } from "../results/stored_result.ts";
 import type { Watchers } from "../results/watchers.ts";
 import type { JobChange } from "../store/records.ts";
 import { withinDeadline } from "../store/deadline.ts";
-import type { Clock } from "../time/clock.ts";
-import { type Duration, parseDuration } from "../time/duration.ts";
+import type { Clock } from "../base/clock.ts";
+import { type Duration, parseDuration } from "../base/duration.ts";
 
 /** Options of `errand.result()`. */
 export interface ResultOptions {

@@ -8,7 +8,7 @@
  */
 import { checkOptions } from "../checks/arguments.ts";
 import { checkName } from "../checks/names.ts";
-import { ValidationError } from "../errors.ts";
+import { ValidationError } from "../base/errors.ts";
 import type { Inserter } from "../enqueue/inserter.ts";
 import { parseCron } from "../schedules/cron.ts";
 import {

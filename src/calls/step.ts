@@ -9,7 +9,7 @@
 import type { Heartbeat } from "../cluster/heartbeat.ts";
 import type { Leadership } from "../cluster/leader.ts";
 import type { Maintenance } from "../cluster/maintenance.ts";
-import { StateError } from "../errors.ts";
+import { StateError } from "../base/errors.ts";
 import type { LogConsumers } from "../logs/consumers.ts";
 import type { AfterRun, StepRun } from "../running/after_run.ts";
 import type { Completer } from "../running/completer.ts";

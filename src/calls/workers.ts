@@ -7,11 +7,11 @@
 import { checkCount } from "../checks/limits.ts";
 import { checkName } from "../checks/names.ts";
 import { liveWorkers } from "../cluster/heartbeat.ts";
-import { StateError, ValidationError } from "../errors.ts";
-import type { WorkerInfo } from "../jobs/types.ts";
+import { StateError, ValidationError } from "../base/errors.ts";
+import type { WorkerInfo } from "../base/types.ts";
 import type { Workers } from "../running/workers.ts";
 import type { Store } from "../store/store.ts";
-import type { Clock } from "../time/clock.ts";
+import type { Clock } from "../base/clock.ts";
 
 /** What the worker calls work with. */
 export interface WorkerCallsEnv {

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { describeValue, ValidationError } from "../errors.ts";
+import { describeValue, ValidationError } from "../base/errors.ts";
 
 /** Job ids are ULIDs; anything else that could be one is printable ASCII of a sensible length. */
 const ID_PATTERN = /^[\x21-\x7e]{1,64}$/;

@@ -2,9 +2,9 @@
  * The values errand accepts are the values both stores can hold, checked
  * before anything is written:
  * - every duration (delays, leases, intervals, retry delays, retention) is
- *   a whole number of milliseconds from 0 to {@link MAX_DURATION_MS}, 100
- *   years, so any time errand computes from it stays within the stores'
- *   columns and JavaScript's `Date`; a job's timeout is at most
+ *   a whole number of milliseconds from 0 to 100 years (`MAX_DURATION_MS`
+ *   in base/duration.ts), so any time errand computes from it stays within
+ *   the stores' columns and JavaScript's `Date`; a job's timeout is at most
  *   {@link MAX_TIMEOUT_MS}, about 24.8 days;
  * - every count (attempts, concurrency, batch sizes, partitions, priorities
  *   by magnitude) is at most {@link MAX_COUNT}, the stores' 32-bit integers;
@@ -15,10 +15,7 @@
  *
  * @module
  */
-import { ValidationError } from "../errors.ts";
-
-/** The longest duration errand accepts: 100 years, in milliseconds. */
-export const MAX_DURATION_MS = 100 * 365 * 86_400_000;
+import { ValidationError } from "../base/errors.ts";
 
 /** The largest count errand accepts: 2,147,483,647, the stores' 32-bit integer columns. */
 export const MAX_COUNT = 2 ** 31 - 1;

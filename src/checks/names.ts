@@ -1,4 +1,4 @@
-import { ValidationError } from "../errors.ts";
+import { ValidationError } from "../base/errors.ts";
 
 /** Names of kinds and queues: letters, digits, `_ . : -`, starting with a letter or digit, 1 to 100 characters. */
 export const NAME_PATTERN: RegExp = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$/;

@@ -12,9 +12,9 @@ import type { Telemetry } from "../observability/telemetry.ts";
 import type { Tracing } from "../observability/tracing.ts";
 import type { Workers } from "../running/workers.ts";
 import type { StoreFor } from "../store/store.ts";
-import type { ServiceDeps } from "../services.ts";
+import type { ServiceDeps } from "../base/services.ts";
 import type { Watchers } from "../results/watchers.ts";
-import type { ChildReleases } from "../cluster/continuations.ts";
+import type { ChildReleases } from "../enqueue/continuations.ts";
 
 /** What the insert path, the worker pool and the call families work with. */
 export interface ClientDeps<TTx> extends ServiceDeps<StoreFor<TTx>> {

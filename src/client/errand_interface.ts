@@ -12,10 +12,10 @@ import type { LagInfo, LogInfo, LogPartitionInfo, SeekOptions } from "../calls/o
 import type { Appended, ReadOptions } from "../calls/logs.ts";
 import type { LogRecord } from "../logs/record.ts";
 import type { JobDefinitions, PayloadOf, ResultOf } from "../jobs/job.ts";
-import type { JobInfo, WorkerInfo } from "../jobs/types.ts";
+import type { JobInfo, WorkerInfo } from "../base/types.ts";
 import type { ErrandStats, StatsOptions } from "../observability/stats.ts";
 import type { ScheduleInfo, ScheduleOptions } from "../schedules/schedules.ts";
-import type { Duration } from "../time/duration.ts";
+import type { Duration } from "../base/duration.ts";
 import type { PartitionInfo, TopicInfo } from "../topics/partition.ts";
 import type { JobCounts, JobDetails, JobPage, ListOptions } from "../calls/jobs.ts";
 import type { ErrandMode } from "./options.ts";

@@ -7,9 +7,9 @@
  * @module
  */
 import { type KindFlow, limitsAnything } from "../flow/limits.ts";
-import { ValidationError } from "../errors.ts";
+import { ValidationError } from "../base/errors.ts";
 import { identity, type JobDefinition, type JobDefinitions } from "../jobs/job.ts";
-import type { RetryPolicy } from "../running/retry.ts";
+import type { RetryPolicy } from "../jobs/retry.ts";
 import type { Handler } from "../running/handler.ts";
 import type { RunnableKind } from "../running/executor.ts";
 

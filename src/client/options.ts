@@ -5,19 +5,19 @@
  */
 import type { QueueFlow } from "../flow/claims.ts";
 import { checkRate, type RateLimit } from "../flow/limits.ts";
-import { type Clock, systemClock } from "../time/clock.ts";
-import { type Duration, parseDuration } from "../time/duration.ts";
-import { ValidationError } from "../errors.ts";
+import { type Clock, systemClock } from "../base/clock.ts";
+import { type Duration, parseDuration } from "../base/duration.ts";
+import { ValidationError } from "../base/errors.ts";
 import type { Handler } from "../running/handler.ts";
 import type { JobDefinitions, PayloadOf, ResultOf } from "../jobs/job.ts";
 import { checkLogTopics, type LogDefinitions, type NoLogs } from "../logs/log.ts";
 import { checkConsumers, type ConsumerGroup, type ConsumerGroups } from "../logs/consumer.ts";
 import { checkCount } from "../checks/limits.ts";
-import { consoleLogger, type Logger } from "../observability/logger.ts";
+import { consoleLogger, type Logger } from "../base/logger.ts";
 import type { MaintenanceIntervals, Retention } from "../cluster/maintenance.ts";
 import { checkName } from "../checks/names.ts";
 import { checkTopics, type TopicOptions } from "../topics/partition.ts";
-import { checkRetryPolicy, defaultRetryPolicy, type RetryPolicy } from "../running/retry.ts";
+import { checkRetryPolicy, defaultRetryPolicy, type RetryPolicy } from "../jobs/retry.ts";
 import type { StoreFor } from "../store/store.ts";
 import type { Observer } from "../observability/telemetry.ts";
 

@@ -19,7 +19,7 @@
  * @module
  */
 import { withinDeadline } from "../store/deadline.ts";
-import { sleep } from "../time/clock.ts";
+import { sleep } from "../base/clock.ts";
 import { every, type Periodic } from "../time/periodic.ts";
 import { DrainCall } from "../calls/drain.ts";
 import { StepCall } from "../calls/step.ts";

@@ -9,10 +9,10 @@
  * @module
  */
 import { liveWorkers } from "../cluster/heartbeat.ts";
-import type { Logger } from "../observability/logger.ts";
+import type { Logger } from "../base/logger.ts";
 import { unhandledOf } from "../cluster/unhandled.ts";
 import type { Store } from "../store/store.ts";
-import type { Clock } from "../time/clock.ts";
+import type { Clock } from "../base/clock.ts";
 import type { ErrandMode } from "./options.ts";
 
 /** What the stall reasons need. */

@@ -13,10 +13,10 @@
  *
  * @module
  */
-import type { ServiceDeps } from "../services.ts";
+import type { ServiceDeps } from "../base/services.ts";
 import { every, type Periodic } from "../time/periodic.ts";
 import type { ClusterStore } from "../store/store.ts";
-import type { WorkerInfo } from "../jobs/types.ts";
+import type { WorkerInfo } from "../base/types.ts";
 
 /** How often a `"work"` instance beats. */
 export const HEARTBEAT_MS = 5_000;

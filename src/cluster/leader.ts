@@ -12,7 +12,7 @@
  *
  * @module
  */
-import type { ServiceDeps } from "../services.ts";
+import type { ServiceDeps } from "../base/services.ts";
 import type { ClusterStore } from "../store/store.ts";
 
 /** What leadership needs from the rest of errand. */

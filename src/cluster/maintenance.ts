@@ -13,12 +13,12 @@
  *
  * @module
  */
-import type { ServiceDeps } from "../services.ts";
+import type { ServiceDeps } from "../base/services.ts";
 import { saveFinishes } from "../running/completer.ts";
-import type { ChildReleases } from "./continuations.ts";
+import type { ChildReleases } from "../enqueue/continuations.ts";
 import { failedFinish, namedError } from "../running/outcome.ts";
 import { every, type Periodic } from "../time/periodic.ts";
-import type { RetryPolicy } from "../running/retry.ts";
+import type { RetryPolicy } from "../jobs/retry.ts";
 import type { ClusterStore } from "../store/store.ts";
 
 /** How long finished jobs are kept, in ms, by final state. */

@@ -8,8 +8,8 @@
  * @module
  */
 import { identity } from "../jobs/job.ts";
-import type { WorkerInfo } from "../jobs/types.ts";
-import type { ServiceDeps } from "../services.ts";
+import type { WorkerInfo } from "../base/types.ts";
+import type { ServiceDeps } from "../base/services.ts";
 import type { JobCount } from "../store/records.ts";
 import type { Store } from "../store/store.ts";
 import { every, type Periodic } from "../time/periodic.ts";

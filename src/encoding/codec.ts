@@ -7,7 +7,7 @@
  * @module
  */
 import { Packr } from "msgpackr/pack";
-import { ValidationError } from "../errors.ts";
+import { ValidationError } from "../base/errors.ts";
 import { decodeMsgpack } from "./msgpack_decode.ts";
 
 const packr = new Packr({ useRecords: false, moreTypes: false, mapsAsObjects: true, bundleStrings: false });

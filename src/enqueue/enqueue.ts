@@ -6,14 +6,14 @@
  * @module
  */
 import { encodePayload } from "../encoding/codec.ts";
-import { type Duration, parseDuration } from "../time/duration.ts";
-import { ValidationError } from "../errors.ts";
+import { type Duration, parseDuration } from "../base/duration.ts";
+import { ValidationError } from "../base/errors.ts";
 import { checkPriority, type JobDefinition, type JobDefinitions, type PayloadOf, type ResultOf } from "../jobs/job.ts";
 import { checkCount, MAX_TIMEOUT_MS } from "../checks/limits.ts";
 import { checkName } from "../checks/names.ts";
 import { groupOf } from "../flow/limits.ts";
 import { type PartitionKey, partitionOf, type Placement } from "../topics/partition.ts";
-import { checkRetryPolicy, type RetryPolicy } from "../running/retry.ts";
+import { checkRetryPolicy, type RetryPolicy } from "../jobs/retry.ts";
 import type { JobInsertRow } from "../store/records.ts";
 import { checkUnique, uniqueKeyOf, type UniqueOptions } from "./unique.ts";
 

@@ -8,8 +8,7 @@
  * @module
  */
 import { checkId, checkOptions } from "../checks/arguments.ts";
-import type { ClientDeps } from "../client/deps.ts";
-import { NotFoundError, StateError, ValidationError } from "../errors.ts";
+import { NotFoundError, StateError, ValidationError } from "../base/errors.ts";
 import { checkPayload } from "../jobs/validate.ts";
 import type { ClaimedJob, JobInsertRow } from "../store/records.ts";
 import { isSequentialTopic, type Placement } from "../topics/partition.ts";
@@ -20,6 +19,7 @@ import {
   type JobEnqueueOptions,
   type JobId,
 } from "./enqueue.ts";
+import type { InsertDeps } from "./insert_deps.ts";
 import { claimOfInsert, pickLocalStarts } from "./local_start.ts";
 
 /** How often an enqueue tries a unique row whose key holder vanished while it was read. */
@@ -34,11 +34,11 @@ export interface InsertItem {
 
 /** Enqueues jobs; see the module comment for the order of its steps. */
 export class Inserter<TTx> {
-  readonly #deps: ClientDeps<TTx>;
+  readonly #deps: InsertDeps<TTx>;
   #closed = false;
 
   /** An insert path over `deps`. */
-  constructor(deps: ClientDeps<TTx>) {
+  constructor(deps: InsertDeps<TTx>) {
     this.#deps = deps;
   }
 

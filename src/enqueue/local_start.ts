@@ -10,11 +10,18 @@
  * @module
  */
 import type { ClaimedJob, JobInsertRow } from "../store/records.ts";
-import type { QueueWorker } from "../running/worker.ts";
+
+/** A queue worker of this instance, as the insert path hands it jobs. */
+export interface LocalWorker {
+  /** Holds up to `n` free slots, while it is idle, for jobs the insert claims for it; returns how many. */
+  reserve(n: number): number;
+  /** Starts `claims`, the jobs the insert claimed for it, in the `held` slots and frees the ones left over. */
+  adopt(claims: readonly ClaimedJob[], held: number, now: number): void;
+}
 
 /** The rows one idle worker takes, and the slots it holds for them. */
-export interface LocalStart<TTx> {
-  readonly worker: QueueWorker<TTx>;
+export interface LocalStart {
+  readonly worker: LocalWorker;
   readonly rows: readonly JobInsertRow[];
   readonly held: number;
 }
@@ -24,11 +31,11 @@ export interface LocalStart<TTx> {
  * priority number first, holding a slot for each (`QueueWorker.reserve`).
  * `workerFor(row)` is this instance's worker for the row's queue when it has a handler for its kind.
  */
-export function pickLocalStarts<TTx>(
+export function pickLocalStarts(
   rows: readonly JobInsertRow[],
-  workerFor: (row: JobInsertRow) => QueueWorker<TTx> | undefined,
-): LocalStart<TTx>[] {
-  const byWorker = new Map<QueueWorker<TTx>, JobInsertRow[]>();
+  workerFor: (row: JobInsertRow) => LocalWorker | undefined,
+): LocalStart[] {
+  const byWorker = new Map<LocalWorker, JobInsertRow[]>();
   for (const row of rows) {
     if (row.state !== "available" || row.topic !== null) continue;
     const worker = workerFor(row);
@@ -37,7 +44,7 @@ export function pickLocalStarts<TTx>(
     byWorker.set(worker, list);
     list.push(row);
   }
-  const starts: LocalStart<TTx>[] = [];
+  const starts: LocalStart[] = [];
   for (const [worker, candidates] of byWorker) {
     const held = worker.reserve(candidates.length);
     if (held === 0) continue;

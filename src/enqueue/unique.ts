@@ -7,8 +7,8 @@
  * @module
  */
 import { encodePayload } from "../encoding/codec.ts";
-import { type Duration, parseDuration } from "../time/duration.ts";
-import { ValidationError } from "../errors.ts";
+import { type Duration, parseDuration } from "../base/duration.ts";
+import { ValidationError } from "../base/errors.ts";
 
 /** The `unique` option of `enqueue`. */
 export interface UniqueOptions {

@@ -9,9 +9,9 @@
  *
  * @module
  */
-import { ValidationError } from "../errors.ts";
+import { ValidationError } from "../base/errors.ts";
 import { checkCount } from "../checks/limits.ts";
-import { type Duration, parseDuration } from "../time/duration.ts";
+import { type Duration, parseDuration } from "../base/duration.ts";
 
 /** What a kind's `group` function may return: a tenant, an account, an API key's id. */
 export type GroupValue = string | number;

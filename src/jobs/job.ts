@@ -6,13 +6,13 @@
  *
  * @module
  */
-import { type Duration, parseDuration } from "../time/duration.ts";
-import { ValidationError } from "../errors.ts";
+import { type Duration, parseDuration } from "../base/duration.ts";
+import { ValidationError } from "../base/errors.ts";
 import { checkCount, MAX_COUNT, MAX_TIMEOUT_MS } from "../checks/limits.ts";
 import { checkName } from "../checks/names.ts";
 import { checkKindFlow, type GroupValue, type KindFlow, type KindRateLimit } from "../flow/limits.ts";
 import type { PartitionKey } from "../topics/partition.ts";
-import { checkRetryPolicy, type RetryPolicy } from "../running/retry.ts";
+import { checkRetryPolicy, type RetryPolicy } from "./retry.ts";
 import { type AnyPayloadValidator, isPayloadValidator, type PayloadValidator } from "./validate.ts";
 
 /** Options of one job kind; all are optional. */

@@ -1,7 +1,7 @@
 import { splitGroupKey } from "../flow/limits.ts";
 import { payloadForDisplay } from "../encoding/codec.ts";
 import type { JobRow } from "../store/records.ts";
-import type { JobInfo, RunInfo, RunRecord } from "./types.ts";
+import type { JobInfo, RunInfo, RunRecord } from "../base/types.ts";
 
 /**
  * Builds what `get()` returns from a stored row. Runs that did not complete

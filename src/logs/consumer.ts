@@ -7,11 +7,11 @@
  *
  * @module
  */
-import { ValidationError } from "../errors.ts";
+import { ValidationError } from "../base/errors.ts";
 import { checkCount } from "../checks/limits.ts";
 import { checkName } from "../checks/names.ts";
-import { backoff, checkRetryPolicy, type RetryPolicy } from "../running/retry.ts";
-import { type Duration, parseDuration } from "../time/duration.ts";
+import { backoff, checkRetryPolicy, type RetryPolicy } from "../jobs/retry.ts";
+import { type Duration, parseDuration } from "../base/duration.ts";
 import type { LogDefinitions, LogKey, ValueOf } from "./log.ts";
 import type { LogRecord } from "./record.ts";
 

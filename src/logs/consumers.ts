@@ -25,14 +25,14 @@
  *
  * @module
  */
-import type { ServiceDeps } from "../services.ts";
+import type { ServiceDeps } from "../base/services.ts";
 import type { ConsumerStore, LogStore } from "../store/store.ts";
 import type { ConsumerLease, ConsumerOffsetRow, LogPartitionRow } from "../store/records.ts";
-import type { WorkerInfo } from "../jobs/types.ts";
+import type { WorkerInfo } from "../base/types.ts";
 import type { Telemetry } from "../observability/telemetry.ts";
 import { rendezvousOwner } from "../topics/ownership.ts";
-import { retryDelay } from "../running/retry.ts";
-import { sleep } from "../time/clock.ts";
+import { retryDelay } from "../jobs/retry.ts";
+import { sleep } from "../base/clock.ts";
 import { Wakeup } from "../time/wakeup.ts";
 import type { ConsumerGroup } from "./consumer.ts";
 import { toRecord } from "./record.ts";

@@ -6,11 +6,11 @@
  *
  * @module
  */
-import { ValidationError } from "../errors.ts";
+import { ValidationError } from "../base/errors.ts";
 import { checkCount } from "../checks/limits.ts";
 import { checkName } from "../checks/names.ts";
 import type { PartitionKey } from "../topics/partition.ts";
-import { type Duration, parseDuration } from "../time/duration.ts";
+import { type Duration, parseDuration } from "../base/duration.ts";
 
 /** How long a log keeps its records: by age, by count per partition, or both (a record goes when either says so). */
 export interface LogRetention {

@@ -31,14 +31,14 @@
  *
  * @module
  */
-import { StateError, ValidationError } from "../errors.ts";
+import { StateError, ValidationError } from "../base/errors.ts";
 import type { MovedJob } from "../store/moves.ts";
 import { differingField } from "./compare.ts";
 import { pauseQueues } from "./queues.ts";
 import { checkAborted, type MoveRun, progress, saveState } from "./run.ts";
 import { settleSource } from "./settle.ts";
 import { differences, movedStates, Tally, tallyOfCounts, total } from "./tally.ts";
-import { JOB_STATES } from "../jobs/types.ts";
+import { JOB_STATES } from "../base/types.ts";
 
 /** What syncing one batch did. */
 interface Synced {

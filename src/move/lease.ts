@@ -8,9 +8,9 @@
  *
  * @module
  */
-import { StateError } from "../errors.ts";
+import { StateError } from "../base/errors.ts";
 import type { Store } from "../store/store.ts";
-import { sleep, type Timer } from "../time/clock.ts";
+import { sleep, type Timer } from "../base/clock.ts";
 import type { ResolvedMoveOptions } from "./options.ts";
 
 /** How long the lease holds without renewal: how long a call after a killed one waits at most. */

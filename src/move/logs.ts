@@ -15,7 +15,7 @@
  *
  * @module
  */
-import { StateError } from "../errors.ts";
+import { StateError } from "../base/errors.ts";
 import { checkAborted, type MoveRun, progress, saveState } from "./run.ts";
 
 /** Copies every retained log partition and every consumer group's offsets to the target. */

@@ -18,7 +18,7 @@
  *
  * @module
  */
-import { SchemaVersionError, StateError, ValidationError } from "../errors.ts";
+import { SchemaVersionError, StateError, ValidationError } from "../base/errors.ts";
 import { idFactory } from "../encoding/ids.ts";
 import type { Store } from "../store/store.ts";
 import type { ResolvedMoveOptions } from "./options.ts";

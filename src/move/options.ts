@@ -4,10 +4,10 @@
  *
  * @module
  */
-import type { JobState } from "../jobs/types.ts";
-import { type Clock, systemClock } from "../time/clock.ts";
-import { type Duration, parseDuration } from "../time/duration.ts";
-import { ValidationError } from "../errors.ts";
+import type { JobState } from "../base/types.ts";
+import { type Clock, systemClock } from "../base/clock.ts";
+import { type Duration, parseDuration } from "../base/duration.ts";
+import { ValidationError } from "../base/errors.ts";
 
 /** Options of {@link moveStore}. */
 export interface MoveOptions {

@@ -11,7 +11,7 @@
  *
  * @module
  */
-import { StateError } from "../errors.ts";
+import { StateError } from "../base/errors.ts";
 import type { Store } from "../store/store.ts";
 import type { MoveRecord, MoveRole } from "../store/moves.ts";
 import type { JobTally, MovePhase, ResolvedMoveOptions } from "./options.ts";

@@ -16,7 +16,7 @@
  *
  * @module
  */
-import { StateError } from "../errors.ts";
+import { StateError } from "../base/errors.ts";
 import type { ScheduleRecord } from "../store/records.ts";
 import { bytesText } from "./compare.ts";
 import { checkAborted, type MoveRun, saveState } from "./run.ts";

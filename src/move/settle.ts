@@ -15,9 +15,9 @@
  *
  * @module
  */
-import { StateError } from "../errors.ts";
+import { StateError } from "../base/errors.ts";
 import { failedFinish, namedError } from "../running/outcome.ts";
-import { sleep } from "../time/clock.ts";
+import { sleep } from "../base/clock.ts";
 import { checkAborted, type MoveRun, progress, saveState } from "./run.ts";
 
 const BATCH = 500;

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { JobState } from "../jobs/types.ts";
+import type { JobState } from "../base/types.ts";
 import type { JobCount } from "../store/records.ts";
 import type { JobTally } from "./options.ts";
 

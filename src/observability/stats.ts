@@ -9,7 +9,7 @@
  * @module
  */
 import type { ActivityRow } from "../store/records.ts";
-import type { WorkerInfo } from "../jobs/types.ts";
+import type { WorkerInfo } from "../base/types.ts";
 
 /** How many minutes `stats()` can look back: the last minute, the last 5, or the last hour. */
 export type StatsMinutes = 1 | 5 | 60;

@@ -6,10 +6,10 @@
  *
  * @module
  */
-import type { Logger } from "./logger.ts";
+import type { Logger } from "../base/logger.ts";
 import { type Metric, Registry } from "./metrics.ts";
 import type { ClaimedJob, JobFinish } from "../store/records.ts";
-import type { RunError, RunOutcome } from "../jobs/types.ts";
+import type { RunError, RunOutcome } from "../base/types.ts";
 
 /** A job as observer events describe it. */
 export interface ObservedJob {

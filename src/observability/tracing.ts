@@ -14,7 +14,7 @@
  */
 import type { FinishOutcome } from "./telemetry.ts";
 import type { ClaimedJob } from "../store/records.ts";
-import type { RunError } from "../jobs/types.ts";
+import type { RunError } from "../base/types.ts";
 
 /** The parts of a span context errand reads (as in `@opentelemetry/api`). */
 interface SpanContext {

@@ -6,7 +6,7 @@
  * @module
  */
 import { decodePayload } from "../encoding/codec.ts";
-import { StoreError } from "../errors.ts";
+import { StoreError } from "../base/errors.ts";
 import type { JobChange } from "../store/records.ts";
 import type { Store } from "../store/store.ts";
 

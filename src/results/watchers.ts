@@ -15,10 +15,10 @@
  *
  * @module
  */
-import type { ServiceDeps } from "../services.ts";
+import type { ServiceDeps } from "../base/services.ts";
 import type { WatchStore } from "../store/store.ts";
 import type { JobChange } from "../store/records.ts";
-import { systemClock } from "../time/clock.ts";
+import { systemClock } from "../base/clock.ts";
 import { Wakeup } from "../time/wakeup.ts";
 
 /** How often waiters read their jobs while the store pushes changes: only to catch a missed notification. */

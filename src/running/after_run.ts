@@ -14,13 +14,13 @@
  *
  * @module
  */
-import type { RunError } from "../jobs/types.ts";
+import type { RunError } from "../base/types.ts";
 import { type FinishOutcome, outcomeOf, type Telemetry } from "../observability/telemetry.ts";
 import type { ClaimedJob, FinishedJob, JobFinish } from "../store/records.ts";
-import type { Clock } from "../time/clock.ts";
+import type { Clock } from "../base/clock.ts";
 import type { Completer, Saved } from "./completer.ts";
 import type { RunEnds } from "./executor.ts";
-import type { RetryPolicy } from "./retry.ts";
+import type { RetryPolicy } from "../jobs/retry.ts";
 import type { Workers } from "./workers.ts";
 
 /** One run of a `step()` (or a `drain()`). */

@@ -22,12 +22,12 @@
  *
  * @module
  */
-import type { ServiceDeps } from "../services.ts";
-import { sleep, systemClock } from "../time/clock.ts";
+import type { ServiceDeps } from "../base/services.ts";
+import { sleep, systemClock } from "../base/clock.ts";
 import { Wakeup } from "../time/wakeup.ts";
-import { StoreUnavailableError } from "../errors.ts";
+import { StoreUnavailableError } from "../base/errors.ts";
 import { rejectedFinish, type RunRef } from "./outcome.ts";
-import type { RetryPolicy } from "./retry.ts";
+import type { RetryPolicy } from "../jobs/retry.ts";
 import type { JobStore } from "../store/store.ts";
 import type { JobFinish } from "../store/records.ts";
 

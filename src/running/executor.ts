@@ -6,10 +6,10 @@
  *
  * @module
  */
-import type { ServiceDeps } from "../services.ts";
+import type { ServiceDeps } from "../base/services.ts";
 import { decodePayload } from "../encoding/codec.ts";
-import { type Duration, parseDuration } from "../time/duration.ts";
-import { LeaseLostError, PermanentError, StateError, ValidationError } from "../errors.ts";
+import { type Duration, parseDuration } from "../base/duration.ts";
+import { LeaseLostError, PermanentError, StateError, ValidationError } from "../base/errors.ts";
 import {
   completedFinish,
   discardedFinish,
@@ -18,7 +18,7 @@ import {
   namedError,
   snoozedFinish,
 } from "./outcome.ts";
-import type { RetryPolicy } from "./retry.ts";
+import type { RetryPolicy } from "../jobs/retry.ts";
 import type { JobStore } from "../store/store.ts";
 import type { ClaimedJob, FinishedJob, JobFinish } from "../store/records.ts";
 import { outcomeOf } from "../observability/telemetry.ts";

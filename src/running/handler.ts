@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { Duration } from "../time/duration.ts";
+import type { Duration } from "../base/duration.ts";
 import type { Enqueuer, KindKey } from "../enqueue/enqueue.ts";
 import type { JobDefinitions, ResultOf } from "../jobs/job.ts";
 

@@ -6,9 +6,9 @@
  *
  * @module
  */
-import type { ServiceDeps } from "../services.ts";
-import type { Clock } from "../time/clock.ts";
-import type { Logger } from "../observability/logger.ts";
+import type { ServiceDeps } from "../base/services.ts";
+import type { Clock } from "../base/clock.ts";
+import type { Logger } from "../base/logger.ts";
 import { every, type Periodic } from "../time/periodic.ts";
 import type { JobStore } from "../store/store.ts";
 

@@ -6,11 +6,11 @@
  *
  * @module
  */
-import { PermanentError } from "../errors.ts";
+import { PermanentError } from "../base/errors.ts";
 import { storableText } from "../checks/limits.ts";
-import { checkRetryPolicy, retryDelay, type RetryPolicy } from "./retry.ts";
+import { checkRetryPolicy, retryDelay, type RetryPolicy } from "../jobs/retry.ts";
 import type { JobFinish } from "../store/records.ts";
-import type { RunError } from "../jobs/types.ts";
+import type { RunError } from "../base/types.ts";
 
 /** What the rules need to know about a claimed run. */
 export interface RunRef {

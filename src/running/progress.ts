@@ -7,10 +7,10 @@
  *
  * @module
  */
-import { ValidationError } from "../errors.ts";
-import type { ServiceDeps } from "../services.ts";
+import { ValidationError } from "../base/errors.ts";
+import type { ServiceDeps } from "../base/services.ts";
 import type { JobStore } from "../store/store.ts";
-import type { Timer } from "../time/clock.ts";
+import type { Timer } from "../base/clock.ts";
 
 /** Most bytes of JSON one progress value may take. */
 export const MAX_PROGRESS_BYTES = 64 * 1024;

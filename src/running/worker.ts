@@ -24,7 +24,7 @@
  *
  * @module
  */
-import { sleep, systemClock } from "../time/clock.ts";
+import { sleep, systemClock } from "../base/clock.ts";
 import { execute, type Execution, type ExecutorEnv } from "./executor.ts";
 import type { LeaseKeeper } from "./leases.ts";
 import type { ClaimedJob, HeadFilter } from "../store/records.ts";
@@ -32,6 +32,7 @@ import type { ReturnedRun } from "../store/store.ts";
 import { Wakeup } from "../time/wakeup.ts";
 import { withinDeadline } from "../store/deadline.ts";
 import type { FlowControl } from "../flow/claims.ts";
+import type { LocalWorker } from "../enqueue/local_start.ts";
 
 /**
  * How long a worker with jobs running waits for more slots to free before it
@@ -64,7 +65,7 @@ export interface WorkerEnv<TTx> extends ExecutorEnv<TTx> {
 }
 
 /** Runs the jobs of one queue with a number of slots. */
-export class QueueWorker<TTx> {
+export class QueueWorker<TTx> implements LocalWorker {
   /** The queue this worker serves. */
   readonly queue: string;
   #slots: number;

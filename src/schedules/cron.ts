@@ -6,7 +6,7 @@
  * @module
  */
 import type { CronExpressionParser } from "cron-parser";
-import { ValidationError } from "../errors.ts";
+import { ValidationError } from "../base/errors.ts";
 
 let parser: Promise<typeof CronExpressionParser> | undefined;
 

@@ -17,12 +17,12 @@
  *
  * @module
  */
-import type { ServiceDeps } from "../services.ts";
-import { sleep } from "../time/clock.ts";
+import type { ServiceDeps } from "../base/services.ts";
+import { sleep } from "../base/clock.ts";
 import { parseCron } from "./cron.ts";
 import { payloadForDisplay } from "../encoding/codec.ts";
 import type { EnqueueResult, JobEnqueueOptions } from "../enqueue/enqueue.ts";
-import { NotFoundError, ValidationError } from "../errors.ts";
+import { NotFoundError, ValidationError } from "../base/errors.ts";
 import type { Leadership } from "../cluster/leader.ts";
 import { checkCount } from "../checks/limits.ts";
 import type { ScheduleStore } from "../store/store.ts";

@@ -21,8 +21,8 @@
  *
  * @module
  */
-import { StoreUnavailableError } from "../errors.ts";
-import { systemClock } from "../time/clock.ts";
+import { StoreUnavailableError } from "../base/errors.ts";
+import { systemClock } from "../base/clock.ts";
 
 /**
  * Operations not limited here: those in the application's transaction (the

@@ -21,4 +21,4 @@
 export type * from "./store.ts";
 export type * from "./records.ts";
 export type * from "./moves.ts";
-export type { RunError, RunRecord } from "../jobs/types.ts";
+export type { RunError, RunRecord } from "../base/types.ts";

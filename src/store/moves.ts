@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { JobState } from "../jobs/types.ts";
+import type { JobState } from "../base/types.ts";
 import type { ConsumerOffsetRow, JobRow, JobRunSettings, LogRecordRow } from "./records.ts";
 
 /**

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { JobState, RunError, RunRecord } from "../jobs/types.ts";
+import type { JobState, RunError, RunRecord } from "../base/types.ts";
 
 /** Fields every stored job has (times in ms since the epoch). */
 export interface JobFields {

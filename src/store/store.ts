@@ -15,7 +15,7 @@
  *
  * @module
  */
-import type { JobState, WorkerInfo } from "../jobs/types.ts";
+import type { JobState, WorkerInfo } from "../base/types.ts";
 import type {
   ActivityRow,
   ChangedJob,

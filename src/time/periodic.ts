@@ -1,5 +1,5 @@
-import { type Clock, sleep } from "./clock.ts";
-import type { Logger } from "../observability/logger.ts";
+import { type Clock, sleep } from "../base/clock.ts";
+import type { Logger } from "../base/logger.ts";
 
 /** A background task started by {@link every}. */
 export interface Periodic {

@@ -1,4 +1,4 @@
-import type { Clock, Timer } from "./clock.ts";
+import type { Clock, Timer } from "../base/clock.ts";
 
 /**
  * A wake-up flag a loop sleeps on. `notify()` before `wait()` is not lost:

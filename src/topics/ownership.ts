@@ -16,7 +16,7 @@
  */
 import { hash32 } from "./partition.ts";
 import type { HeadFilter } from "../store/records.ts";
-import type { WorkerInfo } from "../jobs/types.ts";
+import type { WorkerInfo } from "../base/types.ts";
 
 /** The instance among `candidates` (ids) that owns `partition` of `topic`, or null when there is none. */
 export function rendezvousOwner(candidates: readonly string[], topic: string, partition: number): string | null {

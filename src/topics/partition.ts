@@ -11,10 +11,10 @@
  *
  * @module
  */
-import { ValidationError } from "../errors.ts";
+import { ValidationError } from "../base/errors.ts";
 import { checkName } from "../checks/names.ts";
 import type { PartitionRow } from "../store/records.ts";
-import type { JobState } from "../jobs/types.ts";
+import type { JobState } from "../base/types.ts";
 
 /** A partition key: what must run in order (a customer id, an order id). */
 export type PartitionKey = string | number;

@@ -12,7 +12,7 @@ import { backoff, createErrand, defineJobs, defineLogs, type Errand, job, log } 
 import type { Store } from "../../src/store/mod.ts";
 import type { MovedJob } from "../../src/store/moves.ts";
 import type { FakeClock } from "../../src/testing.ts";
-import { JOB_STATES } from "../../src/jobs/types.ts";
+import { JOB_STATES } from "../../src/base/types.ts";
 
 /** The kinds of the moved jobs. */
 export const moveJobs = defineJobs({

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { RunError } from "./jobs/types.ts";
+import type { RunError } from "./types.ts";
 
 /** Stable machine-readable codes carried by every {@link ErrandError}. */
 export type ErrandErrorCode =

@@ -1,5 +1,12 @@
-import { ValidationError } from "../errors.ts";
-import { MAX_DURATION_MS } from "../checks/limits.ts";
+/**
+ * Durations: the {@link Duration} type options take, its parsing, and the longest one errand accepts.
+ *
+ * @module
+ */
+import { ValidationError } from "./errors.ts";
+
+/** The longest duration errand accepts: 100 years in milliseconds, so any time computed from it fits the stores and `Date`. */
+export const MAX_DURATION_MS = 100 * 365 * 86_400_000;
 
 /**
  * A span of time: milliseconds as a number, or a string of a whole or decimal

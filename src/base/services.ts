@@ -6,8 +6,8 @@
  *
  * @module
  */
-import type { Logger } from "./observability/logger.ts";
-import type { Clock } from "./time/clock.ts";
+import type { Logger } from "./logger.ts";
+import type { Clock } from "./clock.ts";
 
 /** A service's dependencies: `S` is the store slice it uses. */
 export interface ServiceDeps<S> {

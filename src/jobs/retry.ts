@@ -5,9 +5,8 @@
  *
  * @module
  */
-import { type Duration, parseDuration } from "../time/duration.ts";
-import { ValidationError } from "../errors.ts";
-import { MAX_DURATION_MS } from "../checks/limits.ts";
+import { type Duration, MAX_DURATION_MS, parseDuration } from "../base/duration.ts";
+import { ValidationError } from "../base/errors.ts";
 
 /** A retry policy; build one with {@link backoff}. */
 export type RetryPolicy =

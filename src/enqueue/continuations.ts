@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { ServiceDeps } from "../services.ts";
+import type { ServiceDeps } from "../base/services.ts";
 import type { ClusterStore } from "../store/store.ts";
 
 const BATCH = 500;
