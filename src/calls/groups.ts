@@ -1,6 +1,7 @@
 /**
  * The operator calls on flow control's groups: pause a group for every
- * process, resume it, list a queue's groups.
+ * process, resume it, list a queue's groups; and `limits()`, the flow
+ * control this instance is configured with (described in `limits.ts`).
  *
  * @module
  */
