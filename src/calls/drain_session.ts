@@ -58,7 +58,7 @@ export interface DrainSessionEnv<TTx> extends ServiceDeps<Pick<Store, "jobCounts
  * budget, or the longest claim round seen so far in this drain if that is
  * longer, so that jobs claimed can finish before the budget ends.
  */
-export function claimReserve(budgetMs: number, longestRoundMs: number): number {
+function claimReserve(budgetMs: number, longestRoundMs: number): number {
   return Math.max(budgetMs / 10, longestRoundMs);
 }
 

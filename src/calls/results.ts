@@ -89,7 +89,7 @@ export class ResultCalls {
 const STALL_LOOKUP_MS = 1_000;
 
 /** See `Errand.result()`. */
-export function awaitResult(env: WaitEnv, id: string, options: ResultOptions = {}): Promise<unknown> {
+function awaitResult(env: WaitEnv, id: string, options: ResultOptions = {}): Promise<unknown> {
   checkWaitOptions("result()", options);
   const timeoutMs = options.timeout === undefined ? undefined : parseDuration(options.timeout, "timeout");
   const { signal } = options;
@@ -139,7 +139,7 @@ export function awaitResult(env: WaitEnv, id: string, options: ResultOptions = {
 }
 
 /** See `Errand.watch()`. */
-export async function* watchJob(env: WaitEnv, id: string, options: WatchOptions = {}): AsyncGenerator<JobUpdate> {
+async function* watchJob(env: WaitEnv, id: string, options: WatchOptions = {}): AsyncGenerator<JobUpdate> {
   checkWaitOptions("watch()", options);
   const { signal } = options;
   if (signal?.aborted) return;
