@@ -1,5 +1,5 @@
 /**
- * The floor under errand's figures: the workloads of ../shared/bench/WORKLOAD.md
+ * The floor under errand's figures: the workloads of docs/benchmarks.md
  * done with hand-written SQL on errand's own schema, through the same drivers
  * and settings as `npm run bench`, with no errand code in between. Each job
  * still gets what any queue must give it: an id, its payload encoded to bytes,
@@ -13,7 +13,6 @@
  * `npm run bench:floor` takes the same arguments as `npm run bench` and prints
  * lines whose peer is `floor-libsql` or `floor-postgres`.
  */
-import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { toHex } from "../adapters/sql/hex.ts";
 import { idFactory } from "../src/encoding/ids.ts";
@@ -21,8 +20,10 @@ import {
   benchMain,
   CFG,
   drainTracker,
+  dropPgDatabase,
   enqueueFigures,
   FLOW as FLOW_SETUP,
+  freshPgDatabase,
   latencyProbe,
   measureLatency,
   now,
@@ -82,7 +83,6 @@ const flowRow = (p: { i: number; s: string }): Row => ({
   group: { key: `bench\t${p.i % FLOW.groups}`, turn: Math.floor(p.i / FLOW.groups) },
 });
 const SQLITE_FILE = `${CFG.sqliteDir}/errand-floor.db`;
-const SQLITE_SYNCHRONOUS = process.env.ERRAND_SQLITE_SYNCHRONOUS === "normal" ? "normal" : "full";
 const PG_DB = "bench_errand_floor";
 /** The columns every floor insert writes; the rest take their defaults. */
 const INSERT_COLUMNS =
@@ -142,7 +142,7 @@ async function libsqlFloor(flow: boolean, groupIndex = false): Promise<Floor> {
     );
     return c;
   };
-  const client = await open(SQLITE_SYNCHRONOUS);
+  const client = await open(CFG.sqliteSynchronous);
   const claimer = await open("normal");
   await client.executeMultiple(libsqlMigrationSql());
   // Under flow control the turn order replaces the group index, which only errand's claim by
@@ -204,7 +204,7 @@ async function libsqlFloor(flow: boolean, groupIndex = false): Promise<Floor> {
     settings: {
       storage: `libSQL file ${SQLITE_FILE}`,
       journal_mode: "wal",
-      synchronous: SQLITE_SYNCHRONOUS,
+      synchronous: CFG.sqliteSynchronous,
       statements: "each its own autocommit transaction; claims not synced",
     },
     close: () => {
@@ -220,15 +220,7 @@ async function postgresFloor(flow: boolean): Promise<Floor> {
     import("postgres"),
     import("../adapters/postgres/mod.ts"),
   ]);
-  const admin = async (...statements: string[]) => {
-    const sql = postgres(CFG.pgBaseUrl, { max: 1, onnotice: () => {} });
-    for (const statement of statements) await sql.unsafe(statement);
-    await sql.end();
-  };
-  await admin(`DROP DATABASE IF EXISTS ${PG_DB} WITH (FORCE)`, `CREATE DATABASE ${PG_DB}`);
-  const url = new URL(CFG.pgBaseUrl);
-  url.pathname = `/${PG_DB}`;
-  const sql = postgres(url.toString(), { max: 1, onnotice: () => {} });
+  const sql = postgres(await freshPgDatabase(PG_DB), { max: 1, onnotice: () => {} });
   await sql.unsafe(postgresMigrationSql());
   // Prepared, as postgres.js prepares errand's statements by default.
   const query = (text: string, args: unknown[]) => sql.unsafe(text, args as never[], { prepare: true });
@@ -300,7 +292,7 @@ async function postgresFloor(flow: boolean): Promise<Floor> {
     },
     close: async () => {
       await sql.end({ timeout: 5 });
-      await admin(`DROP DATABASE IF EXISTS ${PG_DB} WITH (FORCE)`);
+      await dropPgDatabase(PG_DB);
     },
   };
 }

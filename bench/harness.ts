@@ -1,11 +1,15 @@
 /**
- * The benchmark driver of ../shared/bench/WORKLOAD.md, ported from the peer
- * harness (peers/common.mjs) so errand's figures come out in the same JSON
- * shape: one child process per workload, a 120 s abort, RSS sampled every
- * 100 ms, nearest-rank percentiles, a fixed-seed idle gap for latency.
+ * The benchmark driver of the workload docs/benchmarks.md describes (the one
+ * the benchmark shared with other job queues defines), so errand's figures
+ * come out in the same JSON shape as those queues': one child process per
+ * workload, a 120 s abort, RSS sampled every 100 ms, nearest-rank
+ * percentiles, a fixed-seed idle gap for latency; and the fresh storage each
+ * workload starts from.
  */
 import { spawn } from "node:child_process";
 import { mkdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import process from "node:process";
 
 function envInt(name: string, fallback: number): number {
@@ -16,7 +20,7 @@ function envInt(name: string, fallback: number): number {
   return n;
 }
 
-/** The workload sizes and knobs (environment variables of WORKLOAD.md section 8). */
+/** The workload sizes and knobs: the environment variables docs/benchmarks.md lists. */
 export const CFG = {
   nSingle: envInt("N_SINGLE", 5000),
   nBatch: envInt("N_BATCH", 20000),
@@ -30,8 +34,10 @@ export const CFG = {
   latencyGapMaxMs: envInt("LAT_GAP_MAX_MS", 70),
   timeoutS: envInt("WORKLOAD_TIMEOUT_S", 120),
   pgBaseUrl: process.env.PG_URL || "postgres://root@127.0.0.1:5432/test",
-  sqliteDir: process.env.SQLITE_DIR || "/tmp/queue-bench",
-};
+  sqliteDir: process.env.SQLITE_DIR || join(tmpdir(), "queue-bench"),
+  /** `libsqlStore({ synchronous })`: "full" (errand's default) or "normal" (what the SQLite peers use). */
+  sqliteSynchronous: process.env.ERRAND_SQLITE_SYNCHRONOUS === "normal" ? "normal" : "full",
+} as const;
 
 /** Deletes the SQLite database `file` (in `CFG.sqliteDir`, made if missing) and its journal files. */
 export function removeSqliteFiles(file: string): void {
@@ -39,8 +45,32 @@ export function removeSqliteFiles(file: string): void {
   for (const suffix of ["", "-wal", "-shm", "-journal"]) rmSync(file + suffix, { force: true });
 }
 
+/** Runs `statements` one after another on an admin connection to `CFG.pgBaseUrl` (postgres.js, loaded only by the runs that use it). */
+async function pgAdmin(...statements: string[]): Promise<void> {
+  const { default: postgres } = await import("postgres");
+  const admin = postgres(CFG.pgBaseUrl, { max: 1, onnotice: () => {} });
+  try {
+    for (const statement of statements) await admin.unsafe(statement);
+  } finally {
+    await admin.end();
+  }
+}
+
+/** Drops the PostgreSQL database `name` (beside `CFG.pgBaseUrl`) if it exists, creates it anew and returns its URL. */
+export async function freshPgDatabase(name: string): Promise<string> {
+  await pgAdmin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`, `CREATE DATABASE ${name}`);
+  const url = new URL(CFG.pgBaseUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/** Drops the PostgreSQL database `name` if it exists. */
+export function dropPgDatabase(name: string): Promise<void> {
+  return pgAdmin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+}
+
 /**
- * The workloads, in the order they run: those of WORKLOAD.md, and errand's
+ * The workloads, in the order they run: the shared benchmark's, and errand's
  * own: `drain_flow`, the drain with flow control on, run right after the
  * plain drain so the two are measured in the same run (and, of the floor on
  * libSQL only, `drain_flow_group_index`, the same with the index of queued
@@ -67,7 +97,7 @@ export const WORKLOADS = [
 ] as const;
 /** One of {@link WORKLOADS}. */
 export type Workload = typeof WORKLOADS[number];
-/** The workloads of WORKLOAD.md, which every subject has; the others are a subject's own. */
+/** The shared benchmark's workloads, which every subject has; the others are a subject's own. */
 export type SharedWorkload = Exclude<
   Workload,
   | "drain_flow"
@@ -178,7 +208,7 @@ export function latencyProbe() {
   };
 }
 
-/** The idle gaps of WORKLOAD.md's latency workload: a fixed-seed (mulberry32) draw from [min, max] ms per call. */
+/** The idle gaps of the latency workload: a fixed-seed (mulberry32) draw from [min, max] ms per call. */
 export function idleGaps(): () => number {
   let seed = 0x9e3779b9;
   const rnd = () => {
@@ -242,9 +272,9 @@ export async function measureLatency(
 }
 
 /** One workload of a subject: runs it and returns its figures. */
-type WorkloadRun = (ctx: { signal: AbortSignal }) => Promise<Record<string, unknown>>;
+export type WorkloadRun = (ctx: { signal: AbortSignal }) => Promise<Record<string, unknown>>;
 
-/** A benchmark subject: named workloads (those of WORKLOAD.md, and any of its own) and a cleanup hook. */
+/** A benchmark subject: named workloads (the shared benchmark's, and any of its own) and a cleanup hook. */
 export interface Subject {
   readonly peer: string;
   readonly version: string;

@@ -1,7 +1,7 @@
 /**
  * Where errand's drain spends its time on libSQL, with flow control off and
  * on: `npm run bench:libsql-costs` runs the `drain` and `drain_flow`
- * workloads of errand_bench.ts (the same jobs, concurrency and limits) on a
+ * workloads of errand_workloads/drain.ts (the same jobs, queue and limits) on a
  * libSQL file (`npm run bench:libsql-costs -- 3` makes three runs), through a
  * client wrapped so that every statement errand runs
  * is timed by what it does. Each line is one drain: its rate, then per kind
@@ -20,8 +20,8 @@ import { createClient, type InStatement, type Transaction, type TransactionMode 
 import Database from "libsql";
 import { createErrand } from "../mod.ts";
 import { libsqlStore } from "../adapters/libsql/mod.ts";
-import { flowJobs, jobs } from "./bench_jobs.ts";
-import { CFG, drainTracker, FLOW, now, payloadBatches, rate, removeSqliteFiles, round } from "./harness.ts";
+import { benchQueues, flowJobs, jobs } from "./bench_jobs.ts";
+import { CFG, drainTracker, now, payloadBatches, rate, removeSqliteFiles, round } from "./harness.ts";
 
 const FILE = `${CFG.sqliteDir}/errand-costs.db`;
 
@@ -97,7 +97,7 @@ function compileMicros(sql: string): number {
   }
 }
 
-/** One drain of `CFG.nDrain` jobs, plain or under flow control (see {@link FLOW}), and where its time went. */
+/** One drain of `CFG.nDrain` jobs, plain or under flow control (see `FLOW` in harness.ts), and where its time went. */
 async function drain(flow: boolean) {
   removeSqliteFiles(FILE);
   const client = createClient({ url: `file:${FILE}` });
@@ -112,11 +112,7 @@ async function drain(flow: boolean) {
     store,
     mode: "work",
     logger: { debug() {}, info() {}, warn: console.error, error: console.error },
-    queues: {
-      default: flow
-        ? { concurrency: CFG.concurrency, globalConcurrency: FLOW.globalConcurrency }
-        : { concurrency: CFG.concurrency },
-    },
+    queues: benchQueues(flow),
     claimBatch: CFG.concurrency,
     handlers: { bench: (_p, j) => Promise.resolve(tracker.hit(j.id)) },
   });

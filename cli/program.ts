@@ -6,7 +6,6 @@
  *
  * @module
  */
-import { readFileSync } from "node:fs";
 import process from "node:process";
 import { Command, CommanderError } from "commander";
 import { addChangeCommands } from "./commands/changes.ts";
@@ -23,6 +22,7 @@ import { addGlobalOptions } from "./context.ts";
 import { debugOf, EXIT_OK, EXIT_USAGE, exitCodeOf, messageOf } from "./failures.ts";
 import { scrubbed } from "./database.ts";
 import { colorsWanted } from "./output.ts";
+import { version } from "./manifest.ts";
 import picocolors from "picocolors";
 
 const HELP_AFTER = `
@@ -90,17 +90,4 @@ export async function runCli(argv: readonly string[]): Promise<number> {
     if (options.debug || argv.includes("--debug")) process.stderr.write(`${color.dim(secret(debugOf(err)))}\n`);
     return exitCodeOf(err);
   }
-}
-
-/** errand's version, from the package.json beside the sources (../) or the build (../../). */
-function version(): string {
-  for (const where of ["../package.json", "../../package.json"]) {
-    try {
-      const manifest = JSON.parse(readFileSync(new URL(where, import.meta.url), "utf8"));
-      if (manifest.name === "errand") return String(manifest.version);
-    } catch {
-      // Not here.
-    }
-  }
-  return "unknown";
 }

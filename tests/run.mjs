@@ -21,8 +21,8 @@ const runtimes =
 /**
  * What `--quick` leaves out: the files that start processes of their own (several workers, a CLI,
  * a browser, workerd, a packed install, the examples, the documentation's programs, a store move)
- * or enqueue 200,000 jobs, and the second run of each store's conformance suite (libSQL in memory,
- * PostgreSQL unprepared).
+ * or enqueue 200,000 jobs, and the second run of each store's conformance suite and operation cases
+ * (libSQL in memory, PostgreSQL unprepared).
  */
 const QUICK_SKIPS = new Set([
   "tests/bulk_test.ts",
@@ -39,6 +39,8 @@ const QUICK_SKIPS = new Set([
   "tests/multiprocess_test.ts",
   "tests/package_test.ts",
   "tests/postgres_unprepared_test.ts",
+  "tests/store_operations/libsql_memory_test.ts",
+  "tests/store_operations/postgres_unprepared_test.ts",
   "tests/workerd_test.ts",
 ]);
 const testFiles = readdirSync(path.join(root, "tests"), { recursive: true })

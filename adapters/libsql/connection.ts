@@ -1,10 +1,12 @@
 /**
  * How errand writes to a libSQL database that other processes share: the
- * write-lock protocol. Every write runs in its own transaction that takes
- * SQLite's write lock first, never as a bare autocommit statement, with
- * SQLite's own busy wait set on the connection that runs it; a write that
- * still meets `SQLITE_BUSY` is retried for up to `busyTimeout`. Operations
- * run one at a time, each in a later turn of the event loop.
+ * write-lock protocol, and the context every operation of the store runs
+ * with (the connection, the namespace, the settings). Every write runs in
+ * its own transaction that takes SQLite's write lock first, never as a bare
+ * autocommit statement, with SQLite's own busy wait set on the connection
+ * that runs it; a write that still meets `SQLITE_BUSY` is retried for up to
+ * `busyTimeout`. Operations run one at a time, each in a later turn of the
+ * event loop.
  *
  * @module
  */
@@ -42,6 +44,24 @@ export interface ConnectionSettings {
   readonly busyTimeoutMs: number;
   /** SQLite's `synchronous` level of synced commits. */
   readonly synchronous: "full" | "normal";
+}
+
+/** Settings of the libSQL store, resolved. */
+export interface LibsqlStoreSettings extends ConnectionSettings {
+  /** The namespace every operation is confined to. */
+  readonly namespace: string;
+  /** Whether `ensureSchema` may migrate an older schema (else it refuses it). */
+  readonly migrate: boolean;
+}
+
+/** What every operation of the store runs with: the connection, the namespace and the settings. */
+export interface LibsqlContext {
+  /** The connection every statement goes through. */
+  readonly db: LibsqlConnection;
+  /** The namespace every operation is confined to (`settings.namespace`). */
+  readonly namespace: string;
+  /** The store's settings. */
+  readonly settings: LibsqlStoreSettings;
 }
 
 /** errand's way onto a libSQL client: reads, writes and write transactions under the protocol. */

@@ -9,35 +9,32 @@
  */
 import type {
   ConsumerCommitParams,
+  ConsumerLease,
   ConsumerLeaseParams,
+  ConsumerOffsetRow,
   ConsumerOffsetsParams,
   ConsumerReleaseParams,
   ConsumerSeekParams,
-  LogEndsParams,
-} from "../../src/store/store.ts";
-import type { ConsumerLease, ConsumerOffsetRow, LogPartitionRow } from "../../src/store/records.ts";
-import { toConsumerOffset, toLogPartition } from "../sql/rows.ts";
-import type { LibsqlConnection } from "./connection.ts";
+} from "../../src/store/mod.ts";
+import { toConsumerOffset } from "../sql/rows.ts";
+import type { LibsqlContext } from "./connection.ts";
+import { EARLIEST } from "./logs.ts";
 
-/** The first offset a partition still holds, `lp` being its `errand_log_partitions` row. */
-const EARLIEST = `coalesce((SELECT r."offset" FROM errand_log_records AS r
-  WHERE r.namespace = lp.namespace AND r.log = lp.log AND r.partition = lp.partition
-  ORDER BY r."offset" LIMIT 1), lp.next_offset)`;
-
-/** What each partition of a log holds (see `LogStore.logEnds`). */
-export async function logEnds(db: LibsqlConnection, namespace: string, p: LogEndsParams): Promise<LogPartitionRow[]> {
-  const rs = await db.read({
-    sql: `SELECT lp.partition, ${EARLIEST} AS earliest, lp.next_offset AS "end"
-          FROM errand_log_partitions AS lp WHERE lp.namespace = ? AND lp.log = ? ORDER BY lp.partition`,
-    args: [namespace, p.log],
+/** `consumerCommit`: commits an offset under the lease's epoch. */
+export async function commitOffset({ db, namespace }: LibsqlContext, p: ConsumerCommitParams): Promise<boolean> {
+  const rs = await db.write({
+    sql: `UPDATE errand_log_consumers SET committed = ?8, lease_until = ?10
+          WHERE namespace = ?1 AND consumer_group = ?2 AND log = ?3 AND partition = ?4
+            AND owner = ?5 AND epoch = ?6 AND committed = ?7 AND lease_until >= ?9
+          RETURNING 1`,
+    args: [namespace, p.group, p.log, p.partition, p.owner, p.epoch, p.from, p.to, p.now, p.until],
   });
-  return rs.rows.map(toLogPartition);
+  return rs.rows.length === 1;
 }
 
-/** Takes or renews a partition's lease (see `ConsumerStore.consumerLease`). */
+/** `consumerLease`: takes or renews a partition's lease. */
 export async function leasePartition(
-  db: LibsqlConnection,
-  namespace: string,
+  { db, namespace }: LibsqlContext,
   p: ConsumerLeaseParams,
 ): Promise<ConsumerLease | null> {
   const rs = await db.writeUnsynced({
@@ -58,24 +55,22 @@ export async function leasePartition(
   return row === undefined ? null : { epoch: Number(row.epoch), committed: Number(row.committed) };
 }
 
-/** Commits an offset under the lease's epoch (see `ConsumerStore.consumerCommit`). */
-export async function commitOffset(db: LibsqlConnection, namespace: string, p: ConsumerCommitParams): Promise<boolean> {
-  const rs = await db.write({
-    sql: `UPDATE errand_log_consumers SET committed = ?8, lease_until = ?10
-          WHERE namespace = ?1 AND consumer_group = ?2 AND log = ?3 AND partition = ?4
-            AND owner = ?5 AND epoch = ?6 AND committed = ?7 AND lease_until >= ?9
-          RETURNING 1`,
-    args: [namespace, p.group, p.log, p.partition, p.owner, p.epoch, p.from, p.to, p.now, p.until],
+/** `consumerOffsets`: the stored offsets. */
+export async function listOffsets(
+  { db, namespace }: LibsqlContext,
+  p: ConsumerOffsetsParams,
+): Promise<ConsumerOffsetRow[]> {
+  const rs = await db.read({
+    sql: `SELECT consumer_group, log, partition, committed, owner, epoch, lease_until FROM errand_log_consumers
+          WHERE namespace = ?1 AND (?2 IS NULL OR log = ?2) AND (?3 IS NULL OR consumer_group = ?3)
+          ORDER BY consumer_group, log, partition`,
+    args: [namespace, p.log ?? null, p.group ?? null],
   });
-  return rs.rows.length === 1;
+  return rs.rows.map(toConsumerOffset);
 }
 
-/** Lets a lease go (see `ConsumerStore.consumerRelease`). */
-export async function releasePartition(
-  db: LibsqlConnection,
-  namespace: string,
-  p: ConsumerReleaseParams,
-): Promise<void> {
+/** `consumerRelease`: lets a lease go. */
+export async function releasePartition({ db, namespace }: LibsqlContext, p: ConsumerReleaseParams): Promise<void> {
   await db.writeUnsynced({
     sql: `UPDATE errand_log_consumers SET owner = NULL, lease_until = 0
           WHERE namespace = ? AND consumer_group = ? AND log = ? AND partition = ? AND owner = ? AND epoch = ?`,
@@ -83,10 +78,9 @@ export async function releasePartition(
   });
 }
 
-/** Moves a group's offsets (see `ConsumerStore.consumerSeek`). */
+/** `consumerSeek`: moves a group's offsets. */
 export async function seekOffsets(
-  db: LibsqlConnection,
-  namespace: string,
+  { db, namespace }: LibsqlContext,
   p: ConsumerSeekParams,
 ): Promise<{ partition: number; committed: number }[]> {
   const t = p.target;
@@ -123,19 +117,4 @@ export async function seekOffsets(
   });
   return rs.rows.map((r) => ({ partition: Number(r.partition), committed: Number(r.committed) }))
     .sort((a, b) => a.partition - b.partition);
-}
-
-/** The stored offsets (see `ConsumerStore.consumerOffsets`). */
-export async function listOffsets(
-  db: LibsqlConnection,
-  namespace: string,
-  p: ConsumerOffsetsParams,
-): Promise<ConsumerOffsetRow[]> {
-  const rs = await db.read({
-    sql: `SELECT consumer_group, log, partition, committed, owner, epoch, lease_until FROM errand_log_consumers
-          WHERE namespace = ?1 AND (?2 IS NULL OR log = ?2) AND (?3 IS NULL OR consumer_group = ?3)
-          ORDER BY consumer_group, log, partition`,
-    args: [namespace, p.log ?? null, p.group ?? null],
-  });
-  return rs.rows.map(toConsumerOffset);
 }

@@ -1,50 +1,35 @@
 /**
  * The libSQL store's flow control besides the claim (limited_claim.ts):
- * group pauses, the groups of a queue, the jobs its limits hold back, and
- * the pruning of windows and pauses.
+ * the pruning of rate windows and pauses, the jobs a queue's limits hold
+ * back, the groups of a queue, group pauses and queue pauses.
  *
  * @module
  */
-import type { FlowPruneParams, GroupHeldParams, GroupListParams, GroupPauseParams } from "../../src/store/store.ts";
-import type { GroupHeldRow, GroupRow } from "../../src/store/records.ts";
-import type { LibsqlConnection } from "./connection.ts";
+import type {
+  FlowPruneParams,
+  GroupHeldParams,
+  GroupHeldRow,
+  GroupListParams,
+  GroupPauseParams,
+  GroupRow,
+  QueuePauseParams,
+} from "../../src/store/mod.ts";
+import type { LibsqlContext } from "./connection.ts";
 
-/** Pauses a group until `p.until`, or resumes it. */
-export async function pauseGroup(db: LibsqlConnection, namespace: string, p: GroupPauseParams): Promise<void> {
-  await db.write(
-    p.until === null
-      ? { sql: "DELETE FROM errand_group_pauses WHERE namespace = ? AND grp = ?", args: [namespace, p.group] }
-      : {
-        sql: `INSERT INTO errand_group_pauses (namespace, grp, paused_until) VALUES (?, ?, ?)
-              ON CONFLICT (namespace, grp) DO UPDATE SET paused_until = excluded.paused_until`,
-        args: [namespace, p.group, p.until],
-      },
-  );
-}
-
-/** The groups of a queue with their counts and pauses. */
-export async function listGroups(db: LibsqlConnection, namespace: string, p: GroupListParams): Promise<GroupRow[]> {
-  const rs = await db.read({
-    sql: `SELECT g.grp, g.running, g.queued, pz.paused_until FROM (
-            SELECT grp, sum(state = 'running') AS running, sum(state IN ('available', 'scheduled')) AS queued
-            FROM errand_jobs
-            WHERE namespace = ? AND queue = ? AND grp IS NOT NULL AND state IN ('running', 'available', 'scheduled')
-              AND grp > ?
-            GROUP BY grp ORDER BY grp LIMIT ?) AS g
-          LEFT JOIN errand_group_pauses AS pz ON pz.namespace = ? AND pz.grp = g.grp AND pz.paused_until > ?
-          ORDER BY g.grp`,
-    args: [namespace, p.queue, p.after ?? "", p.limit, namespace, p.now],
+/** `flowPrune`: deletes finished rate windows and ended pauses. */
+export async function pruneFlow({ db, namespace }: LibsqlContext, p: FlowPruneParams): Promise<void> {
+  await db.write({
+    sql: "DELETE FROM errand_rate_windows WHERE namespace = ? AND window_start < ?",
+    args: [namespace, p.windowsBefore],
   });
-  return rs.rows.map((r) => ({
-    group: String(r.grp),
-    running: Number(r.running),
-    queued: Number(r.queued),
-    pausedUntil: r.paused_until === null ? null : Number(r.paused_until),
-  }));
+  await db.write({
+    sql: "DELETE FROM errand_group_pauses WHERE namespace = ? AND paused_until < ?",
+    args: [namespace, p.now],
+  });
 }
 
-/** Per queue, the due jobs of paused groups and of groups at their kind's concurrency. */
-export async function countHeld(db: LibsqlConnection, namespace: string, p: GroupHeldParams): Promise<GroupHeldRow[]> {
+/** `groupHeld`: per queue, the due jobs of paused groups and of groups at their kind's concurrency. */
+export async function countHeld({ db, namespace }: LibsqlContext, p: GroupHeldParams): Promise<GroupHeldRow[]> {
   const rs = await db.read({
     sql: `WITH due AS (
             SELECT queue, grp, count(*) AS n FROM errand_jobs
@@ -67,14 +52,54 @@ export async function countHeld(db: LibsqlConnection, namespace: string, p: Grou
   return rs.rows.map((r) => ({ queue: String(r.queue), paused: Number(r.paused), full: Number(r.full) }));
 }
 
-/** Deletes finished rate windows and ended pauses. */
-export async function pruneFlow(db: LibsqlConnection, namespace: string, p: FlowPruneParams): Promise<void> {
-  await db.write({
-    sql: "DELETE FROM errand_rate_windows WHERE namespace = ? AND window_start < ?",
-    args: [namespace, p.windowsBefore],
+/** `groupList`: the groups of a queue with their counts and pauses. */
+export async function listGroups({ db, namespace }: LibsqlContext, p: GroupListParams): Promise<GroupRow[]> {
+  const rs = await db.read({
+    sql: `SELECT g.grp, g.running, g.queued, pz.paused_until FROM (
+            SELECT grp, sum(state = 'running') AS running, sum(state IN ('available', 'scheduled')) AS queued
+            FROM errand_jobs
+            WHERE namespace = ? AND queue = ? AND grp IS NOT NULL AND state IN ('running', 'available', 'scheduled')
+              AND grp > ?
+            GROUP BY grp ORDER BY grp LIMIT ?) AS g
+          LEFT JOIN errand_group_pauses AS pz ON pz.namespace = ? AND pz.grp = g.grp AND pz.paused_until > ?
+          ORDER BY g.grp`,
+    args: [namespace, p.queue, p.after ?? "", p.limit, namespace, p.now],
   });
+  return rs.rows.map((r) => ({
+    group: String(r.grp),
+    running: Number(r.running),
+    queued: Number(r.queued),
+    pausedUntil: r.paused_until === null ? null : Number(r.paused_until),
+  }));
+}
+
+/** `groupPause`: pauses a group until `p.until`, or resumes it. */
+export async function pauseGroup({ db, namespace }: LibsqlContext, p: GroupPauseParams): Promise<void> {
+  await db.write(
+    p.until === null
+      ? { sql: "DELETE FROM errand_group_pauses WHERE namespace = ? AND grp = ?", args: [namespace, p.group] }
+      : {
+        sql: `INSERT INTO errand_group_pauses (namespace, grp, paused_until) VALUES (?, ?, ?)
+              ON CONFLICT (namespace, grp) DO UPDATE SET paused_until = excluded.paused_until`,
+        args: [namespace, p.group, p.until],
+      },
+  );
+}
+
+/** `queuePause`: pauses or resumes a queue. */
+export async function pauseQueue({ db, namespace }: LibsqlContext, p: QueuePauseParams): Promise<void> {
   await db.write({
-    sql: "DELETE FROM errand_group_pauses WHERE namespace = ? AND paused_until < ?",
-    args: [namespace, p.now],
+    sql: `INSERT INTO errand_queues (namespace, queue, paused) VALUES (?, ?, ?)
+            ON CONFLICT (namespace, queue) DO UPDATE SET paused = excluded.paused`,
+    args: [namespace, p.queue, p.paused ? 1 : 0],
   });
+}
+
+/** `queuesPaused`: the paused queues. */
+export async function listPausedQueues({ db, namespace }: LibsqlContext): Promise<string[]> {
+  const rs = await db.read({
+    sql: "SELECT queue FROM errand_queues WHERE namespace = ? AND paused",
+    args: [namespace],
+  });
+  return rs.rows.map((r) => String(r.queue));
 }

@@ -16,11 +16,10 @@
  * @module
  */
 import type { InValue, Transaction } from "@libsql/client";
-import type { ClaimLimits, JobClaimParams } from "../../src/store/store.ts";
-import type { ClaimedJob } from "../../src/store/records.ts";
+import type { ClaimedJob, ClaimLimits, JobClaimParams } from "../../src/store/mod.ts";
 import { toClaimedJob } from "../sql/rows.ts";
-import { PACKED_CLAIM_COLUMNS, unpackClaim } from "./claims.ts";
-import type { LibsqlConnection } from "./connection.ts";
+import { PACKED_CLAIM_COLUMNS, unpackClaim } from "./packed_claim.ts";
+import type { LibsqlContext } from "./connection.ts";
 import { TAKE_WRITE_LOCK } from "./connection.ts";
 
 /**
@@ -251,11 +250,7 @@ const COUNT_STARTS_SQL = `INSERT INTO errand_rate_windows (namespace, bucket, wi
       window_start = max(window_start, excluded.window_start)`;
 
 /** Claims due jobs under `p.limits` (see `ClaimLimits`); the commit is not synced, as a plain claim's. */
-export async function claimLimitedJobs(
-  db: LibsqlConnection,
-  namespace: string,
-  p: JobClaimParams,
-): Promise<ClaimedJob[]> {
+export async function claimLimitedJobs({ db, namespace }: LibsqlContext, p: JobClaimParams): Promise<ClaimedJob[]> {
   const limits: ClaimLimits = p.limits!;
   const defaults = new Set(limits.kinds.map((k) => Math.min(limits.perGroup, k.groupConcurrency ?? limits.perGroup)));
   const shape = {

@@ -1,5 +1,5 @@
 /**
- * The libSQL store's retained logs: appends and reads of
+ * The libSQL store's retained logs: appends, reads, ends and pruning of
  * `errand_log_records`. An append bumps each partition's `next_offset` in
  * `errand_log_partitions`, then inserts its records at the offsets that
  * gives, in one write transaction: SQLite runs one writer at a time, so
@@ -8,16 +8,26 @@
  * @module
  */
 import type { Transaction } from "@libsql/client";
-import type { LogAppendParams, LogPruneParams, LogReadParams } from "../../src/store/store.ts";
-import type { LogRecordRow } from "../../src/store/records.ts";
+import type {
+  LogAppendParams,
+  LogEndsParams,
+  LogPartitionRow,
+  LogPruneParams,
+  LogReadParams,
+  LogRecordRow,
+} from "../../src/store/mod.ts";
 import { toHex } from "../sql/hex.ts";
-import { toLogRecord } from "../sql/rows.ts";
-import type { LibsqlConnection } from "./connection.ts";
+import { toLogPartition, toLogRecord } from "../sql/rows.ts";
+import type { LibsqlContext } from "./connection.ts";
 
-/** Appends `p.rows` and returns their offsets, in order (see `LogStore.logAppend`). */
+/** The first offset a partition still holds, `lp` being its `errand_log_partitions` row. */
+export const EARLIEST: string = `coalesce((SELECT r."offset" FROM errand_log_records AS r
+  WHERE r.namespace = lp.namespace AND r.log = lp.log AND r.partition = lp.partition
+  ORDER BY r."offset" LIMIT 1), lp.next_offset)`;
+
+/** `logAppend`: appends `p.rows` (in the application's transaction `tx` when given); their offsets, in order. */
 export async function appendRecords(
-  db: LibsqlConnection,
-  namespace: string,
+  { db, namespace }: LibsqlContext,
   p: LogAppendParams,
   tx?: Transaction,
 ): Promise<number[]> {
@@ -56,22 +66,22 @@ export async function appendRecords(
   return tx ? await db.run(() => append(tx), false) : await db.run(() => db.transaction(append));
 }
 
-/** Reads records of one partition from an offset on (see `LogStore.logRead`). */
-export async function readRecords(db: LibsqlConnection, namespace: string, p: LogReadParams): Promise<LogRecordRow[]> {
+/** `logEnds`: what each partition of a log holds. */
+export async function readLogEnds({ db, namespace }: LibsqlContext, p: LogEndsParams): Promise<LogPartitionRow[]> {
   const rs = await db.read({
-    sql: `SELECT partition, "offset", key, value, appended_at FROM errand_log_records
-          WHERE namespace = ? AND log = ? AND partition = ? AND "offset" >= ? ORDER BY "offset" LIMIT ?`,
-    args: [namespace, p.log, p.partition, p.from, p.limit],
+    sql: `SELECT lp.partition, ${EARLIEST} AS earliest, lp.next_offset AS "end"
+          FROM errand_log_partitions AS lp WHERE lp.namespace = ? AND lp.log = ? ORDER BY lp.partition`,
+    args: [namespace, p.log],
   });
-  return rs.rows.map(toLogRecord);
+  return rs.rows.map(toLogPartition);
 }
 
 /**
- * Deletes a batch of records retention lets go (see `ClusterStore.logPrune`):
- * per partition, those below the first offset its retention keeps (the first
- * appended at or after `before`, and the newest `keep`).
+ * `logPrune`: deletes a batch of records retention lets go: per partition,
+ * those below the first offset its retention keeps (the first appended at or
+ * after `before`, and the newest `keep`).
  */
-export async function pruneRecords(db: LibsqlConnection, namespace: string, p: LogPruneParams): Promise<number> {
+export async function pruneRecords({ db, namespace }: LibsqlContext, p: LogPruneParams): Promise<number> {
   const rs = await db.write({
     sql: `WITH bounds AS (
             SELECT lp.partition, min(
@@ -90,4 +100,14 @@ export async function pruneRecords(db: LibsqlConnection, namespace: string, p: L
     args: [namespace, p.log, p.before ?? null, p.keep ?? null, p.limit],
   });
   return rs.rows.length;
+}
+
+/** `logRead`: records of one partition from an offset on. */
+export async function readRecords({ db, namespace }: LibsqlContext, p: LogReadParams): Promise<LogRecordRow[]> {
+  const rs = await db.read({
+    sql: `SELECT partition, "offset", key, value, appended_at FROM errand_log_records
+          WHERE namespace = ? AND log = ? AND partition = ? AND "offset" >= ? ORDER BY "offset" LIMIT ?`,
+    args: [namespace, p.log, p.partition, p.from, p.limit],
+  });
+  return rs.rows.map(toLogRecord);
 }

@@ -12,11 +12,11 @@
  * @module
  */
 import type { Client, Transaction } from "@libsql/client";
-import type { StoreFor } from "../../src/store/store.ts";
+import type { StoreFor } from "../../src/store/mod.ts";
 import { type Duration, parseDuration } from "../../src/base/duration.ts";
 import { ValidationError } from "../../src/base/errors.ts";
 import { checkName, NAMESPACE_PATTERN } from "../../src/checks/names.ts";
-import { LibsqlStore } from "./store.ts";
+import { composeLibsqlStore } from "./store.ts";
 
 export { LIBSQL_SCHEMA_VERSION, libsqlMigrationSql } from "./migrations.ts";
 
@@ -84,7 +84,7 @@ export interface LibsqlStoreOptions {
  * ```
  */
 export function libsqlStore(client: Client, options: LibsqlStoreOptions = {}): StoreFor<Transaction> {
-  return new LibsqlStore(client, {
+  return composeLibsqlStore(client, {
     namespace: checkName("namespace", options.namespace ?? "default", NAMESPACE_PATTERN),
     migrate: options.migrate ?? true,
     busyTimeoutMs: parseDuration(options.busyTimeout ?? "30s", "busyTimeout"),

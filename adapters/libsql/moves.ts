@@ -1,11 +1,11 @@
 /**
- * The libSQL store's side of moving a store (`MoveStore`): jobs read and
- * written with every column, the conditional delete of moved jobs, the
- * move's record, partition counters, and retained logs' records and
- * consumer offsets. An import is one write transaction: the jobs go as one
- * JSON document read by `json_each`, updating the rows the namespace has
- * and inserting the others (`ON CONFLICT DO NOTHING` leaves out a job whose
- * unique key another holds, or whose id another namespace has).
+ * The libSQL store's side of moving a store: jobs read and written with
+ * every column, the conditional delete of moved jobs, the move's record,
+ * partition counters, and retained logs' records and consumer offsets. An
+ * import is one write transaction: the jobs go as one JSON document read by
+ * `json_each`, updating the rows the namespace has and inserting the others
+ * (`ON CONFLICT DO NOTHING` leaves out a job whose unique key another holds,
+ * or whose id another namespace has).
  *
  * @module
  */
@@ -24,7 +24,7 @@ import type {
   MoveSaveParams,
   PartitionImportParams,
   PartitionSequence,
-} from "../../src/store/moves.ts";
+} from "../../src/store/mod.ts";
 import { fromHex, toHex } from "../sql/hex.ts";
 import {
   importDocument,
@@ -35,8 +35,8 @@ import {
   toMovedJob,
   toMoveRecord,
 } from "../sql/moved_rows.ts";
-import { deleteParentLinks } from "./bulk.ts";
-import type { LibsqlConnection } from "./connection.ts";
+import type { LibsqlContext } from "./connection.ts";
+import { deleteParentLinks } from "./jobs.ts";
 
 /** The document's rows as columns: `value` is one job's object of the import document. */
 const FIELDS = MOVED_COLUMNS.map(([c, t]) =>
@@ -69,8 +69,47 @@ function fromRow(row: Record<string, unknown>): MovedJob {
   });
 }
 
-/** Reads a page of jobs, or the jobs of a list of ids, with every column (see `MoveStore.jobExport`). */
-export async function exportJobs(db: LibsqlConnection, namespace: string, p: JobExportParams): Promise<MovedJob[]> {
+/** `consumerImport`: writes consumer groups' offsets. */
+export async function importConsumers({ db, namespace }: LibsqlContext, p: ConsumerImportParams): Promise<void> {
+  if (p.offsets.length === 0) return;
+  await db.write({
+    sql:
+      `INSERT INTO errand_log_consumers (namespace, consumer_group, log, partition, committed, owner, epoch, lease_until)
+          SELECT ?, value ->> 0, value ->> 1, value ->> 2, value ->> 3, NULL, value ->> 4, 0 FROM json_each(?) WHERE true
+          ON CONFLICT (namespace, consumer_group, log, partition) DO NOTHING`,
+    args: [namespace, JSON.stringify(p.offsets.map((o) => [o.group, o.log, o.partition, o.committed, o.epoch]))],
+  });
+}
+
+/**
+ * `jobDeleteMoved`: deletes the stamped jobs still as stamped, not running
+ * and waited for by no waiting job, with their links to their parents.
+ */
+export async function deleteMovedJobs({ db, namespace }: LibsqlContext, p: JobDeleteMovedParams): Promise<string[]> {
+  if (p.jobs.length === 0) return [];
+  return await db.run(() =>
+    db.transaction(async (tx) => {
+      const rs = await tx.execute({
+        sql: `DELETE FROM errand_jobs WHERE id IN (
+                SELECT j.id FROM json_each(?2) AS s JOIN errand_jobs AS j ON j.id = s.value ->> 0
+                WHERE j.namespace = ?1 AND j.state = s.value ->> 1 AND j.fence = s.value ->> 2
+                  AND j.state <> 'running'
+                  AND NOT EXISTS (
+                    SELECT 1 FROM errand_job_parents AS l
+                    JOIN errand_jobs AS c ON c.id = l.job_id AND c.namespace = l.namespace
+                    WHERE l.namespace = ?1 AND l.parent_id = j.id AND c.state = 'waiting'))
+              RETURNING id`,
+        args: [namespace, JSON.stringify(p.jobs.map((j) => [j.id, j.state, j.fence]))],
+      });
+      const ids = rs.rows.map((r) => String(r.id));
+      await deleteParentLinks(tx, namespace, ids);
+      return ids;
+    })
+  );
+}
+
+/** `jobExport`: reads a page of jobs, or the jobs of a list of ids, with every column. */
+export async function exportJobs({ db, namespace }: LibsqlContext, p: JobExportParams): Promise<MovedJob[]> {
   const rs = "ids" in p
     ? await db.read({
       sql: `SELECT ${ROW} FROM errand_jobs AS j
@@ -85,12 +124,8 @@ export async function exportJobs(db: LibsqlConnection, namespace: string, p: Job
   return rs.rows.map(fromRow);
 }
 
-/** Writes jobs as given, updating those present and inserting the others (see `MoveStore.jobImport`). */
-export async function importJobs(
-  db: LibsqlConnection,
-  namespace: string,
-  p: JobImportParams,
-): Promise<JobImportResult> {
+/** `jobImport`: writes jobs as given, updating those present and inserting the others. */
+export async function importJobs({ db, namespace }: LibsqlContext, p: JobImportParams): Promise<JobImportResult> {
   if (p.jobs.length === 0) return { held: [], foreign: [] };
   const doc = importDocument(p.jobs, true);
   return await db.run(() =>
@@ -128,117 +163,8 @@ export async function importJobs(
   );
 }
 
-/** Why each of `skipped` was not written: its id is another namespace's, or its unique key is held. */
-async function leftOut(tx: Transaction, namespace: string, skipped: readonly MovedJob[]): Promise<JobImportResult> {
-  const elsewhere = new Set(
-    (await tx.execute({
-      sql: "SELECT id FROM errand_jobs WHERE id IN (SELECT value FROM json_each(?))",
-      args: [JSON.stringify(skipped.map((j) => j.id))],
-    })).rows.map((r) => String(r.id)),
-  );
-  const held = skipped.filter((j) => !elsewhere.has(j.id));
-  const holders = held.length === 0 ? [] : (await tx.execute({
-    sql: `SELECT j.id, j.kind, j.unique_key FROM json_each(?) AS s
-          JOIN errand_jobs AS j ON j.namespace = ? AND j.kind = s.value ->> 0 AND j.unique_key = s.value ->> 1
-            AND j.unique_scope = s.value ->> 2
-          WHERE j.unique_scope = 'any' OR j.state IN ('scheduled', 'available', 'running', 'waiting')`,
-    args: [JSON.stringify(held.map((j) => [j.kind, j.uniqueKey, j.uniqueScope])), namespace],
-  })).rows;
-  return leftOutResult(elsewhere, held, holders);
-}
-
-/**
- * Deletes the stamped jobs still as stamped, not running and waited for by
- * no waiting job, with their links to their parents (see `MoveStore.jobDeleteMoved`).
- */
-export async function deleteMovedJobs(
-  db: LibsqlConnection,
-  namespace: string,
-  p: JobDeleteMovedParams,
-): Promise<string[]> {
-  if (p.jobs.length === 0) return [];
-  return await db.run(() =>
-    db.transaction(async (tx) => {
-      const rs = await tx.execute({
-        sql: `DELETE FROM errand_jobs WHERE id IN (
-                SELECT j.id FROM json_each(?2) AS s JOIN errand_jobs AS j ON j.id = s.value ->> 0
-                WHERE j.namespace = ?1 AND j.state = s.value ->> 1 AND j.fence = s.value ->> 2
-                  AND j.state <> 'running'
-                  AND NOT EXISTS (
-                    SELECT 1 FROM errand_job_parents AS l
-                    JOIN errand_jobs AS c ON c.id = l.job_id AND c.namespace = l.namespace
-                    WHERE l.namespace = ?1 AND l.parent_id = j.id AND c.state = 'waiting'))
-              RETURNING id`,
-        args: [namespace, JSON.stringify(p.jobs.map((j) => [j.id, j.state, j.fence]))],
-      });
-      const ids = rs.rows.map((r) => String(r.id));
-      await deleteParentLinks(tx, namespace, ids);
-      return ids;
-    })
-  );
-}
-
-/** Reads the move's record at one end (see `MoveStore.moveGet`). */
-export async function getMove(db: LibsqlConnection, namespace: string, p: MoveGetParams): Promise<MoveRecord | null> {
-  const rs = await db.read({
-    sql: "SELECT role, id, phase, state, started_at, updated_at FROM errand_moves WHERE namespace = ? AND role = ?",
-    args: [namespace, p.role],
-  });
-  return rs.rows.length ? toMoveRecord(rs.rows[0]) : null;
-}
-
-/** Writes the move's record at its end (see `MoveStore.moveSave`). */
-export async function saveMove(db: LibsqlConnection, namespace: string, p: MoveSaveParams): Promise<void> {
-  const r = p.record;
-  await db.write({
-    sql: `INSERT INTO errand_moves (namespace, role, id, phase, state, started_at, updated_at)
-          VALUES (?, ?, ?, ?, ?, ?, ?)
-          ON CONFLICT (namespace, role) DO UPDATE SET id = excluded.id, phase = excluded.phase, state = excluded.state,
-            started_at = excluded.started_at, updated_at = excluded.updated_at`,
-    args: [namespace, r.role, r.id, r.phase, r.state, r.startedAt, r.updatedAt],
-  });
-}
-
-/** Every topic partition's counter (see `MoveStore.partitionSequences`). */
-export async function partitionSequences(db: LibsqlConnection, namespace: string): Promise<PartitionSequence[]> {
-  const rs = await db.read({
-    sql: `SELECT topic, "partition" AS "partition", next_seq FROM errand_partitions WHERE namespace = ?
-          ORDER BY topic, "partition"`,
-    args: [namespace],
-  });
-  return rs.rows.map((r) => ({ topic: String(r.topic), partition: Number(r.partition), nextSeq: Number(r.next_seq) }));
-}
-
-/** Raises partition counters (see `MoveStore.partitionImport`). */
-export async function importPartitions(
-  db: LibsqlConnection,
-  namespace: string,
-  p: PartitionImportParams,
-): Promise<void> {
-  if (p.sequences.length === 0) return;
-  await db.write({
-    sql: `INSERT INTO errand_partitions (namespace, topic, "partition", next_seq)
-          SELECT ?, value ->> 0, value ->> 1, value ->> 2 FROM json_each(?) WHERE true
-          ON CONFLICT (namespace, topic, "partition") DO UPDATE SET next_seq = max(next_seq, excluded.next_seq)`,
-    args: [namespace, JSON.stringify(p.sequences.map((s) => [s.topic, s.partition, s.nextSeq]))],
-  });
-}
-
-/** Every retained log partition's counter (see `MoveStore.logSequences`). */
-export async function logSequences(db: LibsqlConnection, namespace: string): Promise<LogSequence[]> {
-  const rs = await db.read({
-    sql: `SELECT log, partition, next_offset FROM errand_log_partitions WHERE namespace = ? ORDER BY log, partition`,
-    args: [namespace],
-  });
-  return rs.rows.map((r) => ({
-    log: String(r.log),
-    partition: Number(r.partition),
-    nextOffset: Number(r.next_offset),
-  }));
-}
-
-/** Writes a log partition's records at their offsets and raises its counter (see `MoveStore.logImport`). */
-export async function importLog(db: LibsqlConnection, namespace: string, p: LogImportParams): Promise<void> {
+/** `logImport`: writes a log partition's records at their offsets and raises its counter. */
+export async function importLog({ db, namespace }: LibsqlContext, p: LogImportParams): Promise<void> {
   await db.run(() =>
     db.transaction(async (tx) => {
       if (p.records.length) {
@@ -263,14 +189,76 @@ export async function importLog(db: LibsqlConnection, namespace: string, p: LogI
   );
 }
 
-/** Writes consumer groups' offsets (see `MoveStore.consumerImport`). */
-export async function importConsumers(db: LibsqlConnection, namespace: string, p: ConsumerImportParams): Promise<void> {
-  if (p.offsets.length === 0) return;
-  await db.write({
-    sql:
-      `INSERT INTO errand_log_consumers (namespace, consumer_group, log, partition, committed, owner, epoch, lease_until)
-          SELECT ?, value ->> 0, value ->> 1, value ->> 2, value ->> 3, NULL, value ->> 4, 0 FROM json_each(?) WHERE true
-          ON CONFLICT (namespace, consumer_group, log, partition) DO NOTHING`,
-    args: [namespace, JSON.stringify(p.offsets.map((o) => [o.group, o.log, o.partition, o.committed, o.epoch]))],
+/** `logSequences`: every retained log partition's counter. */
+export async function readLogSequences({ db, namespace }: LibsqlContext): Promise<LogSequence[]> {
+  const rs = await db.read({
+    sql: `SELECT log, partition, next_offset FROM errand_log_partitions WHERE namespace = ? ORDER BY log, partition`,
+    args: [namespace],
   });
+  return rs.rows.map((r) => ({
+    log: String(r.log),
+    partition: Number(r.partition),
+    nextOffset: Number(r.next_offset),
+  }));
+}
+
+/** `moveGet`: reads the move's record at one end. */
+export async function getMove({ db, namespace }: LibsqlContext, p: MoveGetParams): Promise<MoveRecord | null> {
+  const rs = await db.read({
+    sql: "SELECT role, id, phase, state, started_at, updated_at FROM errand_moves WHERE namespace = ? AND role = ?",
+    args: [namespace, p.role],
+  });
+  return rs.rows.length ? toMoveRecord(rs.rows[0]) : null;
+}
+
+/** `moveSave`: writes the move's record at its end. */
+export async function saveMove({ db, namespace }: LibsqlContext, p: MoveSaveParams): Promise<void> {
+  const r = p.record;
+  await db.write({
+    sql: `INSERT INTO errand_moves (namespace, role, id, phase, state, started_at, updated_at)
+          VALUES (?, ?, ?, ?, ?, ?, ?)
+          ON CONFLICT (namespace, role) DO UPDATE SET id = excluded.id, phase = excluded.phase, state = excluded.state,
+            started_at = excluded.started_at, updated_at = excluded.updated_at`,
+    args: [namespace, r.role, r.id, r.phase, r.state, r.startedAt, r.updatedAt],
+  });
+}
+
+/** `partitionImport`: raises partition counters. */
+export async function importPartitions({ db, namespace }: LibsqlContext, p: PartitionImportParams): Promise<void> {
+  if (p.sequences.length === 0) return;
+  await db.write({
+    sql: `INSERT INTO errand_partitions (namespace, topic, "partition", next_seq)
+          SELECT ?, value ->> 0, value ->> 1, value ->> 2 FROM json_each(?) WHERE true
+          ON CONFLICT (namespace, topic, "partition") DO UPDATE SET next_seq = max(next_seq, excluded.next_seq)`,
+    args: [namespace, JSON.stringify(p.sequences.map((s) => [s.topic, s.partition, s.nextSeq]))],
+  });
+}
+
+/** `partitionSequences`: every topic partition's counter. */
+export async function readPartitionSequences({ db, namespace }: LibsqlContext): Promise<PartitionSequence[]> {
+  const rs = await db.read({
+    sql: `SELECT topic, "partition" AS "partition", next_seq FROM errand_partitions WHERE namespace = ?
+          ORDER BY topic, "partition"`,
+    args: [namespace],
+  });
+  return rs.rows.map((r) => ({ topic: String(r.topic), partition: Number(r.partition), nextSeq: Number(r.next_seq) }));
+}
+
+/** Why each of `skipped` was not written: its id is another namespace's, or its unique key is held. */
+async function leftOut(tx: Transaction, namespace: string, skipped: readonly MovedJob[]): Promise<JobImportResult> {
+  const elsewhere = new Set(
+    (await tx.execute({
+      sql: "SELECT id FROM errand_jobs WHERE id IN (SELECT value FROM json_each(?))",
+      args: [JSON.stringify(skipped.map((j) => j.id))],
+    })).rows.map((r) => String(r.id)),
+  );
+  const held = skipped.filter((j) => !elsewhere.has(j.id));
+  const holders = held.length === 0 ? [] : (await tx.execute({
+    sql: `SELECT j.id, j.kind, j.unique_key FROM json_each(?) AS s
+          JOIN errand_jobs AS j ON j.namespace = ? AND j.kind = s.value ->> 0 AND j.unique_key = s.value ->> 1
+            AND j.unique_scope = s.value ->> 2
+          WHERE j.unique_scope = 'any' OR j.state IN ('scheduled', 'available', 'running', 'waiting')`,
+    args: [JSON.stringify(held.map((j) => [j.kind, j.uniqueKey, j.uniqueScope])), namespace],
+  })).rows;
+  return leftOutResult(elsewhere, held, holders);
 }

@@ -40,29 +40,60 @@ export default defineConfig({
         ],
       },
       {
+        // Grouped by what a reader comes to do; a new guide is one line in the group it serves.
         text: "Guides",
         items: [
-          { text: "Defining jobs", link: "/guides/defining-jobs" },
-          { text: "Enqueueing", link: "/guides/enqueueing" },
-          { text: "Transactions", link: "/guides/transactions" },
-          { text: "Retries and errors", link: "/guides/retries" },
-          { text: "Workers", link: "/guides/workers" },
-          { text: "Serverless drain", link: "/guides/serverless-drain" },
-          { text: "Graceful shutdown and deploys", link: "/guides/shutdown" },
-          { text: "Testing", link: "/guides/testing" },
-          { text: "Unique jobs", link: "/guides/unique-jobs" },
-          { text: "Continuations", link: "/guides/continuations" },
-          { text: "Results and progress", link: "/guides/results" },
-          { text: "Recurring jobs (cron)", link: "/guides/cron" },
-          { text: "Topics and partitions", link: "/guides/topics" },
-          { text: "Retained logs", link: "/guides/logs" },
-          { text: "Flow control", link: "/guides/flow-control" },
-          { text: "Operating jobs", link: "/guides/operating" },
-          { text: "Admin router and dashboard", link: "/guides/admin" },
-          { text: "Observability", link: "/guides/observability" },
-          { text: "libSQL and SQLite", link: "/guides/libsql" },
-          { text: "PostgreSQL", link: "/guides/postgres" },
-          { text: "Moving a store", link: "/guides/moving" },
+          {
+            text: "Defining and enqueueing",
+            items: [
+              { text: "Defining jobs", link: "/guides/defining-jobs" },
+              { text: "Enqueueing", link: "/guides/enqueueing" },
+              { text: "Transactions", link: "/guides/transactions" },
+              { text: "Unique jobs", link: "/guides/unique-jobs" },
+              { text: "Recurring jobs (cron)", link: "/guides/cron" },
+            ],
+          },
+          {
+            text: "Running",
+            items: [
+              { text: "Workers", link: "/guides/workers" },
+              { text: "Retries and errors", link: "/guides/retries" },
+              { text: "Flow control", link: "/guides/flow-control" },
+              { text: "Graceful shutdown and deploys", link: "/guides/shutdown" },
+              { text: "Serverless drain", link: "/guides/serverless-drain" },
+            ],
+          },
+          {
+            text: "Results and continuations",
+            items: [
+              { text: "Results and progress", link: "/guides/results" },
+              { text: "Continuations", link: "/guides/continuations" },
+            ],
+          },
+          {
+            text: "Topics and logs",
+            items: [
+              { text: "Topics and partitions", link: "/guides/topics" },
+              { text: "Retained logs", link: "/guides/logs" },
+            ],
+          },
+          {
+            text: "Operating and testing",
+            items: [
+              { text: "Operating jobs", link: "/guides/operating" },
+              { text: "Admin router and dashboard", link: "/guides/admin" },
+              { text: "Observability", link: "/guides/observability" },
+              { text: "Testing", link: "/guides/testing" },
+            ],
+          },
+          {
+            text: "Stores",
+            items: [
+              { text: "libSQL and SQLite", link: "/guides/libsql" },
+              { text: "PostgreSQL", link: "/guides/postgres" },
+              { text: "Moving a store", link: "/guides/moving" },
+            ],
+          },
         ],
       },
       {
@@ -86,6 +117,7 @@ export default defineConfig({
           { text: "Command line", link: "/reference/cli" },
           { text: "Metrics", link: "/reference/metrics" },
           { text: "Schema", link: "/reference/schema" },
+          { text: "Store adapters", link: "/reference/store-adapters" },
         ],
       },
       {

@@ -4,8 +4,10 @@
  * operation, and the records that cross it.
  *
  * **Unstable**: this subpath is for adapter authors and may change in any
- * release before 1.0. An adapter is ready when the conformance suite
- * (`tests/conformance/`) passes against it.
+ * release before 1.0. {@link storeConformance} gives the operation-level
+ * cases, one file per slice, to run against an adapter with any test
+ * framework; an adapter is ready when they pass and errand's behavioural
+ * suite (`tests/conformance/`) does.
  *
  * @example A store's type as createErrand reads it
  * ```ts
@@ -22,3 +24,5 @@ export type * from "./store.ts";
 export type * from "./records.ts";
 export type * from "./moves.ts";
 export type { RunError, RunRecord } from "../base/types.ts";
+export { storeConformance } from "./conformance/mod.ts";
+export type { StoreCase, StoreCaseEnv, StoreCaseSkip, StoreOperation, StoreSlice } from "./conformance/mod.ts";

@@ -1,36 +1,39 @@
 /**
- * How the libSQL store inserts jobs: multi-row INSERTs of literals, the
- * sequence numbers of partitioned rows, unique keys, rows inserted already
- * claimed, and a continuation's links to its parents, all in one write
- * transaction (the application's, when it passes one).
+ * How jobs become available in the libSQL store: inserts (multi-row INSERTs
+ * of literals, the sequence numbers of partitioned rows, unique keys, rows
+ * inserted already claimed, and a continuation's links to its parents, all
+ * in one write transaction, the application's when it passes one), the
+ * promotion of due scheduled jobs, and the release of waiting continuations.
  *
  * @module
  */
 import type { Transaction } from "@libsql/client";
-import type { JobInsertParams } from "../../src/store/store.ts";
-import type { InsertClaim, JobInsertResult, JobInsertRow } from "../../src/store/records.ts";
+import type {
+  InsertClaim,
+  JobInsertParams,
+  JobInsertResult,
+  JobInsertRow,
+  JobPromoteDueParams,
+  JobResolveWaitingParams,
+  ResolvedWaiting,
+} from "../../src/store/mod.ts";
 import { toHex } from "../sql/hex.ts";
+import { LISTED_STATES_SQL } from "../sql/listed_states.ts";
 import { sqlString } from "../sql/string_literal.ts";
-import { holdersByRow } from "../sql/rows.ts";
-import type { LibsqlConnection } from "./connection.ts";
+import { holdersByRow, toResolvedWaiting } from "../sql/rows.ts";
+import type { LibsqlContext } from "./connection.ts";
 
 /** Rows per INSERT statement; a bulk enqueue is several statements in one transaction. */
 const INSERT_CHUNK = 5_000;
 
-/** A SQL literal of a whole number, a text or null. */
-function sqlLiteral(value: string | number | null): string {
-  return value === null ? "NULL" : typeof value === "number" ? String(Math.trunc(value)) : sqlString(value);
-}
-
 /**
- * Inserts jobs for {@link LibsqlStore.jobInsertMany} through `db` in
- * `namespace`: one INSERT per chunk, with the rows as literals (payloads as
- * blob literals): SQLite parses literals faster than it binds parameters or
- * reads JSON, and a script prepares no statement.
+ * `jobInsertMany`: inserts jobs (in the application's transaction `tx` when
+ * given), one INSERT per chunk, with the rows as literals (payloads as blob
+ * literals): SQLite parses literals faster than it binds parameters or reads
+ * JSON, and a script prepares no statement.
  */
 export async function insertJobs(
-  db: LibsqlConnection,
-  namespace: string,
+  { db, namespace }: LibsqlContext,
   p: JobInsertParams,
   tx?: Transaction,
 ): Promise<JobInsertResult> {
@@ -103,6 +106,54 @@ export async function insertJobs(
     return { holders: holding, started: [...claimed].filter((id) => inserted.has(id)) };
   };
   return tx ? await db.run(() => insertReading(tx), false) : await db.run(() => db.transaction(insertReading));
+}
+
+/** `jobPromoteDue`: makes a batch of due scheduled jobs available; the queues they are in. */
+export async function promoteDueJobs({ db, namespace }: LibsqlContext, p: JobPromoteDueParams): Promise<string[]> {
+  const rs = await db.write({
+    sql: `UPDATE errand_jobs SET state = 'available'
+            WHERE id IN (SELECT id FROM errand_jobs WHERE namespace = ? AND state = 'scheduled' AND run_at <= ? ORDER BY run_at LIMIT ?)
+            RETURNING queue`,
+    args: [namespace, p.now, p.limit],
+  });
+  return [...new Set(rs.rows.map((r) => String(r.queue)))];
+}
+
+/**
+ * `jobResolveWaiting`: releases a batch of waiting continuations whose
+ * parents all completed, and cancels those a parent can no longer complete.
+ */
+export async function resolveWaitingJobs(
+  { db, namespace }: LibsqlContext,
+  p: JobResolveWaitingParams,
+): Promise<ResolvedWaiting> {
+  const rs = await db.write({
+    sql: `WITH candidates AS (
+              SELECT j.id, j.run_at FROM errand_jobs AS j
+              WHERE j.namespace = ?1 AND j.state = 'waiting' AND ${LISTED_STATES_SQL}
+                AND (?2 IS NULL OR j.id IN (
+                  SELECT job_id FROM errand_job_parents WHERE namespace = ?1 AND parent_id IN (SELECT value FROM json_each(?2))))
+              ORDER BY j.id LIMIT ?4),
+            verdicts AS (
+              SELECT c.id, c.run_at,
+                (SELECT 'Parent job "' || l.parent_id || '" ' || coalesce(pj.state, 'no longer exists')
+                 FROM errand_job_parents AS l LEFT JOIN errand_jobs AS pj ON pj.id = l.parent_id AND pj.namespace = l.namespace
+                 WHERE l.namespace = ?1 AND l.job_id = c.id AND (pj.id IS NULL OR pj.state IN ('failed', 'cancelled'))
+                 ORDER BY l.parent_id LIMIT 1) AS doomed_by,
+                NOT EXISTS (
+                  SELECT 1 FROM errand_job_parents AS l JOIN errand_jobs AS pj ON pj.id = l.parent_id AND pj.namespace = l.namespace
+                  WHERE l.namespace = ?1 AND l.job_id = c.id AND pj.state <> 'completed') AS ready
+              FROM candidates AS c)
+            UPDATE errand_jobs AS j SET
+              state = CASE WHEN v.doomed_by IS NOT NULL THEN 'cancelled' WHEN v.run_at > ?3 THEN 'scheduled' ELSE 'available' END,
+              finished_at = CASE WHEN v.doomed_by IS NOT NULL THEN ?3 END,
+              reason = v.doomed_by
+            FROM verdicts AS v
+            WHERE j.id = v.id AND (v.doomed_by IS NOT NULL OR v.ready)
+            RETURNING id, state, queue`,
+    args: [namespace, p.parents ? JSON.stringify(p.parents) : null, p.now, p.limit],
+  });
+  return toResolvedWaiting(rs.rows);
 }
 
 /**
@@ -192,4 +243,9 @@ function sequences(namespace: string, rows: readonly JobInsertRow[]): { allocate
     return `(SELECT next_seq FROM errand_partitions WHERE ${where(r.topic, r.partition)}) - ${n - rank[i]}`;
   });
   return { allocate, seqs };
+}
+
+/** A SQL literal of a whole number, a text or null. */
+function sqlLiteral(value: string | number | null): string {
+  return value === null ? "NULL" : typeof value === "number" ? String(Math.trunc(value)) : sqlString(value);
 }

@@ -1,0 +1,318 @@
+/**
+ * Cases of the runs slice: claims (due jobs in priority, run time, id order;
+ * partition heads only; paused queues skipped), and every write after a
+ * claim fenced by it: outcomes, progress, lease renewals. Also the rescue's
+ * read of expired leases and the push of wake-ups.
+ *
+ * @module
+ */
+import { cases, skip, type StoreCase } from "./case.ts";
+import { check, checkEqual, checkFields, checkSameSet } from "./check.ts";
+import { claim, claimIds, eventually, insert, jobRow, KIND, limits, ready, T0 } from "./fixtures.ts";
+
+const result = new Uint8Array([0xa2, 0x6f, 0x6b]);
+
+/** The cases of claims, outcomes, progress, leases and wake-ups. */
+export const runCases: StoreCase[] = cases("runs", [
+  [
+    "jobClaim",
+    "jobClaim() takes at most limit due jobs in priority, run time, id order and starts them",
+    async (env) => {
+      const store = await ready(env);
+      const rows = await insert(
+        store,
+        jobRow({ priority: 1 }),
+        jobRow({ priority: 0, runAt: T0 - 5, state: "scheduled" }),
+        jobRow({ priority: 0 }),
+        jobRow({ priority: 0, runAt: T0 - 5 }),
+        jobRow({ priority: 0, runAt: T0 + 1, state: "scheduled" }),
+      );
+      const claimed = await claim(store, { limit: 3, workerId: "w7", leaseUntil: T0 + 9_000 });
+      checkSameSet(claimed.map((j) => j.id), [rows[1].id, rows[3].id, rows[2].id], "the claimed jobs");
+      for (const job of claimed) {
+        checkFields(
+          job,
+          { attempt: 1, startedAt: T0, kind: KIND, version: 1, queue: "default" },
+          `claimed job "${job.id}"`,
+        );
+        checkFields(
+          await store.jobGet({ id: job.id }),
+          { state: "running", attempt: 1, fence: job.fence, startedAt: T0, leaseUntil: T0 + 9_000 },
+          `job "${job.id}"`,
+        );
+      }
+      checkSameSet((await claim(store, { limit: 3 })).map((j) => j.id), [rows[0].id], "the next claim");
+      checkEqual(await claim(store, { limit: 3 }), [], "a claim with nothing due");
+    },
+  ],
+  [
+    "jobClaim",
+    "jobClaim() takes only its queue's jobs of the offered kinds and versions, of its namespace",
+    async (env) => {
+      const store = await ready(env);
+      const other = await ready(env, "other");
+      const [wanted] = await insert(
+        store,
+        jobRow(),
+        jobRow({ queue: "mail" }),
+        jobRow({ version: 2 }),
+        jobRow({ kind: "conformance.other" }),
+      );
+      await insert(other, jobRow());
+      checkEqual((await claim(store)).map((j) => j.id), [wanted.id], "the claimed jobs");
+    },
+  ],
+  ["jobClaim", "jobClaim() takes nothing from a paused queue", async (env) => {
+    const store = await ready(env);
+    const [row] = await insert(store, jobRow());
+    await store.queuePause({ queue: "default", paused: true });
+    checkEqual(await claim(store), [], "a claim from the paused queue");
+    await store.queuePause({ queue: "default", paused: false });
+    checkEqual((await claim(store)).map((j) => j.id), [row.id], "a claim after the resume");
+  }],
+  ["jobClaim", "jobClaim() takes a partitioned job only as its partition's head, and only with heads", async (env) => {
+    const store = await ready(env);
+    const [first, second, apart] = await insert(
+      store,
+      jobRow({ topic: "t", partition: 0 }),
+      jobRow({ topic: "t", partition: 0 }),
+      jobRow({ topic: "t", partition: 1 }),
+    );
+    checkEqual(await claim(store), [], "a claim without heads");
+    const heads = { managed: ["t"], owned: [{ topic: "t", partition: 0 }] };
+    const [run] = await claimIds(store, [first.id], { heads });
+    checkEqual(await claim(store, { heads }), [], "a claim while the head runs");
+    await store.jobFinishMany({ finishes: [{ id: run.id, fence: run.fence, state: "completed", at: T0 }] });
+    await claimIds(store, [second.id], { heads });
+    await claimIds(store, [apart.id], { heads: { managed: [], owned: [] } });
+  }],
+  ["jobClaim", "jobClaim() moves the fence on at every claim of a job", async (env) => {
+    const store = await ready(env);
+    const [row] = await insert(store, jobRow());
+    const [first] = await claimIds(store, [row.id]);
+    await store.jobTransition({ id: row.id, from: ["running"], state: "available", finishedAt: null });
+    const [second] = await claimIds(store, [row.id]);
+    check(second.fence !== first.fence, `the second claim's fence differs: ${first.fence} then ${second.fence}`);
+    checkEqual(second.attempt, 2, "the second claim's attempt");
+  }],
+  [
+    "jobClaim",
+    "jobClaim() under limits keeps the queue's running jobs at queueConcurrency, not counting returned runs",
+    async (env) => {
+      const store = await ready(env);
+      await insert(store, jobRow(), jobRow(), jobRow(), jobRow());
+      const first = await claim(store, { limits: limits({ queueConcurrency: 2 }) });
+      checkEqual(first.length, 2, "jobs the first claim took");
+      checkEqual(await claim(store, { limits: limits({ queueConcurrency: 2 }) }), [], "a claim at the limit");
+      const returned = [{ id: first[0].id, fence: first[0].fence }];
+      checkEqual(
+        (await claim(store, { limits: limits({ queueConcurrency: 2, returned }) })).length,
+        1,
+        "a claim beside a returned run",
+      );
+    },
+  ],
+  [
+    "jobClaim",
+    "jobClaim() under limits runs at most groupConcurrency jobs of a group, and skips paused groups",
+    async (env) => {
+      const store = await ready(env);
+      const group = (value: string) => `${KIND}\t${value}`;
+      const rows = await insert(
+        store,
+        jobRow({ group: group("a") }),
+        jobRow({ group: group("a") }),
+        jobRow({ group: group("b") }),
+        jobRow({ group: group("c") }),
+        jobRow(),
+      );
+      await store.groupPause({ group: group("c"), until: T0 + 1 });
+      const kinds = [{ kind: KIND, groupConcurrency: 1, rate: null, ratePerGroup: false }];
+      const claimed = await claim(store, { limits: limits({ kinds, perGroup: 1 }) });
+      checkSameSet(claimed.map((j) => j.id), [rows[0].id, rows[2].id, rows[4].id], "the claimed jobs");
+      checkEqual(await claim(store, { limits: limits({ kinds, perGroup: 1 }) }), [], "the next claim");
+    },
+  ],
+  [
+    "jobFinishMany",
+    "jobFinishMany() applies an outcome under its claim's fence and stores result and progress",
+    async (env) => {
+      const store = await ready(env);
+      const [row] = await insert(store, jobRow());
+      const [run] = await claimIds(store, [row.id]);
+      const finished = await store.jobFinishMany({
+        finishes: [{ id: run.id, fence: run.fence, state: "completed", at: T0 + 7, result, progress: '{"done":1}' }],
+      });
+      checkEqual(finished, [{ id: row.id, hasChildren: false }], "the finished jobs");
+      checkFields(
+        await store.jobGet({ id: row.id }),
+        { state: "completed", finishedAt: T0 + 7, result, progress: '{"done":1}', attempt: 1 },
+        "the job",
+      );
+      const again = await store.jobFinishMany({
+        finishes: [{ id: run.id, fence: run.fence, state: "failed", at: T0 + 8 }],
+      });
+      checkEqual(again, [], "a second outcome of the same run");
+    },
+  ],
+  [
+    "jobFinishMany",
+    "jobFinishMany() refuses an outcome whose claim was replaced, and applies the others of the batch",
+    async (env) => {
+      const store = await ready(env);
+      const [a, b] = await insert(store, jobRow(), jobRow());
+      const [stale, other] = await claimIds(store, [a.id, b.id]);
+      await store.jobTransition({ id: a.id, from: ["running"], state: "available", finishedAt: null });
+      const [current] = await claimIds(store, [a.id]);
+      const finished = await store.jobFinishMany({
+        finishes: [
+          { id: a.id, fence: stale.fence, state: "failed", at: T0 + 1 },
+          { id: b.id, fence: other.fence, state: "completed", at: T0 + 1 },
+        ],
+      });
+      checkEqual(finished.map((f) => f.id), [b.id], "the finished jobs");
+      checkFields(
+        await store.jobGet({ id: a.id }),
+        { state: "running", fence: current.fence },
+        "the replaced run's job",
+      );
+    },
+  ],
+  ["jobFinishMany", "jobFinishMany() with leaseExpiredBefore applies only once the lease expired", async (env) => {
+    const store = await ready(env);
+    const [row] = await insert(store, jobRow());
+    const [run] = await claimIds(store, [row.id], { leaseUntil: T0 + 1_000 });
+    const rescue = { id: run.id, fence: run.fence, state: "available" as const, at: T0 + 2_000, runAt: T0 + 2_000 };
+    checkEqual(
+      await store.jobFinishMany({ finishes: [{ ...rescue, leaseExpiredBefore: T0 + 1_000 }] }),
+      [],
+      "a rescue of a live lease",
+    );
+    checkEqual(
+      (await store.jobFinishMany({ finishes: [{ ...rescue, leaseExpiredBefore: T0 + 1_001 }] })).length,
+      1,
+      "a rescue",
+    );
+    checkFields(await store.jobGet({ id: row.id }), { state: "available", runAt: T0 + 2_000 }, "the rescued job");
+  }],
+  [
+    "jobFinishMany",
+    "jobFinishMany() appends a run to the history, and gives back an uncounted attempt",
+    async (env) => {
+      const store = await ready(env);
+      const [a, b] = await insert(store, jobRow(), jobRow());
+      const [runA, runB] = await claimIds(store, [a.id, b.id]);
+      const retried = {
+        attempt: 1,
+        startedAt: T0,
+        finishedAt: T0 + 3,
+        outcome: "retried" as const,
+        error: { name: "Error", message: "boom" },
+      };
+      await store.jobFinishMany({
+        finishes: [
+          { id: a.id, fence: runA.fence, state: "scheduled", at: T0 + 3, runAt: T0 + 60_000, run: retried },
+          { id: b.id, fence: runB.fence, state: "available", at: T0 + 3, runAt: T0 + 3, uncountAttempt: true },
+        ],
+      });
+      checkFields(
+        await store.jobGet({ id: a.id }),
+        { state: "scheduled", runAt: T0 + 60_000, attempt: 1, runs: [retried], finishedAt: null },
+        "the retried job",
+      );
+      checkFields(await store.jobGet({ id: b.id }), { state: "available", attempt: 0 }, "the interrupted job");
+    },
+  ],
+  ["jobFinishMany", "jobFinishMany() says whether continuations wait for a finished job", async (env) => {
+    const store = await ready(env);
+    const [parent, lone] = await insert(store, jobRow(), jobRow());
+    await insert(store, jobRow({ state: "waiting", parents: [parent.id] }));
+    const runs = await claimIds(store, [parent.id, lone.id]);
+    const finished = await store.jobFinishMany({
+      finishes: runs.map((r) => ({ id: r.id, fence: r.fence, state: "completed" as const, at: T0 + 1 })),
+    });
+    checkEqual(
+      [...finished].sort((x, y) => x.id.localeCompare(y.id)),
+      [{ id: parent.id, hasChildren: true }, { id: lone.id, hasChildren: false }],
+      "the finished jobs",
+    );
+  }],
+  [
+    "jobListExpired",
+    "jobListExpired() reads running jobs whose lease ended before now, oldest lease first, at most limit",
+    async (env) => {
+      const store = await ready(env);
+      const rows = await insert(store, jobRow({ maxAttempts: 4, retry: '{"base":5}' }), jobRow(), jobRow(), jobRow());
+      await claimIds(store, [rows[0].id], { leaseUntil: T0 + 300, limit: 1 });
+      await claimIds(store, [rows[1].id], { leaseUntil: T0 + 100, limit: 1 });
+      const [third] = await claimIds(store, [rows[2].id], { leaseUntil: T0 + 200, limit: 1 });
+      await claimIds(store, [rows[3].id], { leaseUntil: T0 + 400, limit: 1 });
+      const expired = await store.jobListExpired({ now: T0 + 400, limit: 2 });
+      checkEqual(expired.map((j) => j.id), [rows[1].id, rows[2].id], "the expired jobs");
+      checkEqual(
+        expired[1],
+        {
+          id: third.id,
+          kind: KIND,
+          version: 1,
+          queue: "default",
+          attempt: 1,
+          maxAttempts: 3,
+          fence: third.fence,
+          startedAt: T0,
+          retry: null,
+        },
+        "an expired job",
+      );
+      checkEqual((await store.jobListExpired({ now: T0 + 400, limit: 10 })).length, 3, "every expired job");
+    },
+  ],
+  ["jobProgress", "jobProgress() stores progress under the claim's fence only", async (env) => {
+    const store = await ready(env);
+    const [row] = await insert(store, jobRow());
+    const [run] = await claimIds(store, [row.id]);
+    checkEqual(
+      await store.jobProgress({ id: row.id, fence: run.fence, progress: '{"n":1}' }),
+      true,
+      "progress of the run",
+    );
+    checkEqual(
+      await store.jobProgress({ id: row.id, fence: run.fence + 1, progress: '{"n":2}' }),
+      false,
+      "progress under another fence",
+    );
+    checkEqual((await store.jobGet({ id: row.id }))?.progress, '{"n":1}', "the stored progress");
+    await store.jobFinishMany({ finishes: [{ id: row.id, fence: run.fence, state: "completed", at: T0 }] });
+    checkEqual(
+      await store.jobProgress({ id: row.id, fence: run.fence, progress: '{"n":3}' }),
+      false,
+      "progress after the outcome",
+    );
+  }],
+  ["jobRenewLeases", "jobRenewLeases() extends the leases still held and returns their ids", async (env) => {
+    const store = await ready(env);
+    const [a, b, c] = await insert(store, jobRow(), jobRow(), jobRow());
+    const [runA, runB] = await claimIds(store, [a.id, b.id]);
+    await store.jobFinishMany({ finishes: [{ id: b.id, fence: runB.fence, state: "completed", at: T0 }] });
+    const held = await store.jobRenewLeases({
+      leases: [{ id: a.id, fence: runA.fence }, { id: b.id, fence: runB.fence }, { id: c.id, fence: 0 }],
+      leaseUntil: T0 + 90_000,
+    });
+    checkEqual(held, [a.id], "the leases held");
+    checkEqual((await store.jobGet({ id: a.id }))?.leaseUntil, T0 + 90_000, "the renewed lease");
+    checkEqual(await store.jobRenewLeases({ leases: [], leaseUntil: T0 }), [], "a renewal of no lease");
+  }],
+  ["listen", "listen() calls onWake when another store instance makes jobs available, until stopped", async (env) => {
+    const store = await ready(env);
+    let wakes = 0;
+    const stop = await store.listen({ onWake: () => wakes++ });
+    if (!stop) return skip("the store pushes no wake-ups (listen() resolved to null)");
+    try {
+      await env.store().jobInsertMany({ rows: [jobRow()], notify: true });
+      await eventually(() => wakes > 0, "a wake-up after an insert");
+    } finally {
+      await stop();
+    }
+    return undefined;
+  }],
+]);
