@@ -40,7 +40,27 @@ export interface StoreTarget {
     /** Rate-limit windows and group pauses (flow control). */
     readonly rates: string;
     readonly pauses: string;
+    readonly workers: string;
+    readonly schedules: string;
+    readonly leaders: string;
   };
+}
+
+/** Settings of the PostgreSQL store, resolved. */
+export interface PostgresStoreSettings {
+  readonly namespace: string;
+  /** The schema's name, unquoted. */
+  readonly schema: string;
+  readonly migrate: boolean;
+  readonly notify: boolean;
+}
+
+/** What every operation of the store runs with: the connection, where it writes, and the store's settings. */
+export interface PostgresContext {
+  /** The connection every statement goes through. */
+  readonly db: PostgresConnection;
+  readonly target: StoreTarget;
+  readonly settings: PostgresStoreSettings;
 }
 
 /** Statements on a postgres.js client. */

@@ -9,41 +9,20 @@
  */
 import type {
   ConsumerCommitParams,
+  ConsumerLease,
   ConsumerLeaseParams,
+  ConsumerOffsetRow,
   ConsumerOffsetsParams,
   ConsumerReleaseParams,
   ConsumerSeekParams,
-  LogEndsParams,
-} from "../../src/store/store.ts";
-import type { ConsumerLease, ConsumerOffsetRow, LogPartitionRow } from "../../src/store/records.ts";
-import { toConsumerOffset, toLogPartition } from "../sql/rows.ts";
-import type { PostgresConnection, StoreTarget } from "./connection.ts";
+} from "../../src/store/mod.ts";
+import { toConsumerOffset } from "../sql/rows.ts";
+import type { PostgresContext } from "./connection.ts";
+import { earliestOf } from "./logs.ts";
 
-/** The first offset a partition still holds: `$1` namespace, `$2` log, `lp` its `log_partitions` row. */
-function earliestOf(target: StoreTarget): string {
-  return `coalesce((SELECT r."offset" FROM ${target.schema}.log_records AS r
-    WHERE r.namespace = lp.namespace AND r.log = lp.log AND r.partition = lp.partition
-    ORDER BY r."offset" LIMIT 1), lp.next_offset)`;
-}
-
-/** What each partition of a log holds (see `LogStore.logEnds`). */
-export async function logEnds(
-  db: PostgresConnection,
-  target: StoreTarget,
-  p: LogEndsParams,
-): Promise<LogPartitionRow[]> {
-  const rows = await db.query(
-    `SELECT lp.partition, ${earliestOf(target)} AS earliest, lp.next_offset AS "end"
-     FROM ${target.schema}.log_partitions AS lp WHERE lp.namespace = $1 AND lp.log = $2 ORDER BY lp.partition`,
-    [target.namespace, p.log],
-  );
-  return rows.map(toLogPartition);
-}
-
-/** Takes or renews a partition's lease (see `ConsumerStore.consumerLease`). */
+/** Takes or renews a partition's lease (`consumerLease`). */
 export async function leasePartition(
-  db: PostgresConnection,
-  target: StoreTarget,
+  { db, target }: PostgresContext,
   p: ConsumerLeaseParams,
 ): Promise<ConsumerLease | null> {
   const rows = await db.query(
@@ -63,10 +42,9 @@ export async function leasePartition(
   return rows.length === 0 ? null : { epoch: Number(rows[0].epoch), committed: Number(rows[0].committed) };
 }
 
-/** Commits an offset under the lease's epoch (see `ConsumerStore.consumerCommit`). */
+/** Commits an offset under the lease's epoch (`consumerCommit`). */
 export async function commitOffset(
-  db: PostgresConnection,
-  target: StoreTarget,
+  { db, target }: PostgresContext,
   p: ConsumerCommitParams,
 ): Promise<boolean> {
   const rows = await db.query(
@@ -79,10 +57,9 @@ export async function commitOffset(
   return rows.length === 1;
 }
 
-/** Lets a lease go (see `ConsumerStore.consumerRelease`). */
+/** Lets a lease go (`consumerRelease`). */
 export async function releasePartition(
-  db: PostgresConnection,
-  target: StoreTarget,
+  { db, target }: PostgresContext,
   p: ConsumerReleaseParams,
 ): Promise<void> {
   await db.query(
@@ -92,10 +69,9 @@ export async function releasePartition(
   );
 }
 
-/** Moves a group's offsets (see `ConsumerStore.consumerSeek`). */
+/** Moves a group's offsets (`consumerSeek`). */
 export async function seekOffsets(
-  db: PostgresConnection,
-  target: StoreTarget,
+  { db, target }: PostgresContext,
   p: ConsumerSeekParams,
 ): Promise<{ partition: number; committed: number }[]> {
   const t = p.target;
@@ -137,10 +113,9 @@ export async function seekOffsets(
     .sort((a, b) => a.partition - b.partition);
 }
 
-/** The stored offsets (see `ConsumerStore.consumerOffsets`). */
+/** The stored offsets (`consumerOffsets`). */
 export async function listOffsets(
-  db: PostgresConnection,
-  target: StoreTarget,
+  { db, target }: PostgresContext,
   p: ConsumerOffsetsParams,
 ): Promise<ConsumerOffsetRow[]> {
   const rows = await db.query(

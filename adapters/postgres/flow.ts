@@ -1,56 +1,37 @@
 /**
- * The PostgreSQL store's flow control besides the claim (see
- * limited_claim.ts): group pauses, the groups of a queue, the jobs its limits
- * hold back, and the pruning of windows and pauses.
+ * The PostgreSQL store's flow control besides the claim (`FlowStore`; the
+ * claim under limits is limited_claim.ts): queue and group pauses, the groups
+ * of a queue, the jobs its limits hold back, and the pruning of windows and
+ * pauses.
  *
  * @module
  */
-import type { FlowPruneParams, GroupHeldParams, GroupListParams, GroupPauseParams } from "../../src/store/store.ts";
-import type { GroupHeldRow, GroupRow } from "../../src/store/records.ts";
-import type { PostgresConnection, StoreTarget } from "./connection.ts";
+import type {
+  FlowPruneParams,
+  GroupHeldParams,
+  GroupHeldRow,
+  GroupListParams,
+  GroupPauseParams,
+  GroupRow,
+  QueuePauseParams,
+} from "../../src/store/mod.ts";
+import type { PostgresContext } from "./connection.ts";
 
-/** Pauses a group until `p.until`, or resumes it. */
-export async function pauseGroup(db: PostgresConnection, target: StoreTarget, p: GroupPauseParams): Promise<void> {
-  if (p.until === null) {
-    await db.query(`DELETE FROM ${target.tables.pauses} WHERE namespace = $1 AND grp = $2`, [
-      target.namespace,
-      p.group,
-    ]);
-    return;
-  }
-  await db.query(
-    `INSERT INTO ${target.tables.pauses} (namespace, grp, paused_until) VALUES ($1, $2, $3)
-     ON CONFLICT (namespace, grp) DO UPDATE SET paused_until = excluded.paused_until`,
-    [target.namespace, p.group, p.until],
-  );
-}
-
-/** The groups of a queue with their counts and pauses. */
-export async function listGroups(db: PostgresConnection, target: StoreTarget, p: GroupListParams): Promise<GroupRow[]> {
-  const rows = await db.query(
-    `SELECT g.grp, g.running, g.queued, pz.paused_until FROM (
-       SELECT grp, count(*) FILTER (WHERE state = 'running') AS running,
-              count(*) FILTER (WHERE state IN ('available', 'scheduled')) AS queued
-       FROM ${target.tables.jobs}
-       WHERE namespace = $1 AND queue = $2 AND grp IS NOT NULL AND state IN ('running', 'available', 'scheduled')
-         AND grp > $3
-       GROUP BY grp ORDER BY grp LIMIT $4) AS g
-     LEFT JOIN ${target.tables.pauses} AS pz ON pz.namespace = $1 AND pz.grp = g.grp AND pz.paused_until > $5
-     ORDER BY g.grp`,
-    [target.namespace, p.queue, p.after ?? "", p.limit, p.now],
-  );
-  return rows.map((r) => ({
-    group: String(r.grp),
-    running: Number(r.running),
-    queued: Number(r.queued),
-    pausedUntil: r.paused_until === null ? null : Number(r.paused_until),
-  }));
+/** `flowPrune`: deletes finished rate windows and ended pauses. */
+export async function pruneFlow({ db, target }: PostgresContext, p: FlowPruneParams): Promise<void> {
+  await db.query(`DELETE FROM ${target.tables.rates} WHERE namespace = $1 AND window_start < $2`, [
+    target.namespace,
+    p.windowsBefore,
+  ]);
+  await db.query(`DELETE FROM ${target.tables.pauses} WHERE namespace = $1 AND paused_until < $2`, [
+    target.namespace,
+    p.now,
+  ]);
 }
 
 /** Per queue, the due jobs of paused groups and of groups at their kind's concurrency. */
 export async function countHeld(
-  db: PostgresConnection,
-  target: StoreTarget,
+  { db, target }: PostgresContext,
   p: GroupHeldParams,
 ): Promise<GroupHeldRow[]> {
   const { jobs, pauses } = target.tables;
@@ -76,14 +57,58 @@ export async function countHeld(
   return rows.map((r) => ({ queue: String(r.queue), paused: Number(r.paused), full: Number(r.full) }));
 }
 
-/** Deletes finished rate windows and ended pauses. */
-export async function pruneFlow(db: PostgresConnection, target: StoreTarget, p: FlowPruneParams): Promise<void> {
-  await db.query(`DELETE FROM ${target.tables.rates} WHERE namespace = $1 AND window_start < $2`, [
+/** `groupList`: the groups of a queue with their counts and pauses. */
+export async function listGroups({ db, target }: PostgresContext, p: GroupListParams): Promise<GroupRow[]> {
+  const rows = await db.query(
+    `SELECT g.grp, g.running, g.queued, pz.paused_until FROM (
+       SELECT grp, count(*) FILTER (WHERE state = 'running') AS running,
+              count(*) FILTER (WHERE state IN ('available', 'scheduled')) AS queued
+       FROM ${target.tables.jobs}
+       WHERE namespace = $1 AND queue = $2 AND grp IS NOT NULL AND state IN ('running', 'available', 'scheduled')
+         AND grp > $3
+       GROUP BY grp ORDER BY grp LIMIT $4) AS g
+     LEFT JOIN ${target.tables.pauses} AS pz ON pz.namespace = $1 AND pz.grp = g.grp AND pz.paused_until > $5
+     ORDER BY g.grp`,
+    [target.namespace, p.queue, p.after ?? "", p.limit, p.now],
+  );
+  return rows.map((r) => ({
+    group: String(r.grp),
+    running: Number(r.running),
+    queued: Number(r.queued),
+    pausedUntil: r.paused_until === null ? null : Number(r.paused_until),
+  }));
+}
+
+/** `groupPause`: pauses a group until `p.until`, or resumes it. */
+export async function pauseGroup({ db, target }: PostgresContext, p: GroupPauseParams): Promise<void> {
+  if (p.until === null) {
+    await db.query(`DELETE FROM ${target.tables.pauses} WHERE namespace = $1 AND grp = $2`, [
+      target.namespace,
+      p.group,
+    ]);
+    return;
+  }
+  await db.query(
+    `INSERT INTO ${target.tables.pauses} (namespace, grp, paused_until) VALUES ($1, $2, $3)
+     ON CONFLICT (namespace, grp) DO UPDATE SET paused_until = excluded.paused_until`,
+    [target.namespace, p.group, p.until],
+  );
+}
+
+/** `queuePause`: pauses or resumes a queue, waking the workers when it resumes. */
+export async function pauseQueue({ db, target }: PostgresContext, p: QueuePauseParams): Promise<void> {
+  await db.query(
+    `INSERT INTO ${target.tables.queues} (namespace, queue, paused) VALUES ($1, $2, $3)
+     ON CONFLICT (namespace, queue) DO UPDATE SET paused = excluded.paused`,
+    [target.namespace, p.queue, p.paused],
+  );
+  if (!p.paused && target.notify) await db.query("SELECT pg_notify($1, '')", [target.channel]);
+}
+
+/** `queuesPaused`: the paused queues. */
+export async function listPausedQueues({ db, target }: PostgresContext): Promise<string[]> {
+  const rows = await db.query(`SELECT queue FROM ${target.tables.queues} WHERE namespace = $1 AND paused`, [
     target.namespace,
-    p.windowsBefore,
   ]);
-  await db.query(`DELETE FROM ${target.tables.pauses} WHERE namespace = $1 AND paused_until < $2`, [
-    target.namespace,
-    p.now,
-  ]);
+  return rows.map((r) => String(r.queue));
 }

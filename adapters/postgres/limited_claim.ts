@@ -16,10 +16,10 @@
  *
  * @module
  */
-import type { JobClaimParams } from "../../src/store/store.ts";
-import type { ClaimedJob } from "../../src/store/records.ts";
+import type { JobClaimParams } from "../../src/store/mod.ts";
+import type { ClaimedJob } from "../../src/store/mod.ts";
 import { CLAIMED_COLUMNS, toClaimedJob } from "../sql/rows.ts";
-import { dueHeadsSql } from "./claims.ts";
+import { dueHeadsSql } from "./due_heads.ts";
 import type { PostgresConnection, StoreTarget } from "./connection.ts";
 
 /** The function's parameters, in order, with their types; each is `p_` + its name in the body. */

@@ -1,6 +1,6 @@
 /**
- * The PostgreSQL store's retained logs: appends and reads of
- * `{schema}.log_records`. An append bumps each partition's `next_offset`
+ * The PostgreSQL store's retained logs (`LogStore`): appends, reads, ends
+ * and pruning of `{schema}.log_records`. An append bumps each partition's `next_offset`
  * in `{schema}.log_partitions` and inserts its records in one statement;
  * the bumped row stays locked until the append commits, so appends to one
  * partition commit one after another and offsets follow commit order, and
@@ -11,16 +11,21 @@
  * @module
  */
 import type { TransactionSql } from "postgres";
-import type { LogAppendParams, LogPruneParams, LogReadParams } from "../../src/store/store.ts";
-import type { LogRecordRow } from "../../src/store/records.ts";
+import type {
+  LogAppendParams,
+  LogEndsParams,
+  LogPartitionRow,
+  LogPruneParams,
+  LogReadParams,
+  LogRecordRow,
+} from "../../src/store/mod.ts";
 import { toHex } from "../sql/hex.ts";
-import { toLogRecord } from "../sql/rows.ts";
-import type { PostgresConnection, StoreTarget } from "./connection.ts";
+import { toLogPartition, toLogRecord } from "../sql/rows.ts";
+import type { PostgresContext, StoreTarget } from "./connection.ts";
 
-/** Appends `p.rows` and returns their offsets, in order (see `LogStore.logAppend`). */
+/** Appends `p.rows` and returns their offsets, in order (`logAppend`). */
 export async function appendRecords(
-  db: PostgresConnection,
-  target: StoreTarget,
+  { db, target }: PostgresContext,
   p: LogAppendParams,
   tx?: TransactionSql,
 ): Promise<number[]> {
@@ -56,29 +61,27 @@ export async function appendRecords(
   return rows.map((r) => Number(r.offset));
 }
 
-/** Reads records of one partition from an offset on (see `LogStore.logRead`). */
-export async function readRecords(
-  db: PostgresConnection,
-  target: StoreTarget,
-  p: LogReadParams,
-): Promise<LogRecordRow[]> {
+/** `logEnds`: what each partition of a log holds. */
+export async function readLogEnds(
+  { db, target }: PostgresContext,
+  p: LogEndsParams,
+): Promise<LogPartitionRow[]> {
   const rows = await db.query(
-    `SELECT partition, "offset", key, value, appended_at FROM ${target.schema}.log_records
-     WHERE namespace = $1 AND log = $2 AND partition = $3 AND "offset" >= $4
-     ORDER BY "offset" LIMIT $5`,
-    [target.namespace, p.log, p.partition, p.from, p.limit],
+    `SELECT lp.partition, ${earliestOf(target)} AS earliest, lp.next_offset AS "end"
+     FROM ${target.schema}.log_partitions AS lp WHERE lp.namespace = $1 AND lp.log = $2 ORDER BY lp.partition`,
+    [target.namespace, p.log],
   );
-  return rows.map(toLogRecord);
+  return rows.map(toLogPartition);
 }
 
 /**
- * Deletes a batch of records retention lets go (see `ClusterStore.logPrune`).
+ * `logPrune`: deletes a batch of records retention lets go.
  * Per partition, a record goes when its offset is below the first one its
  * retention keeps: the first appended at or after `before`, and the newest
  * `keep`; the search for the first kept record stops at it, so the cost
  * follows the records deleted, not the partition's size.
  */
-export async function pruneRecords(db: PostgresConnection, target: StoreTarget, p: LogPruneParams): Promise<number> {
+export async function pruneRecords({ db, target }: PostgresContext, p: LogPruneParams): Promise<number> {
   const records = `${target.schema}.log_records`;
   const rows = await db.query(
     `WITH bounds AS (
@@ -103,4 +106,25 @@ export async function pruneRecords(db: PostgresConnection, target: StoreTarget, 
     [target.namespace, p.log, p.before ?? null, p.keep ?? null, p.limit],
   );
   return Number(rows[0].n);
+}
+
+/** `logRead`: reads records of one partition from an offset on. */
+export async function readRecords(
+  { db, target }: PostgresContext,
+  p: LogReadParams,
+): Promise<LogRecordRow[]> {
+  const rows = await db.query(
+    `SELECT partition, "offset", key, value, appended_at FROM ${target.schema}.log_records
+     WHERE namespace = $1 AND log = $2 AND partition = $3 AND "offset" >= $4
+     ORDER BY "offset" LIMIT $5`,
+    [target.namespace, p.log, p.partition, p.from, p.limit],
+  );
+  return rows.map(toLogRecord);
+}
+
+/** The first offset a partition still holds: `$1` namespace, `$2` log, `lp` its `log_partitions` row. */
+export function earliestOf(target: StoreTarget): string {
+  return `coalesce((SELECT r."offset" FROM ${target.schema}.log_records AS r
+    WHERE r.namespace = lp.namespace AND r.log = lp.log AND r.partition = lp.partition
+    ORDER BY r."offset" LIMIT 1), lp.next_offset)`;
 }

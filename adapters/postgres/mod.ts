@@ -12,9 +12,9 @@
  * @module
  */
 import type { Sql, TransactionSql } from "postgres";
-import type { StoreFor } from "../../src/store/store.ts";
+import type { StoreFor } from "../../src/store/mod.ts";
 import { checkName, NAMESPACE_PATTERN } from "../../src/checks/names.ts";
-import { PostgresStore } from "./store.ts";
+import { composePostgresStore } from "./store.ts";
 
 export { POSTGRES_SCHEMA_VERSION, postgresMigrationSql } from "./migrations.ts";
 
@@ -99,7 +99,7 @@ export interface PostgresStoreOptions {
  * ```
  */
 export function postgresStore(sql: Sql, options: PostgresStoreOptions = {}): StoreFor<TransactionSql> {
-  return new PostgresStore(sql, {
+  return composePostgresStore(sql, {
     namespace: checkName("namespace", options.namespace ?? "default", NAMESPACE_PATTERN),
     schema: checkName("schema", options.schema ?? "errand", SCHEMA_PATTERN),
     migrate: options.migrate ?? true,

@@ -24,7 +24,7 @@ import type {
   MoveSaveParams,
   PartitionImportParams,
   PartitionSequence,
-} from "../../src/store/moves.ts";
+} from "../../src/store/mod.ts";
 import { toHex } from "../sql/hex.ts";
 import {
   importDocument,
@@ -37,7 +37,7 @@ import {
   toMovedJob,
   toMoveRecord,
 } from "../sql/moved_rows.ts";
-import type { PostgresConnection, StoreTarget } from "./connection.ts";
+import type { PostgresConnection, PostgresContext, StoreTarget } from "./connection.ts";
 
 /** Each import document type as PostgreSQL reads it from `json_to_recordset`. */
 const RECORD_TYPE: Record<MovedColumnType, string> = {
@@ -67,7 +67,7 @@ const SETS = MOVED_COLUMNS.filter(([c]) => c !== "id").map(([c, t]) => `${quoted
 );
 
 /** Reads a page of jobs, or the jobs of a list of ids, with every column (see `MoveStore.jobExport`). */
-export async function exportJobs(db: PostgresConnection, target: StoreTarget, p: JobExportParams): Promise<MovedJob[]> {
+export async function exportJobs({ db, target }: PostgresContext, p: JobExportParams): Promise<MovedJob[]> {
   const parents =
     `(SELECT coalesce(array_agg(l.parent_id ORDER BY l.parent_id), '{}') FROM ${target.tables.parents} AS l
      WHERE l.namespace = j.namespace AND l.job_id = j.id) AS parents`;
@@ -87,8 +87,7 @@ export async function exportJobs(db: PostgresConnection, target: StoreTarget, p:
 
 /** Writes jobs as given, updating those present and inserting the others (see `MoveStore.jobImport`). */
 export async function importJobs(
-  db: PostgresConnection,
-  target: StoreTarget,
+  { db, target }: PostgresContext,
   p: JobImportParams,
 ): Promise<JobImportResult> {
   if (p.jobs.length === 0) return { held: [], foreign: [] };
@@ -160,8 +159,7 @@ async function leftOut(
  * no waiting job, with their links to their parents (see `MoveStore.jobDeleteMoved`).
  */
 export async function deleteMovedJobs(
-  db: PostgresConnection,
-  target: StoreTarget,
+  { db, target }: PostgresContext,
   p: JobDeleteMovedParams,
 ): Promise<string[]> {
   if (p.jobs.length === 0) return [];
@@ -183,8 +181,7 @@ export async function deleteMovedJobs(
 
 /** Reads the move's record at one end (see `MoveStore.moveGet`). */
 export async function getMove(
-  db: PostgresConnection,
-  target: StoreTarget,
+  { db, target }: PostgresContext,
   p: MoveGetParams,
 ): Promise<MoveRecord | null> {
   const rows = await db.query(
@@ -195,7 +192,7 @@ export async function getMove(
 }
 
 /** Writes the move's record at its end (see `MoveStore.moveSave`). */
-export async function saveMove(db: PostgresConnection, target: StoreTarget, p: MoveSaveParams): Promise<void> {
+export async function saveMove({ db, target }: PostgresContext, p: MoveSaveParams): Promise<void> {
   const r = p.record;
   await db.query(
     `INSERT INTO ${target.schema}.moves (namespace, role, id, phase, state, started_at, updated_at)
@@ -207,7 +204,7 @@ export async function saveMove(db: PostgresConnection, target: StoreTarget, p: M
 }
 
 /** Every topic partition's counter (see `MoveStore.partitionSequences`). */
-export async function partitionSequences(db: PostgresConnection, target: StoreTarget): Promise<PartitionSequence[]> {
+export async function readPartitionSequences({ db, target }: PostgresContext): Promise<PartitionSequence[]> {
   const rows = await db.query(
     `SELECT topic, "partition", next_seq FROM ${target.tables.partitions} WHERE namespace = $1
      ORDER BY topic, "partition"`,
@@ -218,8 +215,7 @@ export async function partitionSequences(db: PostgresConnection, target: StoreTa
 
 /** Raises partition counters (see `MoveStore.partitionImport`). */
 export async function importPartitions(
-  db: PostgresConnection,
-  target: StoreTarget,
+  { db, target }: PostgresContext,
   p: PartitionImportParams,
 ): Promise<void> {
   if (p.sequences.length === 0) return;
@@ -237,7 +233,7 @@ export async function importPartitions(
 }
 
 /** Every retained log partition's counter (see `MoveStore.logSequences`). */
-export async function logSequences(db: PostgresConnection, target: StoreTarget): Promise<LogSequence[]> {
+export async function readLogSequences({ db, target }: PostgresContext): Promise<LogSequence[]> {
   const rows = await db.query(
     `SELECT log, partition, next_offset FROM ${target.schema}.log_partitions WHERE namespace = $1
      ORDER BY log, partition`,
@@ -247,7 +243,7 @@ export async function logSequences(db: PostgresConnection, target: StoreTarget):
 }
 
 /** Writes a log partition's records at their offsets and raises its counter (see `MoveStore.logImport`). */
-export async function importLog(db: PostgresConnection, target: StoreTarget, p: LogImportParams): Promise<void> {
+export async function importLog({ db, target }: PostgresContext, p: LogImportParams): Promise<void> {
   const r = p.records;
   await db.query(
     `WITH records AS (
@@ -272,8 +268,7 @@ export async function importLog(db: PostgresConnection, target: StoreTarget, p: 
 
 /** Writes consumer groups' offsets (see `MoveStore.consumerImport`). */
 export async function importConsumers(
-  db: PostgresConnection,
-  target: StoreTarget,
+  { db, target }: PostgresContext,
   p: ConsumerImportParams,
 ): Promise<void> {
   if (p.offsets.length === 0) return;

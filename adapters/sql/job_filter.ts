@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { JobFilter } from "../../src/store/store.ts";
+import type { JobFilter } from "../../src/store/mod.ts";
 import { LISTED_STATES, LISTED_STATES_SQL } from "./listed_states.ts";
 
 /**

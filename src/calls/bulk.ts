@@ -23,7 +23,8 @@ import type { ChildReleases } from "../enqueue/continuations.ts";
 import type { Watchers } from "../results/watchers.ts";
 import type { Workers } from "../running/workers.ts";
 import type { ChangedJob } from "../store/records.ts";
-import type { JobFilter, JobTransitionManyParams, Store } from "../store/store.ts";
+import type { JobFilter, JobTransitionManyParams } from "../store/jobs.ts";
+import type { Store } from "../store/store.ts";
 import type { Clock } from "../base/clock.ts";
 import { CANCEL_FROM, RETRY_FROM } from "./jobs.ts";
 

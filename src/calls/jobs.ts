@@ -18,7 +18,8 @@ import type { ChildReleases } from "../enqueue/continuations.ts";
 import { type UnhandledCount, unhandledOf } from "../cluster/unhandled.ts";
 import type { Watchers } from "../results/watchers.ts";
 import type { Workers } from "../running/workers.ts";
-import type { JobTransitionParams, Store } from "../store/store.ts";
+import type { JobTransitionParams } from "../store/jobs.ts";
+import type { Store } from "../store/store.ts";
 import type { Clock } from "../base/clock.ts";
 
 /** Filters of `list()`. */

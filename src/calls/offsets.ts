@@ -13,7 +13,8 @@ import { checkCount } from "../checks/limits.ts";
 import { liveWorkers } from "../cluster/heartbeat.ts";
 import type { ConsumerGroup } from "../logs/consumer.ts";
 import { findLog, type LogDefinitions } from "../logs/log.ts";
-import type { OffsetTarget, Store } from "../store/store.ts";
+import type { OffsetTarget } from "../store/consumers.ts";
+import type { Store } from "../store/store.ts";
 import type { Clock } from "../base/clock.ts";
 import { rendezvousOwner } from "../topics/ownership.ts";
 

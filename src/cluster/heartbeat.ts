@@ -15,7 +15,7 @@
  */
 import type { ServiceDeps } from "../base/services.ts";
 import { every, type Periodic } from "../time/periodic.ts";
-import type { ClusterStore } from "../store/store.ts";
+import type { ClusterStore } from "../store/cluster.ts";
 import type { WorkerInfo } from "../base/types.ts";
 
 /** How often a `"work"` instance beats. */
@@ -25,7 +25,7 @@ export const HEARTBEAT_MS = 5_000;
 export const WORKER_EXPIRY_MS = 15_000;
 
 /** What the heartbeat needs from the rest of errand. */
-export interface HeartbeatEnv extends ServiceDeps<ClusterStore> {
+export interface HeartbeatEnv extends ServiceDeps<Pick<ClusterStore, "workerBeat" | "workerList" | "workerRemove">> {
   /** This instance's id. */
   readonly id: string;
   /** What this instance works now. */

@@ -13,10 +13,10 @@
  * @module
  */
 import type { ServiceDeps } from "../base/services.ts";
-import type { ClusterStore } from "../store/store.ts";
+import type { ClusterStore } from "../store/cluster.ts";
 
 /** What leadership needs from the rest of errand. */
-export interface LeadershipEnv extends ServiceDeps<ClusterStore> {
+export interface LeadershipEnv extends ServiceDeps<Pick<ClusterStore, "leaderAcquire" | "leaderRelease">> {
   /** This instance's id. */
   readonly holder: string;
   /** How long the lease holds without renewal. */

@@ -19,7 +19,7 @@ import type { ChildReleases } from "../enqueue/continuations.ts";
 import { failedFinish, namedError } from "../running/outcome.ts";
 import { every, type Periodic } from "../time/periodic.ts";
 import type { RetryPolicy } from "../jobs/retry.ts";
-import type { ClusterStore } from "../store/store.ts";
+import type { Store } from "../store/store.ts";
 
 /** How long finished jobs are kept, in ms, by final state. */
 export interface Retention {
@@ -36,7 +36,19 @@ export interface MaintenanceIntervals {
 }
 
 /** What maintenance needs from the rest of errand. */
-export interface MaintenanceEnv extends ServiceDeps<ClusterStore> {
+export interface MaintenanceEnv extends
+  ServiceDeps<
+    Pick<
+      Store,
+      | "flowPrune"
+      | "jobFinishMany"
+      | "jobListExpired"
+      | "jobPromoteDue"
+      | "jobPrune"
+      | "logPrune"
+      | "partitionTrimHistory"
+    >
+  > {
   readonly retention: Retention;
   /** Most finished jobs kept per partition, or undefined for no cap. */
   readonly partitionHistory: number | undefined;

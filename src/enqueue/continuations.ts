@@ -7,12 +7,12 @@
  * @module
  */
 import type { ServiceDeps } from "../base/services.ts";
-import type { ClusterStore } from "../store/store.ts";
+import type { InsertStore } from "../store/inserts.ts";
 
 const BATCH = 500;
 
 /** What resolving needs from the rest of errand. */
-interface ResolveEnv extends Omit<ServiceDeps<ClusterStore>, "logger"> {
+interface ResolveEnv extends Omit<ServiceDeps<Pick<InsertStore, "jobResolveWaiting">>, "logger"> {
   /** Wakes this instance's worker of `queue`, if any. */
   wake(queue: string): void;
 }
@@ -32,7 +32,7 @@ async function resolveWaiting(env: ResolveEnv, parents?: readonly string[]): Pro
 }
 
 /** What {@link ChildReleases} needs: where to resolve, where to log a failure, whom to wake. */
-export interface ReleaseEnv extends ServiceDeps<ClusterStore> {
+export interface ReleaseEnv extends ServiceDeps<Pick<InsertStore, "jobResolveWaiting">> {
   /** This instance's workers, woken for released jobs. */
   readonly workers: { wake(queue: string): void };
 }

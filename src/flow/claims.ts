@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { ClaimLimits, KindLimits, ReturnedRun } from "../store/store.ts";
+import type { ClaimLimits, KindLimits, ReturnedRun } from "../store/runs.ts";
 import type { ClaimedJob } from "../store/records.ts";
 import type { KindFlow, Rate } from "./limits.ts";
 

@@ -26,7 +26,8 @@
  * @module
  */
 import type { ServiceDeps } from "../base/services.ts";
-import type { ConsumerStore, LogStore } from "../store/store.ts";
+import type { ConsumerStore } from "../store/consumers.ts";
+import type { LogStore } from "../store/logs.ts";
 import type { ConsumerLease, ConsumerOffsetRow, LogPartitionRow } from "../store/records.ts";
 import type { WorkerInfo } from "../base/types.ts";
 import type { Telemetry } from "../observability/telemetry.ts";

@@ -16,7 +16,7 @@
  * @module
  */
 import type { ServiceDeps } from "../base/services.ts";
-import type { WatchStore } from "../store/store.ts";
+import type { WatchStore } from "../store/watch.ts";
 import type { JobChange } from "../store/records.ts";
 import { systemClock } from "../base/clock.ts";
 import { Wakeup } from "../time/wakeup.ts";

@@ -28,7 +28,7 @@ import { Wakeup } from "../time/wakeup.ts";
 import { StoreUnavailableError } from "../base/errors.ts";
 import { rejectedFinish, type RunRef } from "./outcome.ts";
 import type { RetryPolicy } from "../jobs/retry.ts";
-import type { JobStore } from "../store/store.ts";
+import type { RunStore } from "../store/runs.ts";
 import type { JobFinish } from "../store/records.ts";
 
 const MAX_BATCH = 1000;
@@ -66,7 +66,7 @@ export interface Outcome {
 }
 
 /** What saving outcomes needs. */
-export type SaveEnv = ServiceDeps<Pick<JobStore, "jobFinishMany">>;
+export type SaveEnv = ServiceDeps<Pick<RunStore, "jobFinishMany">>;
 
 /**
  * Writes `outcomes` (each on its own fence condition) in as few writes as

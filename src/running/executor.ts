@@ -19,7 +19,7 @@ import {
   snoozedFinish,
 } from "./outcome.ts";
 import type { RetryPolicy } from "../jobs/retry.ts";
-import type { JobStore } from "../store/store.ts";
+import type { Store } from "../store/store.ts";
 import type { ClaimedJob, FinishedJob, JobFinish } from "../store/records.ts";
 import { outcomeOf } from "../observability/telemetry.ts";
 import type { RunSpan } from "../observability/tracing.ts";
@@ -31,7 +31,8 @@ import { ProgressReporter } from "./progress.ts";
 import type { Decided, Handler, JobContext } from "./handler.ts";
 
 /** What the executor needs from the rest of errand: each collaborator is an object with one role. */
-export interface ExecutorEnv<TTx> extends ServiceDeps<JobStore> {
+export interface ExecutorEnv<TTx>
+  extends ServiceDeps<Pick<Store, "groupPause" | "inTransaction" | "jobGet" | "jobProgress">> {
   readonly context: unknown;
   /** How long a claim holds; a handler's write in its own transaction renews it there. */
   readonly leaseMs: number;

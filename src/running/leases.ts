@@ -10,7 +10,7 @@ import type { ServiceDeps } from "../base/services.ts";
 import type { Clock } from "../base/clock.ts";
 import type { Logger } from "../base/logger.ts";
 import { every, type Periodic } from "../time/periodic.ts";
-import type { JobStore } from "../store/store.ts";
+import type { RunStore } from "../store/runs.ts";
 
 interface Held {
   readonly fence: number;
@@ -21,13 +21,13 @@ interface Held {
 export class LeaseKeeper {
   readonly #held = new Map<string, Held>();
   #task: Periodic | undefined;
-  readonly #store: JobStore;
+  readonly #store: Pick<RunStore, "jobRenewLeases">;
   readonly #clock: Clock;
   readonly #logger: Logger;
   readonly #leaseMs: number;
 
   /** Creates a keeper for leases of `leaseMs`. */
-  constructor(deps: ServiceDeps<JobStore>, leaseMs: number) {
+  constructor(deps: ServiceDeps<Pick<RunStore, "jobRenewLeases">>, leaseMs: number) {
     this.#store = deps.store;
     this.#clock = deps.clock;
     this.#logger = deps.logger;

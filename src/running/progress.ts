@@ -9,14 +9,14 @@
  */
 import { ValidationError } from "../base/errors.ts";
 import type { ServiceDeps } from "../base/services.ts";
-import type { JobStore } from "../store/store.ts";
+import type { RunStore } from "../store/runs.ts";
 import type { Timer } from "../base/clock.ts";
 
 /** Most bytes of JSON one progress value may take. */
 export const MAX_PROGRESS_BYTES = 64 * 1024;
 
 /** What reporting progress needs. */
-export interface ProgressEnv extends ServiceDeps<Pick<JobStore, "jobProgress">> {
+export interface ProgressEnv extends ServiceDeps<Pick<RunStore, "jobProgress">> {
   /** Least time between two writes of one run's progress. */
   readonly progressIntervalMs: number;
   /** Told after a write, so waiters in this process look at once. */

@@ -28,7 +28,7 @@ import { sleep, systemClock } from "../base/clock.ts";
 import { execute, type Execution, type ExecutorEnv } from "./executor.ts";
 import type { LeaseKeeper } from "./leases.ts";
 import type { ClaimedJob, HeadFilter } from "../store/records.ts";
-import type { ReturnedRun } from "../store/store.ts";
+import type { ReturnedRun, RunStore } from "../store/runs.ts";
 import { Wakeup } from "../time/wakeup.ts";
 import { withinDeadline } from "../store/deadline.ts";
 import type { FlowControl } from "../flow/claims.ts";
@@ -44,6 +44,8 @@ const GATHER_MS = 2;
 
 /** What a queue worker needs from the rest of errand. */
 export interface WorkerEnv<TTx> extends ExecutorEnv<TTx> {
+  /** The executor's operations, and the claim. */
+  readonly store: ExecutorEnv<TTx>["store"] & Pick<RunStore, "jobClaim">;
   readonly leases: LeaseKeeper;
   readonly workerId: string;
   readonly pollMs: number;

@@ -25,7 +25,8 @@ import type { EnqueueResult, JobEnqueueOptions } from "../enqueue/enqueue.ts";
 import { NotFoundError, ValidationError } from "../base/errors.ts";
 import type { Leadership } from "../cluster/leader.ts";
 import { checkCount } from "../checks/limits.ts";
-import type { ScheduleStore } from "../store/store.ts";
+import type { JobsStore } from "../store/jobs.ts";
+import type { ScheduleStore } from "../store/schedules.ts";
 import type { JobInsertRow, ScheduleRecord } from "../store/records.ts";
 import { sha256Hex, uniqueKeyOf } from "../enqueue/unique.ts";
 
@@ -33,7 +34,7 @@ import { sha256Hex, uniqueKeyOf } from "../enqueue/unique.ts";
 const TICK_MS = 1_000;
 
 /** What schedules need from the rest of errand. */
-export interface SchedulesEnv extends ServiceDeps<ScheduleStore> {
+export interface SchedulesEnv extends ServiceDeps<ScheduleStore & Pick<JobsStore, "jobTransition">> {
   readonly leadership: Leadership;
   readonly newId: (now: number) => string;
   /** Inserts occurrence jobs (resolving unique keys held by others) and wakes their workers. */

@@ -1,6 +1,6 @@
 /**
  * The store seam, for writing an adapter of your own (see `adapters/` for
- * two): the {@link Store} interface in its role slices, one `XxxParams` per
+ * two): the {@link Store} interface in its slices, one `XxxParams` per
  * operation, and the records that cross it.
  *
  * **Unstable**: this subpath is for adapter authors and may change in any
@@ -21,8 +21,19 @@
  * @module
  */
 export type * from "./store.ts";
-export type * from "./records.ts";
+export type * from "./cluster.ts";
+export type * from "./consumers.ts";
+export type * from "./flow.ts";
+export type * from "./inserts.ts";
+export type * from "./jobs.ts";
+export type * from "./logs.ts";
 export type * from "./moves.ts";
+export type * from "./partitions.ts";
+export type * from "./runs.ts";
+export type * from "./schedules.ts";
+export type * from "./schema.ts";
+export type * from "./watch.ts";
+export type * from "./records.ts";
 export type { RunError, RunRecord } from "../base/types.ts";
 export { storeConformance } from "./conformance/mod.ts";
 export type { StoreCase, StoreCaseEnv, StoreCaseSkip, StoreOperation, StoreSlice } from "./conformance/mod.ts";

@@ -4,6 +4,9 @@
  * progress, partition sequences, retained logs' records and consumer
  * offsets. The rules of a move live in `src/move/`; a store only says how
  * to do each operation atomically. **Unstable**, as the rest of the seam.
+ * Operations are in alphabetical order of their names, case ignored; each
+ * takes one `XxxParams` (none for one that reads everything), declared here
+ * in the same order.
  *
  * @module
  */

@@ -93,7 +93,7 @@ export interface JobInsertResult {
   readonly started: readonly string[];
 }
 
-/** One group of a queue, as {@link OperatorStore.groupList} reads it. */
+/** One group of a queue, as `FlowStore.groupList` reads it. */
 export interface GroupRow {
   /** The group's key: its kind, a tab, the group value. */
   readonly group: string;
@@ -105,7 +105,7 @@ export interface GroupRow {
   readonly pausedUntil: number | null;
 }
 
-/** The due grouped jobs of one queue that claims hold back, as {@link OperatorStore.groupHeld} counts them. */
+/** The due grouped jobs of one queue that claims hold back, as `FlowStore.groupHeld` counts them. */
 export interface GroupHeldRow {
   /** The queue. */
   readonly queue: string;
@@ -192,7 +192,7 @@ export const EXPIRED_JOB_FIELDS = [
   "retry",
 ] as const;
 
-/** A running job whose lease has expired, as found by `ClusterStore.jobListExpired`. */
+/** A running job whose lease has expired, as found by `RunStore.jobListExpired`. */
 export type ExpiredJob = Pick<ClaimedJob, typeof EXPIRED_JOB_FIELDS[number]>;
 
 /** A stored job, as read by {@link Store.jobGet} and {@link Store.jobList}. */

@@ -1,26 +1,32 @@
 /**
- * How the PostgreSQL store inserts jobs: every row of a batch in one
- * statement (ids and payloads as one text each, columns with one value as
- * one parameter, the others as arrays), the sequence numbers of partitioned
- * rows, unique keys, rows inserted already claimed, and the NOTIFY.
+ * How the PostgreSQL store makes jobs available (`InsertStore`): inserts,
+ * every row of a batch in one statement (ids and payloads as one text each,
+ * columns with one value as one parameter, the others as arrays), with the
+ * sequence numbers of partitioned rows, unique keys, rows inserted already
+ * claimed, and the NOTIFY; the promotion of due scheduled jobs; and the
+ * release (or cancellation) of continuations whose parents are done.
  *
  * @module
  */
 import type { TransactionSql } from "postgres";
-import type { JobInsertParams } from "../../src/store/store.ts";
-import type { JobInsertResult, JobInsertRow } from "../../src/store/records.ts";
+import type {
+  JobInsertParams,
+  JobInsertResult,
+  JobInsertRow,
+  JobPromoteDueParams,
+  JobResolveWaitingParams,
+  ResolvedWaiting,
+} from "../../src/store/mod.ts";
 import { toHex } from "../sql/hex.ts";
-import { holdersByRow } from "../sql/rows.ts";
-import type { PostgresConnection, StoreTarget } from "./connection.ts";
+import { holdersByRow, toResolvedWaiting } from "../sql/rows.ts";
+import type { PostgresConnection, PostgresContext, StoreTarget } from "./connection.ts";
 
 /**
- * Inserts jobs for {@link PostgresStore.jobInsertMany}: one statement for the
- * rows (and a second for a continuation's links to its parents, in the same
- * transaction).
+ * `jobInsertMany`: inserts jobs in one statement for the rows (and a second
+ * for a continuation's links to its parents, in the same transaction).
  */
 export async function insertJobs(
-  db: PostgresConnection,
-  target: StoreTarget,
+  { db, target }: PostgresContext,
   p: JobInsertParams,
   tx?: TransactionSql,
 ): Promise<JobInsertResult> {
@@ -180,4 +186,61 @@ async function insertRows(
     tx,
   );
   return { holders: holdersByRow(r, inserted, holders), started };
+}
+
+/** `jobPromoteDue`: makes a batch of due scheduled jobs available and wakes the workers; the queues that got jobs. */
+export async function promoteDueJobs({ db, target }: PostgresContext, p: JobPromoteDueParams): Promise<string[]> {
+  const rows = await db.query(
+    `WITH promoted AS (
+       UPDATE ${target.tables.jobs} SET state = 'available'
+       WHERE id IN (SELECT id FROM ${target.tables.jobs} WHERE namespace = $1 AND state = 'scheduled' AND run_at <= $2
+                    ORDER BY run_at LIMIT $3 FOR UPDATE SKIP LOCKED)
+       RETURNING queue)
+     SELECT DISTINCT queue FROM promoted`,
+    [target.namespace, p.now, p.limit],
+  );
+  if (rows.length && target.notify) await db.query("SELECT pg_notify($1, '')", [target.channel]);
+  return rows.map((r) => String(r.queue));
+}
+
+/** `jobResolveWaiting`: releases the waiting jobs whose parents all completed, cancels those with a parent failed or gone. */
+export async function resolveWaitingJobs(
+  { db, target }: PostgresContext,
+  p: JobResolveWaitingParams,
+): Promise<ResolvedWaiting> {
+  const rows = await db.query(
+    `WITH candidates AS (
+       SELECT j.id, j.run_at FROM ${target.tables.jobs} AS j
+       WHERE j.namespace = $1 AND j.state = 'waiting'
+         AND ($2::text[] IS NULL OR j.id IN (
+           SELECT job_id FROM ${target.tables.parents} WHERE namespace = $1 AND parent_id = ANY($2::text[])))
+       -- Not SKIP LOCKED: a resolver that skipped a child another resolver holds could leave it waiting
+       -- (each judging it on a snapshot where the other's parent had not completed yet).
+       ORDER BY j.id LIMIT $4 FOR UPDATE),
+     verdicts AS (
+       SELECT c.id, c.run_at,
+         (SELECT 'Parent job "' || l.parent_id || '" ' || coalesce(pj.state, 'no longer exists')
+          FROM ${target.tables.parents} AS l LEFT JOIN ${target.tables.jobs} AS pj ON pj.id = l.parent_id AND pj.namespace = l.namespace
+          WHERE l.namespace = $1 AND l.job_id = c.id AND (pj.id IS NULL OR pj.state IN ('failed', 'cancelled'))
+          ORDER BY l.parent_id LIMIT 1) AS doomed_by,
+         NOT EXISTS (
+           SELECT 1 FROM ${target.tables.parents} AS l JOIN ${target.tables.jobs} AS pj ON pj.id = l.parent_id AND pj.namespace = l.namespace
+           WHERE l.namespace = $1 AND l.job_id = c.id AND pj.state <> 'completed') AS ready
+       FROM candidates AS c),
+     changed AS (
+       UPDATE ${target.tables.jobs} AS j SET
+         state = CASE WHEN v.doomed_by IS NOT NULL THEN 'cancelled' WHEN v.run_at > $3 THEN 'scheduled' ELSE 'available' END,
+         finished_at = CASE WHEN v.doomed_by IS NOT NULL THEN $3::bigint END,
+         reason = v.doomed_by
+       FROM verdicts AS v
+       WHERE j.id = v.id AND (v.doomed_by IS NOT NULL OR v.ready)
+       RETURNING j.id, j.state, j.queue)
+     SELECT id, state, queue FROM changed`,
+    [target.namespace, p.parents ?? null, p.now, p.limit],
+  );
+  const resolved = toResolvedWaiting(rows);
+  if (resolved.queues.length && target.notify) {
+    await db.query("SELECT pg_notify($1, '')", [target.channel]);
+  }
+  return resolved;
 }

@@ -1,32 +1,29 @@
 /**
- * The PostgreSQL store's side of results and progress: a run's fenced
- * progress write, and the read of the jobs someone waits for, which marks
- * them watched (the trigger of migration 11 then NOTIFYs their changes).
+ * The PostgreSQL store's side of waiting for jobs (`WatchStore`): the read
+ * of the jobs someone waits for, which marks them watched (the trigger of
+ * migration 11 then NOTIFYs their changes on the schema's changes channel),
+ * and the LISTEN on that channel.
  *
  * @module
  */
-import type { JobProgressParams, JobWatchParams } from "../../src/store/store.ts";
-import type { JobChange } from "../../src/store/records.ts";
+import type { ChangesListenParams, JobChange, JobWatchParams } from "../../src/store/mod.ts";
 import { CHANGE_COLUMNS, toJobChange } from "../sql/rows.ts";
-import type { PostgresConnection, StoreTarget } from "./connection.ts";
+import type { PostgresContext } from "./connection.ts";
+import { CHANGES_CHANNEL_PREFIX } from "./migrations.ts";
 
-/** Stores a run's progress while the job is running under its fence; the commit need not wait for the flush. */
-export async function saveProgress(
-  db: PostgresConnection,
-  target: StoreTarget,
-  p: JobProgressParams,
-): Promise<boolean> {
-  const rows = await db.query(
-    `UPDATE ${target.tables.jobs} SET progress = $1
-     WHERE id = $2 AND namespace = $3 AND state = 'running' AND fence = $4
-     RETURNING (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit`,
-    [p.progress, p.id, target.namespace, p.fence],
-  );
-  return rows.length > 0;
+/** `changesListen`: LISTENs on the schema's changes channel; null with `notify: false`. */
+export async function listenForChanges(
+  { db, target, settings }: PostgresContext,
+  { onChange }: ChangesListenParams,
+): Promise<(() => Promise<void>) | null> {
+  if (!target.notify) return null;
+  const channel = `${CHANGES_CHANNEL_PREFIX}${settings.schema}`.slice(0, 63);
+  const request = await db.run(() => db.sql.listen(channel, () => onChange(), onChange));
+  return () => request.unlisten();
 }
 
-/** Reads the jobs of `p.ids`, marking them watched first with `p.mark` (see `WatchStore.jobWatch`). */
-export async function watchJobs(db: PostgresConnection, target: StoreTarget, p: JobWatchParams): Promise<JobChange[]> {
+/** Reads the jobs of `p.ids`, marking them watched first with `p.mark` (`jobWatch`). */
+export async function watchJobs({ db, target }: PostgresContext, p: JobWatchParams): Promise<JobChange[]> {
   if (p.ids.length === 0) return [];
   const jobs = target.tables.jobs;
   const columns = `${CHANGE_COLUMNS.join(", ")}, runs -> -1 -> 'error' AS last_error`;
