@@ -35,11 +35,13 @@
  */
 export { createErrand } from "./src/client/errand.ts";
 export type { Errand, ShutdownOptions } from "./src/client/errand.ts";
-export type { JobCounts, JobDetails, JobPage, ListOptions, UnhandledCount } from "./src/client/operators.ts";
-export type { BulkFilter, BulkResult } from "./src/client/bulk_calls.ts";
-export type { StepReport, StepRun } from "./src/client/pool.ts";
-export type { GroupInfo, GroupListOptions } from "./src/client/group_calls.ts";
-export type { ErrandLimits, KindLimitsInfo, QueueLimitsInfo, RateLimitInfo } from "./src/client/limits.ts";
+export type { JobCounts, JobDetails, JobPage, ListOptions } from "./src/calls/jobs.ts";
+export type { UnhandledCount } from "./src/cluster/unhandled.ts";
+export type { BulkFilter, BulkResult } from "./src/calls/bulk.ts";
+export type { StepReport } from "./src/calls/step.ts";
+export type { StepRun } from "./src/running/after_run.ts";
+export type { GroupInfo, GroupListOptions } from "./src/calls/groups.ts";
+export type { ErrandLimits, KindLimitsInfo, QueueLimitsInfo, RateLimitInfo } from "./src/calls/limits.ts";
 export type { GroupValue, KindFlow, KindRateLimit, Rate, RateLimit } from "./src/flow/limits.ts";
 export type {
   EnqueueItem,
@@ -50,7 +52,7 @@ export type {
   JobId,
   KindKey,
 } from "./src/enqueue/enqueue.ts";
-export type { JobUpdate, ResultOptions, WatchOptions } from "./src/results/waits.ts";
+export type { JobUpdate, ResultOptions, WatchOptions } from "./src/calls/results.ts";
 export type { UniqueOptions } from "./src/enqueue/unique.ts";
 export type { ScheduleInfo, ScheduleOptions } from "./src/schedules/schedules.ts";
 export { partitionOf } from "./src/topics/partition.ts";
@@ -71,7 +73,7 @@ export type {
   RetentionSkip,
 } from "./src/observability/telemetry.ts";
 export type { ErrandMode, ErrandOptions, Handlers, QueueOptions } from "./src/client/options.ts";
-export type { DrainOptions, DrainReport } from "./src/client/drain.ts";
+export type { DrainOptions, DrainReport } from "./src/calls/drain.ts";
 export { moveStore } from "./src/move/move.ts";
 export type { JobTally, MoveOptions, MovePhase, MoveProgress, MoveReport } from "./src/move/options.ts";
 export { defineJobs, job } from "./src/jobs/job.ts";
@@ -85,9 +87,10 @@ export type {
   NoLogs,
   ValueOf,
 } from "./src/logs/log.ts";
-export type { Appended, LogRecord, ReadOptions } from "./src/logs/log_calls.ts";
+export type { Appended, ReadOptions } from "./src/calls/logs.ts";
+export type { LogRecord } from "./src/logs/record.ts";
 export type { ConsumerContext, ConsumerGroups, ConsumerHandler, ConsumerOptions } from "./src/logs/consumer.ts";
-export type { LagInfo, LogInfo, LogPartitionInfo, SeekOptions, SeekTo } from "./src/logs/offsets.ts";
+export type { LagInfo, LogInfo, LogPartitionInfo, SeekOptions, SeekTo } from "./src/calls/offsets.ts";
 export type { JobDefinition, JobDefinitions, JobOptions, KindTopic, PayloadOf, ResultOf } from "./src/jobs/job.ts";
 export type {
   AnyPayloadValidator,

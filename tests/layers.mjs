@@ -28,7 +28,8 @@ const LAYERS = [
   "schedules", // recurring jobs: cron and their firing
   "logs", // retained logs: records appended to topics, and their consumers
   "move", // moving the whole state from one store to another
-  "client", // the Errand facade and its public calls
+  "calls", // the public calls, one file per call family, each over the narrow dependencies it declares
+  "client", // the Errand facade, its contract and options, and the wiring of an instance
   "testing.ts", // the FakeClock for tests (errand/testing)
 ];
 

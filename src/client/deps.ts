@@ -1,11 +1,12 @@
 /**
  * The one bag of dependencies the client's owners share (the insert path,
- * the worker pool, the operator calls), made once by `createErrand`.
+ * the worker pool, the call families of `calls/`), made once by
+ * `createErrand`; each owner declares, and sees, only the part it uses.
  *
  * @module
  */
 import type { KindRegistry } from "./kinds.ts";
-import type { ErrandLimits } from "./limits.ts";
+import type { ErrandLimits } from "../calls/limits.ts";
 import type { ResolvedOptions } from "./options.ts";
 import type { Telemetry } from "../observability/telemetry.ts";
 import type { Tracing } from "../observability/tracing.ts";
@@ -15,7 +16,7 @@ import type { ServiceDeps } from "../base/services.ts";
 import type { Watchers } from "../results/watchers.ts";
 import type { ChildReleases } from "../enqueue/continuations.ts";
 
-/** What the insert path, the worker pool and the operator calls work with. */
+/** What the insert path, the worker pool and the call families work with. */
 export interface ClientDeps<TTx> extends ServiceDeps<StoreFor<TTx>> {
   /** The checked options, with the clock and the logger. */
   readonly options: ResolvedOptions;

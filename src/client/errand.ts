@@ -2,8 +2,10 @@
  * `createErrand`: the object an application holds. It is a facade: every
  * call is one line handed to the owner that does the work:
  * - the insert path (`enqueue/inserter.ts`): enqueue, enqueueAfter, enqueueMany;
- * - the operator calls (`operators.ts`, `bulk_calls.ts`, `partitions.ts`, `schedule_calls.ts`);
- * - the worker pool (`pool.ts`): workers, the shared services, `step()`.
+ * - every other call to its family's file in `calls/` (`jobs.ts`, `bulk.ts`,
+ *   `logs.ts`, ...), each made here over what it uses;
+ * - the worker pool (`pool.ts`): workers and the shared services, which
+ *   `step()`, `drain()` and the worker changes run on.
  * This file holds the lifecycle (the interface is in `errand_interface.ts`):
  * `new` → (`start()`) `started` → (`shutdown()`) `stopping` → `stopped`.
  *
@@ -20,34 +22,29 @@ import { Tracing } from "../observability/tracing.ts";
 import { Workers } from "../running/workers.ts";
 import type { ScheduleOptions } from "../schedules/schedules.ts";
 import { type Duration, parseDuration } from "../base/duration.ts";
-import type { ClientDeps } from "./deps.ts";
-import { KindRegistry } from "./kinds.ts";
-import { type ListOptions, OperatorCalls } from "./operators.ts";
-import { type ErrandMode, type ErrandOptions, resolveOptions } from "./options.ts";
-import { PartitionCalls } from "./partitions.ts";
-import { GroupCalls, type GroupListOptions } from "./group_calls.ts";
-import { describeLimits } from "./limits.ts";
 import type { GroupValue } from "../flow/limits.ts";
-import { type StepReport, WorkerPool } from "./pool.ts";
-import type { DrainOptions, DrainReport } from "./drain.ts";
-import { ScheduleCalls } from "./schedule_calls.ts";
-import { BulkCalls, type BulkFilter } from "./bulk_calls.ts";
-import type { Errand, ShutdownOptions } from "./errand_interface.ts";
 import { Watchers } from "../results/watchers.ts";
 import { ChildReleases } from "../enqueue/continuations.ts";
-import { LogCalls, type ReadOptions } from "../logs/log_calls.ts";
 import type { LogDefinitions, LogKey, NoLogs } from "../logs/log.ts";
-import { OffsetCalls, type SeekOptions } from "../logs/offsets.ts";
-import {
-  awaitResult,
-  type JobUpdate,
-  type ResultOptions,
-  type WaitEnv,
-  watchJob,
-  type WatchOptions,
-} from "../results/waits.ts";
 import { withDeadline } from "../store/deadline.ts";
-import { checkId } from "../checks/arguments.ts";
+import { BulkCalls, type BulkFilter } from "../calls/bulk.ts";
+import type { DrainOptions, DrainReport } from "../calls/drain.ts";
+import { GroupCalls, type GroupListOptions } from "../calls/groups.ts";
+import { JobCalls, type ListOptions } from "../calls/jobs.ts";
+import { describeLimits } from "../calls/limits.ts";
+import { LogCalls, type ReadOptions } from "../calls/logs.ts";
+import { MetricsCalls } from "../calls/metrics.ts";
+import { OffsetCalls, type SeekOptions } from "../calls/offsets.ts";
+import { PartitionCalls } from "../calls/partitions.ts";
+import { QueueCalls } from "../calls/queues.ts";
+import { ResultCalls, type ResultOptions, type WatchOptions } from "../calls/results.ts";
+import { ScheduleCalls } from "../calls/schedules.ts";
+import type { StepReport } from "../calls/step.ts";
+import type { ClientDeps } from "./deps.ts";
+import type { Errand, ShutdownOptions } from "./errand_interface.ts";
+import { KindRegistry } from "./kinds.ts";
+import { type ErrandMode, type ErrandOptions, resolveOptions } from "./options.ts";
+import { WorkerPool } from "./pool.ts";
 import { Stalls } from "./stalls.ts";
 
 export type { Errand, ShutdownOptions } from "./errand_interface.ts";
@@ -96,15 +93,17 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
   readonly #tracing = new Tracing();
   readonly #inserter: Inserter<TTx>;
   readonly #pool: WorkerPool<TTx>;
-  readonly #operators: OperatorCalls<TTx>;
-  readonly #partitions: PartitionCalls<TTx>;
-  readonly #schedules: ScheduleCalls<TTx>;
-  readonly #groups: GroupCalls<TTx>;
-  readonly #waits: WaitEnv;
+  readonly #jobs: JobCalls;
+  readonly #bulk: BulkCalls;
+  readonly #queues: QueueCalls;
+  readonly #groups: GroupCalls;
+  readonly #metrics: MetricsCalls;
+  readonly #partitions: PartitionCalls;
+  readonly #schedules: ScheduleCalls;
+  readonly #results: ResultCalls;
   readonly #stalls: Stalls;
   readonly #logs: LogCalls<TTx>;
   readonly #offsets: OffsetCalls;
-  readonly #bulk: BulkCalls<TTx>;
 
   constructor(options: ErrandOptions<J, Ctx, TTx, L>) {
     const resolved = resolveOptions(options);
@@ -145,9 +144,10 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
       clock: resolved.clock,
       logger: resolved.logger,
       mode: resolved.mode,
-      started: () => this.#phase !== "new" || this.#pool.draining,
+      started: () => this.#phase !== "new" || this.#pool.drains.draining,
     });
-    this.#waits = { watchers: deps.watchers, clock: deps.clock, stalled: (id) => this.#stalls.of(id) };
+    const stalled = (id: string) => this.#stalls.of(id);
+    this.#results = new ResultCalls({ watchers: deps.watchers, clock: deps.clock, stalled, ready: deps.ready });
     this.#logs = new LogCalls({
       store: options.store,
       clock: resolved.clock,
@@ -170,11 +170,20 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
     });
     this.#inserter = new Inserter(deps);
     this.#pool = new WorkerPool({ ...deps, inserter: this.#inserter, context: options.context });
-    this.#partitions = new PartitionCalls(deps);
-    this.#groups = new GroupCalls(deps);
-    this.#operators = new OperatorCalls(deps, this.#partitions, this.#offsets);
+    // Each call family sees only what its interface names.
+    this.#jobs = new JobCalls(deps);
     this.#bulk = new BulkCalls(deps);
-    this.#schedules = new ScheduleCalls(deps, this.#inserter, this.#pool.schedules);
+    this.#queues = new QueueCalls(deps);
+    this.#groups = new GroupCalls(deps);
+    this.#partitions = new PartitionCalls({ ...deps, topics: resolved.topics });
+    this.#metrics = new MetricsCalls({
+      ...deps,
+      topics: resolved.topics,
+      jobs: this.#jobs,
+      partitions: this.#partitions,
+      offsets: this.#offsets,
+    });
+    this.#schedules = new ScheduleCalls({ ...deps, inserter: this.#inserter, schedules: this.#pool.schedules });
   }
 
   async start(): Promise<void> {
@@ -183,10 +192,12 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
     }
     await this.#ensureReady();
     if (this.#phase !== "new") return;
-    if (this.#pool.draining) throw new StateError("start() was called while drain() runs; await the drain first");
+    if (this.#pool.drains.draining) {
+      throw new StateError("start() was called while drain() runs; await the drain first");
+    }
     this.#phase = "started";
     try {
-      await this.#pool.start(this.mode);
+      await this.#pool.start();
     } catch (err) {
       // Workers may be claiming already: stop them and hand their jobs back, so a failed start leaves
       // nothing running and no job leased to an instance that will not run it.
@@ -225,8 +236,8 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
     if (this.#phase === "stopping" || this.#phase === "stopped") {
       throw new StateError("drain() was called after shutdown(); create a new errand instead");
     }
-    // The pool makes the store ready as its first step, within the budget.
-    return await this.#pool.drain(this.mode, options);
+    // The drain makes the store ready as its first step, within the budget.
+    return await this.#pool.drains.drain(options);
   }
 
   async step(): Promise<StepReport> {
@@ -234,7 +245,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
       throw new StateError(`step() needs mode "manual"; this errand is in mode "${this.mode}"`);
     }
     await this.start();
-    return await this.#pool.step();
+    return await this.#pool.steps.step();
   }
 
   enqueue = async <K extends KindKey<J>>(kind: K, payload: PayloadOf<J[K]>, options?: EnqueueOptions<TTx>) =>
@@ -247,7 +258,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
   ) => await this.#open().enqueue(parents, kind, payload, options) as EnqueueResult<ResultOf<J[K]>>;
   enqueueMany = async (items: readonly EnqueueItem<J>[], options?: { tx?: TTx }) =>
     await this.#open().enqueueMany(items, options);
-  get = (id: string) => this.#operators.get(id);
+  get = (id: string) => this.#jobs.get(id);
   // A record's value is what was appended under the log's value type: typed at this edge.
   append =
     (async (log: string, value: unknown, options?: { tx?: TTx }) =>
@@ -261,34 +272,27 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
   logs = () => this.#offsets.logs();
   seek = (group: string, options: SeekOptions) => this.#offsets.seek(group, options);
   // The stored result is the handler's return value, whose type the kind declares: typed at this edge.
-  result = (async (id: string, options?: ResultOptions) => {
-    checkId("result", id);
-    await this.#ensureReady();
-    return await awaitResult(this.#waits, id, options);
-  }) as Errand<J, TTx, L>["result"];
-  watch = ((id: string, options?: WatchOptions) => {
-    checkId("watch", id);
-    return this.#watch(id, options);
-  }) as Errand<J, TTx, L>["watch"];
-  list = (options?: ListOptions) => this.#operators.list(options);
-  retry = (id: string) => this.#operators.retry(id);
-  cancel = (id: string) => this.#operators.cancel(id);
-  delete = (id: string) => this.#operators.delete(id);
+  result = ((id: string, options?: ResultOptions) => this.#results.result(id, options)) as Errand<J, TTx, L>["result"];
+  watch = ((id: string, options?: WatchOptions) => this.#results.watch(id, options)) as Errand<J, TTx, L>["watch"];
+  list = (options?: ListOptions) => this.#jobs.list(options);
+  retry = (id: string) => this.#jobs.retry(id);
+  cancel = (id: string) => this.#jobs.cancel(id);
+  delete = (id: string) => this.#jobs.delete(id);
   retryMany = (filter: BulkFilter) => this.#bulk.retryMany(filter);
   cancelMany = (filter: BulkFilter) => this.#bulk.cancelMany(filter);
   deleteMany = (filter: BulkFilter) => this.#bulk.deleteMany(filter);
-  counts = () => this.#operators.counts();
-  workers = () => this.#operators.workers();
-  pauseQueue = (queue: string) => this.#operators.pauseQueue(queue, true);
-  resumeQueue = (queue: string) => this.#operators.pauseQueue(queue, false);
-  pausedQueues = () => this.#operators.pausedQueues();
+  counts = () => this.#jobs.counts();
+  workers = () => this.#pool.workerCalls.workers();
+  pauseQueue = (queue: string) => this.#queues.pauseQueue(queue, true);
+  resumeQueue = (queue: string) => this.#queues.pauseQueue(queue, false);
+  pausedQueues = () => this.#queues.pausedQueues();
   pauseGroup = (kind: KindKey<J>, group: GroupValue, duration: Duration) =>
     this.#groups.pauseGroup(kind, group, duration);
   resumeGroup = (kind: KindKey<J>, group: GroupValue) => this.#groups.resumeGroup(kind, group);
   groups = (queue: string, options?: GroupListOptions) => this.#groups.groups(queue, options);
   limits = () => this.#groups.limits();
-  stats = (options?: StatsOptions) => this.#operators.stats(options);
-  metrics = () => this.#operators.metrics();
+  stats = (options?: StatsOptions) => this.#metrics.stats(options);
+  metrics = () => this.#metrics.metrics();
   schedule = <K extends KindKey<J>>(
     id: string,
     kind: K,
@@ -305,13 +309,8 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
     this.#partitions.truncatePartitionHistory(topic, partition, keep);
   partitions = (topic: string) => this.#partitions.partitions(topic);
   topics = () => this.#partitions.topics();
-  addWorkers = (queue: string, n: number) => this.#pool.addWorkers(this.mode, queue, n);
-  removeWorkers = (queue: string, n: number) => this.#pool.removeWorkers(queue, n);
-
-  async *#watch(id: string, options: WatchOptions | undefined): AsyncGenerator<JobUpdate> {
-    await this.#ensureReady();
-    yield* watchJob(this.#waits, id, options);
-  }
+  addWorkers = (queue: string, n: number) => this.#pool.workerCalls.addWorkers(queue, n);
+  removeWorkers = (queue: string, n: number) => this.#pool.workerCalls.removeWorkers(queue, n);
 
   /** Prepares the store's schema (once; again after a failure) and looks for `@opentelemetry/api`. */
   #ensureReady(): Promise<void> {

@@ -6,24 +6,25 @@
  * @module
  */
 import type { EnqueueItem, Enqueuer, EnqueueResult, JobId, KindKey } from "../enqueue/enqueue.ts";
-import type { JobUpdate, ResultOptions, WatchOptions } from "../results/waits.ts";
+import type { JobUpdate, ResultOptions, WatchOptions } from "../calls/results.ts";
 import type { LogDefinitions, LogKey, NoLogs, ValueOf } from "../logs/log.ts";
-import type { LagInfo, LogInfo, LogPartitionInfo, SeekOptions } from "../logs/offsets.ts";
-import type { Appended, LogRecord, ReadOptions } from "../logs/log_calls.ts";
+import type { LagInfo, LogInfo, LogPartitionInfo, SeekOptions } from "../calls/offsets.ts";
+import type { Appended, ReadOptions } from "../calls/logs.ts";
+import type { LogRecord } from "../logs/record.ts";
 import type { JobDefinitions, PayloadOf, ResultOf } from "../jobs/job.ts";
 import type { JobInfo, WorkerInfo } from "../base/types.ts";
 import type { ErrandStats, StatsOptions } from "../observability/stats.ts";
 import type { ScheduleInfo, ScheduleOptions } from "../schedules/schedules.ts";
 import type { Duration } from "../base/duration.ts";
 import type { PartitionInfo, TopicInfo } from "../topics/partition.ts";
-import type { JobCounts, JobDetails, JobPage, ListOptions } from "./operators.ts";
+import type { JobCounts, JobDetails, JobPage, ListOptions } from "../calls/jobs.ts";
 import type { ErrandMode } from "./options.ts";
-import type { GroupInfo, GroupListOptions } from "./group_calls.ts";
-import type { ErrandLimits } from "./limits.ts";
+import type { GroupInfo, GroupListOptions } from "../calls/groups.ts";
+import type { ErrandLimits } from "../calls/limits.ts";
 import type { GroupValue } from "../flow/limits.ts";
-import type { StepReport } from "./pool.ts";
-import type { DrainOptions, DrainReport } from "./drain.ts";
-import type { BulkFilter, BulkResult } from "./bulk_calls.ts";
+import type { StepReport } from "../calls/step.ts";
+import type { DrainOptions, DrainReport } from "../calls/drain.ts";
+import type { BulkFilter, BulkResult } from "../calls/bulk.ts";
 
 /** Options of `shutdown()`. */
 export interface ShutdownOptions {

@@ -8,15 +8,10 @@
  */
 import { type KindFlow, limitsAnything } from "../flow/limits.ts";
 import { ValidationError } from "../base/errors.ts";
-import type { JobDefinition, JobDefinitions } from "../jobs/job.ts";
+import { identity, type JobDefinition, type JobDefinitions } from "../jobs/job.ts";
 import type { RetryPolicy } from "../jobs/retry.ts";
 import type { Handler } from "../running/handler.ts";
 import type { RunnableKind } from "../running/executor.ts";
-
-/** A kind's identity as claims filter it: `name@version` (names cannot contain `@`). */
-export function identity(name: string, version: number): string {
-  return `${name}@${version}`;
-}
 
 interface Kind {
   readonly definition: JobDefinition<unknown, unknown>;

@@ -10,15 +10,14 @@
  */
 import { liveWorkers } from "../cluster/heartbeat.ts";
 import type { Logger } from "../base/logger.ts";
-import type { ClusterStore } from "../store/cluster.ts";
-import type { JobsStore } from "../store/jobs.ts";
+import { unhandledOf } from "../cluster/unhandled.ts";
+import type { Store } from "../store/store.ts";
 import type { Clock } from "../base/clock.ts";
-import { unhandledOf } from "./operators.ts";
 import type { ErrandMode } from "./options.ts";
 
 /** What the stall reasons need. */
 export interface StallsEnv {
-  readonly store: Pick<JobsStore, "jobGet"> & Pick<ClusterStore, "workerList">;
+  readonly store: Pick<Store, "jobGet" | "workerList">;
   readonly clock: Clock;
   readonly logger: Logger;
   readonly mode: ErrandMode;

@@ -199,16 +199,21 @@ export function defineJobs<const D extends Record<string, JobDefinition<unknown,
   const named: Record<string, JobDefinition<unknown, unknown>> = {};
   for (const [key, definition] of Object.entries(definitions)) {
     const name = definition.name ?? checkName("job name", key);
-    const other = seen.get(`${name}@${definition.version}`);
+    const other = seen.get(identity(name, definition.version));
     if (other !== undefined) {
       throw new ValidationError(
         `Job kinds "${other}" and "${key}" share the name "${name}" and version ${definition.version}; give one a different "name" or "version"`,
       );
     }
-    seen.set(`${name}@${definition.version}`, key);
+    seen.set(identity(name, definition.version), key);
     named[key] = { ...definition, name };
   }
   return named as D;
+}
+
+/** A kind's identity as claims filter it: `name@version` (names cannot contain `@`). */
+export function identity(name: string, version: number): string {
+  return `${name}@${version}`;
 }
 
 /** @throws {ValidationError} When `priority` is not a safe integer. */

@@ -13,7 +13,7 @@ import { checkName } from "../checks/names.ts";
 import { backoff, checkRetryPolicy, type RetryPolicy } from "../jobs/retry.ts";
 import { type Duration, parseDuration } from "../base/duration.ts";
 import type { LogDefinitions, LogKey, ValueOf } from "./log.ts";
-import type { LogRecord } from "./log_calls.ts";
+import type { LogRecord } from "./record.ts";
 
 /** What a consumer's handler gets besides its records. */
 export interface ConsumerContext {

@@ -36,7 +36,7 @@ import { retryDelay } from "../jobs/retry.ts";
 import { sleep } from "../base/clock.ts";
 import { Wakeup } from "../time/wakeup.ts";
 import type { ConsumerGroup } from "./consumer.ts";
-import { toRecord } from "./log_calls.ts";
+import { toRecord } from "./record.ts";
 
 /** What the consumers need from the rest of errand. */
 export interface ConsumersEnv extends ServiceDeps<LogStore & ConsumerStore> {

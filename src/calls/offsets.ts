@@ -11,13 +11,12 @@
 import { NotFoundError, StateError, ValidationError } from "../base/errors.ts";
 import { checkCount } from "../checks/limits.ts";
 import { liveWorkers } from "../cluster/heartbeat.ts";
-import type { ClusterStore } from "../store/cluster.ts";
-import type { ConsumerStore, OffsetTarget } from "../store/consumers.ts";
-import type { LogStore } from "../store/logs.ts";
+import type { ConsumerGroup } from "../logs/consumer.ts";
+import { findLog, type LogDefinitions } from "../logs/log.ts";
+import type { OffsetTarget } from "../store/consumers.ts";
+import type { Store } from "../store/store.ts";
 import type { Clock } from "../base/clock.ts";
 import { rendezvousOwner } from "../topics/ownership.ts";
-import type { ConsumerGroup } from "./consumer.ts";
-import { findLog, type LogDefinitions } from "./log.ts";
 
 /** Where a consumer group stands in one partition, as `lag` returns it. */
 export interface LagInfo {
@@ -87,7 +86,7 @@ export interface SeekOptions<K extends string = string> {
 
 /** What the offset calls need. */
 export interface OffsetCallsEnv {
-  readonly store: LogStore & ConsumerStore & Pick<ClusterStore, "workerList">;
+  readonly store: Pick<Store, "consumerOffsets" | "consumerSeek" | "logEnds" | "workerList">;
   readonly clock: Clock;
   readonly logs: LogDefinitions;
   /** The partition count of each topic. */

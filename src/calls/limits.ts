@@ -10,9 +10,9 @@
 import type { JobDefinitions } from "../jobs/job.ts";
 import type { JobState } from "../base/types.ts";
 import type { HeldLimit, Snapshot } from "../observability/telemetry.ts";
+import type { QueueFlow } from "../flow/claims.ts";
 import type { GroupHeldRow } from "../store/records.ts";
-import type { FlowStore } from "../store/flow.ts";
-import type { ResolvedOptions } from "./options.ts";
+import type { Store } from "../store/store.ts";
 
 /** A rate limit as configured: at most `limit` starts in each fixed window of `periodMs`. */
 export interface RateLimitInfo {
@@ -63,8 +63,18 @@ export interface ErrandLimits {
   readonly kinds: readonly KindLimitsInfo[];
 }
 
+/** What {@link describeLimits} reads of an instance's checked options. */
+export interface LimitOptions {
+  /** The instance's mode: one in mode `"enqueue"` runs no worker. */
+  readonly mode: string;
+  /** Concurrency of every queue the instance works, by name. */
+  readonly queues: ReadonlyMap<string, number>;
+  /** The cluster-wide limits of the queues that have some, by name. */
+  readonly queueFlows: ReadonlyMap<string, QueueFlow>;
+}
+
 /** The limits of an instance created with `jobs` and the checked `options`. */
-export function describeLimits(jobs: JobDefinitions, options: ResolvedOptions): ErrandLimits {
+export function describeLimits(jobs: JobDefinitions, options: LimitOptions): ErrandLimits {
   const names = new Set([...options.queues.keys(), ...Object.values(jobs).map((d) => d.queue)]);
   const works = options.mode !== "enqueue";
   const queues = [...names].sort().map((queue): QueueLimitsInfo => {
@@ -100,7 +110,7 @@ export function describeLimits(jobs: JobDefinitions, options: ResolvedOptions): 
  * when no kind has groups.
  */
 export async function groupsHeld(
-  store: Pick<FlowStore, "groupHeld">,
+  store: Pick<Store, "groupHeld">,
   limits: ErrandLimits,
   now: number,
 ): Promise<GroupHeldRow[]> {

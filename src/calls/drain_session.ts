@@ -6,7 +6,7 @@
  * leadership and the heartbeat) and the count of jobs left.
  *
  * A session runs to its end however long the store takes; nothing new
- * begins once the budget is spent. `drain()` (`pool.ts`) awaits it only
+ * begins once the budget is spent. `drain()` (`drain.ts`) awaits it only
  * until the budget's grace ends, so each step that touches the store runs
  * through {@link DrainSteps}, which can then say what was not finished.
  *
@@ -20,16 +20,23 @@ import type { LeaseKeeper } from "../running/leases.ts";
 import type { QueueWorker } from "../running/worker.ts";
 import type { Schedules } from "../schedules/schedules.ts";
 import type { ServiceDeps } from "../base/services.ts";
-import type { JobsStore } from "../store/jobs.ts";
+import type { Store } from "../store/store.ts";
 import { every, type Periodic } from "../time/periodic.ts";
-import { claimReserve, type DrainPlan, type DrainSteps } from "./drain.ts";
+
+/** A checked drain: its budget and the slots of each queue. */
+export interface DrainPlan {
+  /** How long the drain may take, in ms. */
+  readonly budgetMs: number;
+  /** The queues it drains, each with the jobs it runs at once. */
+  readonly queues: ReadonlyMap<string, number>;
+}
 
 /** The steps named more than once. */
 const PROMOTE = "promote scheduled jobs";
 const COUNT_LEFT = "count the jobs left";
 
 /** What a session works with: the instance's services, lent to it while it runs. */
-export interface DrainSessionEnv<TTx> extends ServiceDeps<Pick<JobsStore, "jobCounts">> {
+export interface DrainSessionEnv<TTx> extends ServiceDeps<Pick<Store, "jobCounts">> {
   /** How long the leader lease lasts; the session renews it every third of that. */
   readonly leaderLeaseMs: number;
   /** Resolves once the store's schema is ready. */
@@ -44,6 +51,50 @@ export interface DrainSessionEnv<TTx> extends ServiceDeps<Pick<JobsStore, "jobCo
   workers(): QueueWorker<TTx>[];
   /** Told once the session runs no more jobs: its workers are to be unregistered. */
   ended(workers: readonly QueueWorker<TTx>[]): void;
+}
+
+/**
+ * How much of the budget must be left for a new claim: a tenth of the
+ * budget, or the longest claim round seen so far in this drain if that is
+ * longer, so that jobs claimed can finish before the budget ends.
+ */
+function claimReserve(budgetMs: number, longestRoundMs: number): number {
+  return Math.max(budgetMs / 10, longestRoundMs);
+}
+
+/**
+ * The store work of one drain, kept by what it does, so that a drain that
+ * returns without waiting for the store can say what it did not finish:
+ * the steps begun and not ended, then those owed and not done.
+ */
+export class DrainSteps {
+  /** Steps begun and not ended: a step may run several times at once (a queue's rounds). */
+  readonly #begun = new Map<string, number>();
+  readonly #owed = new Set<string>();
+
+  /** Owes `steps`: unfinished until each has run to its end. */
+  owe(...steps: string[]): void {
+    for (const step of steps) this.#owed.add(step);
+  }
+
+  /** Runs `call` as step `what`. */
+  async run<T>(what: string, call: () => Promise<T>): Promise<T> {
+    this.#begun.set(what, (this.#begun.get(what) ?? 0) + 1);
+    try {
+      const result = await call();
+      this.#owed.delete(what);
+      return result;
+    } finally {
+      const left = this.#begun.get(what)! - 1;
+      if (left === 0) this.#begun.delete(what);
+      else this.#begun.set(what, left);
+    }
+  }
+
+  /** The steps begun and not ended, then those owed and not done, each once. */
+  get unfinished(): string[] {
+    return [...new Set([...this.#begun.keys(), ...this.#owed])];
+  }
 }
 
 /** Runs a drain's session to its end (see the module comment); resolves with the jobs left available. */

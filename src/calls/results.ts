@@ -1,22 +1,20 @@
 /**
- * Waiting for jobs: `result(id)` settles with a job's result (or its
- * failure), `watch(id)` follows its state, progress and result until it is
- * final, and `job.parentResults()` reads the results of a continuation's
- * parents. All of them read through the instance's {@link Watchers}.
+ * The calls that wait for jobs: `result(id)` settles with a job's result
+ * (or its failure), `watch(id)` follows its state, progress and result
+ * until it is final. Both read through the instance's {@link Watchers}.
  *
  * @module
  */
-import { decodePayload } from "../encoding/codec.ts";
-import { JobFailedError, NotFoundError, StoreError, TimeoutError, ValidationError } from "../base/errors.ts";
+import { checkId } from "../checks/arguments.ts";
+import { JobFailedError, NotFoundError, TimeoutError, ValidationError } from "../base/errors.ts";
 import type { JobState, RunError } from "../base/types.ts";
 import { progressOf } from "../jobs/job_info.ts";
+import { resultOf } from "../results/stored_result.ts";
+import type { Watchers } from "../results/watchers.ts";
 import type { JobChange } from "../store/records.ts";
 import { withinDeadline } from "../store/deadline.ts";
-import type { JobsStore } from "../store/jobs.ts";
-import type { WatchStore } from "../store/watch.ts";
 import type { Clock } from "../base/clock.ts";
 import { type Duration, parseDuration } from "../base/duration.ts";
-import type { Watchers } from "./watchers.ts";
 
 /** Options of `errand.result()`. */
 export interface ResultOptions {
@@ -51,17 +49,47 @@ const FINAL_STATES: ReadonlySet<JobState> = new Set(["completed", "failed", "can
 
 /** What waits need: the waiters and the clock timeouts are counted on. */
 export interface WaitEnv {
-  readonly watchers: Watchers;
+  readonly watchers: Pick<Watchers, "subscribe">;
   readonly clock: Clock;
   /** Why job `id` has not run (said by the `TimeoutError` of `result()`), or undefined when no reason is known. */
   stalled(id: string): Promise<string | undefined>;
+  /** Resolves once the store's schema is ready. */
+  ready(): Promise<void>;
+}
+
+/** `result()` and `watch()`. */
+export class ResultCalls {
+  readonly #env: WaitEnv;
+
+  /** The calls over `env`. */
+  constructor(env: WaitEnv) {
+    this.#env = env;
+  }
+
+  /** See `Errand.result()`. */
+  async result(id: string, options?: ResultOptions): Promise<unknown> {
+    checkId("result", id);
+    await this.#env.ready();
+    return await awaitResult(this.#env, id, options);
+  }
+
+  /** See `Errand.watch()`. */
+  watch(id: string, options?: WatchOptions): AsyncGenerator<JobUpdate> {
+    checkId("watch", id);
+    return this.#watch(id, options);
+  }
+
+  async *#watch(id: string, options: WatchOptions | undefined): AsyncGenerator<JobUpdate> {
+    await this.#env.ready();
+    yield* watchJob(this.#env, id, options);
+  }
 }
 
 /** How long a timed-out `result()` looks for why the job waits before it rejects without a reason. */
 const STALL_LOOKUP_MS = 1_000;
 
 /** See `Errand.result()`. */
-export function awaitResult(env: WaitEnv, id: string, options: ResultOptions = {}): Promise<unknown> {
+function awaitResult(env: WaitEnv, id: string, options: ResultOptions = {}): Promise<unknown> {
   checkWaitOptions("result()", options);
   const timeoutMs = options.timeout === undefined ? undefined : parseDuration(options.timeout, "timeout");
   const { signal } = options;
@@ -111,7 +139,7 @@ export function awaitResult(env: WaitEnv, id: string, options: ResultOptions = {
 }
 
 /** See `Errand.watch()`. */
-export async function* watchJob(env: WaitEnv, id: string, options: WatchOptions = {}): AsyncGenerator<JobUpdate> {
+async function* watchJob(env: WaitEnv, id: string, options: WatchOptions = {}): AsyncGenerator<JobUpdate> {
   checkWaitOptions("watch()", options);
   const { signal } = options;
   if (signal?.aborted) return;
@@ -150,45 +178,10 @@ export async function* watchJob(env: WaitEnv, id: string, options: WatchOptions 
   }
 }
 
-/**
- * The results of the parents of job `id`, in the order of their ids
- * (`job.parentResults()`): undefined for one without a result, or gone.
- */
-export async function readParentResults(
-  store: WatchStore & Pick<JobsStore, "jobRelatives">,
-  id: string,
-): Promise<unknown[]> {
-  const { parents } = await store.jobRelatives({ id, limit: 0 });
-  if (parents.length === 0) return [];
-  const found = new Map((await store.jobWatch({ ids: parents, mark: false })).map((c) => [c.id, c]));
-  return parents.map((parent) => {
-    const change = found.get(parent);
-    return change ? resultOf(change) : undefined;
-  });
-}
-
 function toUpdate(change: JobChange): JobUpdate {
   const progress = progressOf(change.progress);
   if (change.state === "completed") return { state: change.state, progress, result: resultOf(change) };
   return change.error ? { state: change.state, progress, error: change.error } : { state: change.state, progress };
-}
-
-/**
- * The decoded result of a completed job.
- * @throws {StoreError} When its stored bytes cannot be decoded (written around errand's encoder).
- */
-function resultOf(change: JobChange): unknown {
-  if (change.result === null) return undefined;
-  try {
-    return decodePayload(change.result);
-  } catch (err) {
-    throw new StoreError(
-      `Job "${change.id}" completed, but its stored result cannot be decoded (${
-        String(err)
-      }); it holds bytes errand's encoder does not write, such as an Invalid Date an older errand stored`,
-      { cause: err },
-    );
-  }
 }
 
 function gone(id: string): NotFoundError {

@@ -1,6 +1,7 @@
 /**
  * The operator calls on flow control's groups: pause a group for every
- * process, resume it, list a queue's groups.
+ * process, resume it, list a queue's groups; and `limits()`, the flow
+ * control this instance is configured with (described in `limits.ts`).
  *
  * @module
  */
@@ -9,9 +10,11 @@ import { checkCount } from "../checks/limits.ts";
 import { checkName } from "../checks/names.ts";
 import { ValidationError } from "../base/errors.ts";
 import { groupKey, type GroupValue, splitGroupKey } from "../flow/limits.ts";
+import type { JobDefinition } from "../jobs/job.ts";
+import type { Workers } from "../running/workers.ts";
 import type { Store } from "../store/store.ts";
+import type { Clock } from "../base/clock.ts";
 import { type Duration, parseDuration } from "../base/duration.ts";
-import type { ClientDeps } from "./deps.ts";
 import type { ErrandLimits } from "./limits.ts";
 
 /** One group of a queue, as `errand.groups(queue)` lists it. */
@@ -39,31 +42,43 @@ export interface GroupListOptions {
 /** Groups read per store call while listing. */
 const PAGE = 1_000;
 
-/** The operator calls on groups. */
-export class GroupCalls<TTx> {
-  readonly #deps: ClientDeps<TTx>;
-  readonly #store: Store;
+/** What the group calls work with. */
+export interface GroupCallsEnv {
+  readonly store: Pick<Store, "groupList" | "groupPause">;
+  readonly clock: Clock;
+  /** The definition of the kind with key `key`. @throws {ValidationError} When there is none. */
+  readonly kinds: { definition(key: string): JobDefinition<unknown, unknown> };
+  /** The limits this instance is configured with. */
+  readonly limits: ErrandLimits;
+  /** This instance's workers, woken for a resumed group. */
+  readonly workers: Pick<Workers<unknown>, "wakeAll">;
+  /** Resolves once the store's schema is ready. */
+  ready(): Promise<void>;
+}
 
-  /** The calls over `deps`. */
-  constructor(deps: ClientDeps<TTx>) {
-    this.#deps = deps;
-    this.#store = deps.store;
+/** The operator calls on groups. */
+export class GroupCalls {
+  readonly #env: GroupCallsEnv;
+
+  /** The calls over `env`. */
+  constructor(env: GroupCallsEnv) {
+    this.#env = env;
   }
 
   /** See `Errand.pauseGroup()`. */
   async pauseGroup(kind: string, group: GroupValue, duration: Duration): Promise<void> {
     const key = this.#key(kind, group);
-    const until = this.#deps.clock.now() + parseDuration(duration, "pauseGroup");
-    await this.#deps.ready();
-    await this.#store.groupPause({ group: key, until });
+    const until = this.#env.clock.now() + parseDuration(duration, "pauseGroup");
+    await this.#env.ready();
+    await this.#env.store.groupPause({ group: key, until });
   }
 
   /** See `Errand.resumeGroup()`. */
   async resumeGroup(kind: string, group: GroupValue): Promise<void> {
     const key = this.#key(kind, group);
-    await this.#deps.ready();
-    await this.#store.groupPause({ group: key, until: null });
-    this.#deps.workers.wakeAll();
+    await this.#env.ready();
+    await this.#env.store.groupPause({ group: key, until: null });
+    this.#env.workers.wakeAll();
   }
 
   /** See `Errand.groups()`. */
@@ -79,12 +94,12 @@ export class GroupCalls<TTx> {
       const { kind, group } = options.after ?? {};
       after = groupKey(checkName("after.kind", kind), group, 'Option "after.group"');
     }
-    await this.#deps.ready();
-    const now = this.#deps.clock.now();
+    await this.#env.ready();
+    const now = this.#env.clock.now();
     const all: GroupInfo[] = [];
     for (;;) {
       const limit = Math.min(PAGE, wanted - all.length);
-      const page = await this.#store.groupList({ queue, now, after, limit });
+      const page = await this.#env.store.groupList({ queue, now, after, limit });
       for (const row of page) {
         all.push({
           ...splitGroupKey(row.group),
@@ -100,12 +115,12 @@ export class GroupCalls<TTx> {
 
   /** See `Errand.limits()`. */
   limits(): ErrandLimits {
-    return this.#deps.limits;
+    return this.#env.limits;
   }
 
   /** The stored key of `group` of the kind with key `kind`; a kind without groups is a {@link ValidationError}. */
   #key(kind: string, group: GroupValue): string {
-    const definition = this.#deps.kinds.definition(kind);
+    const definition = this.#env.kinds.definition(kind);
     if (!definition.flow.group) {
       throw new ValidationError(`Kind "${kind}" has no groups: give it a "group" option to pause its groups`);
     }

@@ -18,20 +18,27 @@ import {
   type Schedules,
   toScheduleInfo,
 } from "../schedules/schedules.ts";
+import type { Store } from "../store/store.ts";
 import { sequentialPlacement } from "../topics/partition.ts";
-import type { ClientDeps } from "./deps.ts";
+
+/** What the schedule calls work with. */
+export interface ScheduleCallsEnv {
+  readonly store: Pick<Store, "scheduleList">;
+  /** Checks each occurrence and builds its row, as an enqueue would. */
+  readonly inserter: Pick<Inserter<unknown>, "row" | "validate">;
+  /** The recurring jobs, which save, remove and fire them. */
+  readonly schedules: Pick<Schedules, "remove" | "save" | "trigger">;
+  /** Resolves once the store's schema is ready. */
+  ready(): Promise<void>;
+}
 
 /** The calls on recurring jobs. */
-export class ScheduleCalls<TTx> {
-  readonly #deps: ClientDeps<TTx>;
-  readonly #inserter: Inserter<TTx>;
-  readonly #schedules: Schedules;
+export class ScheduleCalls {
+  readonly #env: ScheduleCallsEnv;
 
-  /** The calls over `deps`, building occurrences with `inserter` and saving them through `schedules`. */
-  constructor(deps: ClientDeps<TTx>, inserter: Inserter<TTx>, schedules: Schedules) {
-    this.#deps = deps;
-    this.#inserter = inserter;
-    this.#schedules = schedules;
+  /** The calls over `env`. */
+  constructor(env: ScheduleCallsEnv) {
+    this.#env = env;
   }
 
   /** See `Errand.schedule()`. */
@@ -46,16 +53,16 @@ export class ScheduleCalls<TTx> {
     checkScheduleOptions(id, checkOptions("schedule()", options));
     const { timezone, catchUp, sequential, ...jobOptions } = options;
     const parsed = await parseCron(cron, timezone);
-    await this.#inserter.validate([{ kind, payload }]);
+    await this.#env.inserter.validate([{ kind, payload }]);
     const placement = sequential ? sequentialPlacement(id) : undefined;
-    const row = await this.#inserter.row(kind, payload, jobOptions, [], placement);
+    const row = await this.#env.inserter.row(kind, payload, jobOptions, [], placement);
     if (placement && row.topic !== placement.topic) {
       throw new ValidationError(
         `Option "sequential" of schedule "${id}" cannot apply: kind "${kind}" has topic "${row.topic}", which orders its jobs by partition key; drop "sequential"`,
       );
     }
-    await this.#deps.ready();
-    return await this.#schedules.save({
+    await this.#env.ready();
+    return await this.#env.schedules.save({
       id,
       kind: row.kind,
       version: row.version,
@@ -77,20 +84,20 @@ export class ScheduleCalls<TTx> {
   /** See `Errand.unschedule()`. */
   async unschedule(id: string): Promise<boolean> {
     checkName("schedule id", id);
-    await this.#deps.ready();
-    return await this.#schedules.remove(id);
+    await this.#env.ready();
+    return await this.#env.schedules.remove(id);
   }
 
   /** See `Errand.schedules()`. */
   async schedules(): Promise<ScheduleInfo[]> {
-    await this.#deps.ready();
-    return (await this.#deps.store.scheduleList()).map(toScheduleInfo);
+    await this.#env.ready();
+    return (await this.#env.store.scheduleList()).map(toScheduleInfo);
   }
 
   /** See `Errand.trigger()`. */
   async trigger(id: string): Promise<string> {
     checkName("schedule id", id);
-    await this.#deps.ready();
-    return await this.#schedules.trigger(id);
+    await this.#env.ready();
+    return await this.#env.schedules.trigger(id);
   }
 }

@@ -6,14 +6,14 @@
  * @module
  */
 import { checkCount } from "../checks/limits.ts";
-import { decodePayload, encodeRecordValue } from "../encoding/codec.ts";
+import { encodeRecordValue } from "../encoding/codec.ts";
 import { ValidationError } from "../base/errors.ts";
-import type { LogAppendRow, LogRecordRow } from "../store/records.ts";
-import type { LogStore } from "../store/logs.ts";
-import type { TransactionStore } from "../store/store.ts";
+import { findLog, type LogDefinition, type LogDefinitions } from "../logs/log.ts";
+import { type LogRecord, toRecord } from "../logs/record.ts";
+import type { LogAppendRow } from "../store/records.ts";
+import type { StoreFor } from "../store/store.ts";
 import type { Clock } from "../base/clock.ts";
 import { partitionOf } from "../topics/partition.ts";
-import { findLog, type LogDefinition, type LogDefinitions } from "./log.ts";
 
 /** Where an appended record went. */
 export interface Appended {
@@ -21,20 +21,6 @@ export interface Appended {
   readonly partition: number;
   /** Its offset in the partition. */
   readonly offset: number;
-}
-
-/** A record of a log, as `read` returns it; `T` is the log's value type. */
-export interface LogRecord<T = unknown> {
-  /** Its partition. */
-  readonly partition: number;
-  /** Its place in the partition: from 0, gap-free, in commit order. */
-  readonly offset: number;
-  /** Its key, as text (a number key as `String(n)`). */
-  readonly key: string;
-  /** The value appended. */
-  readonly value: T;
-  /** When it was appended. */
-  readonly appendedAt: Date;
 }
 
 /** Options of `read`. */
@@ -58,7 +44,7 @@ const MAX_READ = 1_000;
 
 /** What the log calls need. */
 export interface LogCallsEnv<TTx> {
-  readonly store: LogStore & { inTransaction(tx: TTx): TransactionStore };
+  readonly store: Pick<StoreFor<TTx>, "inTransaction" | "logAppend" | "logRead">;
   readonly clock: Clock;
   readonly logs: LogDefinitions;
   /** The partition count of each topic. */
@@ -127,17 +113,6 @@ export class LogCalls<TTx> {
     const rows = await this.#env.store.logRead({ log: definition.name ?? key, partition, from, limit });
     return rows.map(toRecord);
   }
-}
-
-/** A record as `read` and consumers get it: its value decoded. */
-export function toRecord(row: LogRecordRow): LogRecord {
-  return {
-    partition: row.partition,
-    offset: row.offset,
-    key: row.key,
-    value: decodePayload(row.value),
-    appendedAt: new Date(row.appendedAt),
-  };
 }
 
 /** The key of a value, by its log's `key` function. @throws {ValidationError} When it throws or gives no key. */

@@ -9,8 +9,12 @@ import { deleteInBatches } from "../cluster/maintenance.ts";
 import { liveWorkers } from "../cluster/heartbeat.ts";
 import { ValidationError } from "../base/errors.ts";
 import { toJobInfo } from "../jobs/job_info.ts";
+import { identity } from "../jobs/job.ts";
 import type { JobInfo, WorkerInfo } from "../base/types.ts";
+import type { ChildReleases } from "../enqueue/continuations.ts";
+import type { Workers } from "../running/workers.ts";
 import type { Store } from "../store/store.ts";
+import type { Clock } from "../base/clock.ts";
 import { partitionOwner } from "../topics/ownership.ts";
 import {
   isSequentialTopic,
@@ -19,39 +23,51 @@ import {
   type TopicInfo,
   toTopicInfo,
 } from "../topics/partition.ts";
-import type { ClientDeps } from "./deps.ts";
-import { identity } from "./kinds.ts";
+
+/** What the partition calls work with. */
+export interface PartitionCallsEnv {
+  readonly store: Pick<Store, "jobGet" | "jobTransition" | "partitionList" | "partitionTrimHistory" | "workerList">;
+  readonly clock: Clock;
+  /** The partition count of each configured topic. */
+  readonly topics: ReadonlyMap<string, number>;
+  /** Every kind (handled here or not) that sends jobs to `topic`, with its queue. */
+  readonly kinds: { ofTopic(topic: string): { queue: string; kind: string }[] };
+  /** This instance's workers: told of a failed head's run, woken for the next head. */
+  readonly workers: Pick<Workers<unknown>, "cancel" | "wakeAll">;
+  /** Cancels the continuations of a failed head. */
+  readonly releases: Pick<ChildReleases, "release">;
+  /** Resolves once the store's schema is ready. */
+  ready(): Promise<void>;
+}
 
 /** The operator calls on topics and partitions. */
-export class PartitionCalls<TTx> {
-  readonly #deps: ClientDeps<TTx>;
-  readonly #store: Store;
+export class PartitionCalls {
+  readonly #env: PartitionCallsEnv;
 
-  /** The calls over `deps`. */
-  constructor(deps: ClientDeps<TTx>) {
-    this.#deps = deps;
-    this.#store = deps.store;
+  /** The calls over `env`. */
+  constructor(env: PartitionCallsEnv) {
+    this.#env = env;
   }
 
   /** See `Errand.forceFailPartitionHead()`. */
   async forceFailPartitionHead(topic: string, partition: number): Promise<JobInfo | null> {
     this.#partition(topic, partition);
-    await this.#deps.ready();
-    const head = (await this.#store.partitionList({ topic, partition }))[0]?.head;
+    await this.#env.ready();
+    const head = (await this.#env.store.partitionList({ topic, partition }))[0]?.head;
     if (!head) return null;
-    const failed = await this.#store.jobTransition({
+    const failed = await this.#env.store.jobTransition({
       id: head.id,
       from: ["scheduled", "available", "running", "waiting"],
       state: "failed",
-      finishedAt: this.#deps.clock.now(),
+      finishedAt: this.#env.clock.now(),
       reason: `Force-failed as the head of partition ${partition} of topic "${topic}"`,
     });
     // The head finished meanwhile: the next job is the head now, and not the one the caller meant to fail.
     if (!failed) return null;
-    this.#deps.workers.cancel(head.id);
-    this.#deps.workers.wakeAll();
-    await this.#deps.releases.release([head.id]);
-    const row = await this.#store.jobGet({ id: head.id });
+    this.#env.workers.cancel(head.id);
+    this.#env.workers.wakeAll();
+    await this.#env.releases.release([head.id]);
+    const row = await this.#env.store.jobGet({ id: head.id });
     return row && toJobInfo(row);
   }
 
@@ -59,25 +75,25 @@ export class PartitionCalls<TTx> {
   async truncatePartitionHistory(topic: string, partition: number, keep: number): Promise<number> {
     this.#partition(topic, partition);
     checkCount("keep", keep, 0);
-    await this.#deps.ready();
-    return await deleteInBatches((limit) => this.#store.partitionTrimHistory({ topic, partition, keep, limit }));
+    await this.#env.ready();
+    return await deleteInBatches((limit) => this.#env.store.partitionTrimHistory({ topic, partition, keep, limit }));
   }
 
   /** See `Errand.partitions()`. */
   async partitions(topic: string): Promise<PartitionInfo[]> {
     this.#topic(topic);
-    await this.#deps.ready();
-    const now = this.#deps.clock.now();
-    return await this.#describe(topic, now, await liveWorkers(this.#store, now));
+    await this.#env.ready();
+    const now = this.#env.clock.now();
+    return await this.#describe(topic, now, await liveWorkers(this.#env.store, now));
   }
 
   /** See `Errand.topics()`. */
   async topics(): Promise<TopicInfo[]> {
-    await this.#deps.ready();
-    const now = this.#deps.clock.now();
-    const workers = await liveWorkers(this.#store, now);
+    await this.#env.ready();
+    const now = this.#env.clock.now();
+    const workers = await liveWorkers(this.#env.store, now);
     return await Promise.all(
-      [...this.#deps.options.topics].map(async ([topic, count]) =>
+      [...this.#env.topics].map(async ([topic, count]) =>
         toTopicInfo(topic, count, await this.#describe(topic, now, workers))
       ),
     );
@@ -85,8 +101,8 @@ export class PartitionCalls<TTx> {
 
   /** The partitions of `topic` at `now`, with owners among `workers`. */
   async #describe(topic: string, now: number, workers: WorkerInfo[]): Promise<PartitionInfo[]> {
-    const rows = await this.#store.partitionList({ topic });
-    const topicKinds = this.#deps.kinds.ofTopic(topic);
+    const rows = await this.#env.store.partitionList({ topic });
+    const topicKinds = this.#env.kinds.ofTopic(topic);
     return rows.map((row) => {
       const runs = row.head ? [{ queue: row.head.queue, kind: identity(row.head.kind, row.head.version) }] : topicKinds;
       const owner = isSequentialTopic(topic) ? null : partitionOwner(workers, topic, row.partition, runs);
@@ -100,9 +116,9 @@ export class PartitionCalls<TTx> {
    */
   #topic(topic: string): number {
     if (typeof topic === "string" && isSequentialTopic(topic)) return 1;
-    const count = this.#deps.options.topics.get(topic);
+    const count = this.#env.topics.get(topic);
     if (count === undefined) {
-      const known = [...this.#deps.options.topics.keys()].map((t) => `"${t}"`).join(", ") || "none";
+      const known = [...this.#env.topics.keys()].map((t) => `"${t}"`).join(", ") || "none";
       throw new ValidationError(`There is no topic "${topic}"; configured topics: ${known}`);
     }
     return count;

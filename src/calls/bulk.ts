@@ -19,11 +19,14 @@
 import { checkName } from "../checks/names.ts";
 import { describeValue, ValidationError } from "../base/errors.ts";
 import { JOB_STATES, type JobState } from "../base/types.ts";
+import type { ChildReleases } from "../enqueue/continuations.ts";
+import type { Watchers } from "../results/watchers.ts";
+import type { Workers } from "../running/workers.ts";
 import type { ChangedJob } from "../store/records.ts";
 import type { JobFilter, JobTransitionManyParams } from "../store/jobs.ts";
 import type { Store } from "../store/store.ts";
-import type { ClientDeps } from "./deps.ts";
-import { CANCEL_FROM, RETRY_FROM } from "./operators.ts";
+import type { Clock } from "../base/clock.ts";
+import { CANCEL_FROM, RETRY_FROM } from "./jobs.ts";
 
 /** Which jobs a bulk action (`retryMany`, `cancelMany`, `deleteMany`) applies to: every condition given holds. */
 export interface BulkFilter {
@@ -53,15 +56,27 @@ export const BULK_BATCH = 1000;
 
 const FILTER_KEYS: readonly string[] = ["state", "queue", "kind", "before", "after"];
 
-/** The bulk operator calls. */
-export class BulkCalls<TTx> {
-  readonly #deps: ClientDeps<TTx>;
-  readonly #store: Store;
+/** What the bulk calls work with. */
+export interface BulkCallsEnv {
+  readonly store: Pick<Store, "jobDeleteMany" | "jobTransitionMany">;
+  readonly clock: Clock;
+  /** This instance's workers, woken for jobs made available. */
+  readonly workers: Pick<Workers<unknown>, "wake">;
+  /** This instance's waiters, told of each job changed. */
+  readonly watchers: Pick<Watchers, "changed">;
+  /** Cancels the continuations of cancelled jobs. */
+  readonly releases: Pick<ChildReleases, "release">;
+  /** Resolves once the store's schema is ready. */
+  ready(): Promise<void>;
+}
 
-  /** Bulk calls over `deps`. */
-  constructor(deps: ClientDeps<TTx>) {
-    this.#deps = deps;
-    this.#store = deps.store;
+/** The bulk operator calls. */
+export class BulkCalls {
+  readonly #env: BulkCallsEnv;
+
+  /** Bulk calls over `env`. */
+  constructor(env: BulkCallsEnv) {
+    this.#env = env;
   }
 
   /** See `Errand.retryMany()`. */
@@ -73,7 +88,7 @@ export class BulkCalls<TTx> {
         finishedAt: null,
         grantAttempt: true,
       });
-      for (const queue of new Set(changed.map((c) => c.queue))) this.#deps.workers.wake(queue);
+      for (const queue of new Set(changed.map((c) => c.queue))) this.#env.workers.wake(queue);
       return changed.map((c) => c.id);
     });
   }
@@ -83,7 +98,7 @@ export class BulkCalls<TTx> {
     const from = CANCEL_FROM.filter((s) => s !== "running");
     return await this.#inBatches("cancelMany", filter, from, async (jobs, now) => {
       const ids = (await this.#change(jobs, { state: "cancelled", finishedAt: now })).map((c) => c.id);
-      if (ids.length) await this.#deps.releases.release(ids);
+      if (ids.length) await this.#env.releases.release(ids);
       return ids;
     });
   }
@@ -95,13 +110,13 @@ export class BulkCalls<TTx> {
       "deleteMany",
       filter,
       from,
-      (jobs) => this.#store.jobDeleteMany({ filter: jobs, limit: BULK_BATCH }),
+      (jobs) => this.#env.store.jobDeleteMany({ filter: jobs, limit: BULK_BATCH }),
     );
   }
 
   /** Applies `change` to one batch of the jobs of `jobs`. */
   #change(jobs: JobFilter, change: Omit<JobTransitionManyParams, "filter" | "limit">): Promise<ChangedJob[]> {
-    return this.#store.jobTransitionMany({ filter: jobs, limit: BULK_BATCH, ...change });
+    return this.#env.store.jobTransitionMany({ filter: jobs, limit: BULK_BATCH, ...change });
   }
 
   /** Checks `filter`, then runs `batch` until a batch changes fewer than {@link BULK_BATCH} jobs. */
@@ -112,15 +127,15 @@ export class BulkCalls<TTx> {
     batch: (jobs: JobFilter, now: number) => Promise<string[]>,
   ): Promise<BulkResult> {
     const checked = checkBulkFilter(call, filter, from);
-    await this.#deps.ready();
+    await this.#env.ready();
     // Jobs enqueued from now on are not the operator's concern: the call ends even while they keep coming.
-    const begun = this.#deps.clock.now() + 1;
+    const begun = this.#env.clock.now() + 1;
     const jobs = { ...checked, createdBefore: Math.min(checked.createdBefore ?? begun, begun) };
     let count = 0;
     let afterId: string | undefined;
     for (;;) {
-      const ids = await batch({ ...jobs, afterId }, this.#deps.clock.now());
-      for (const id of ids) this.#deps.watchers.changed(id);
+      const ids = await batch({ ...jobs, afterId }, this.#env.clock.now());
+      for (const id of ids) this.#env.watchers.changed(id);
       count += ids.length;
       if (ids.length < BULK_BATCH) return { count };
       afterId = ids.reduce((last, id) => (id > last ? id : last));
