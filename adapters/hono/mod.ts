@@ -33,12 +33,15 @@ import { apiRoutes } from "./api.ts";
 import { type Audit, recorder } from "./audit.ts";
 import { CHART_MINUTES, DEFAULT_CHART_MINUTES } from "./chart.ts";
 import { eventRoutes } from "./events.ts";
+import { jobPage } from "./job_views.ts";
 import { logRoutes } from "./log_api.ts";
 import { logPage } from "./log_views.ts";
+import { overview } from "./overview_views.ts";
 import { mountBase, sendPage } from "./page.ts";
 import { type AdminErrand, listOptions, statsMinutes } from "./present.ts";
+import { queuePage } from "./queue_views.ts";
 import { type Authorize, guardChanges, jsonError, requireAuthorization } from "./security.ts";
-import { jobPage, overview, queuePage, topicPage } from "./views.ts";
+import { topicPage } from "./topic_views.ts";
 
 export type { AdminAction, Audit } from "./audit.ts";
 export type { AdminErrand } from "./present.ts";
