@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { JobState } from "../../base/types.ts";
+import { JOB_STATES, type JobState } from "../../base/types.ts";
 import type { ClaimedJob, JobInsertRow } from "../records.ts";
 import type { Store } from "../store.ts";
 import type { StoreCaseEnv } from "./case.ts";
@@ -23,17 +23,6 @@ export const T0 = 1_800_000_000_000;
 
 /** The kind every job of the cases has, and the handlers a claim offers for it. */
 export const KIND = "conformance";
-
-/** Every job state. */
-export const ALL_STATES: readonly JobState[] = [
-  "scheduled",
-  "available",
-  "running",
-  "waiting",
-  "completed",
-  "failed",
-  "cancelled",
-];
 
 let counter = 0;
 const suffix = Array.from(crypto.getRandomValues(new Uint8Array(6)), (b) => b.toString(16).padStart(2, "0")).join("");
@@ -131,7 +120,7 @@ export async function claimIds(
 /** Moves a job to `state` from any state, as an operator's change does, finished at `at` for a final state. */
 export async function settle(store: Store, id: string, state: JobState, at = T0): Promise<void> {
   const final = state === "completed" || state === "failed" || state === "cancelled";
-  const applied = await store.jobTransition({ id, from: ALL_STATES, state, finishedAt: final ? at : null });
+  const applied = await store.jobTransition({ id, from: JOB_STATES, state, finishedAt: final ? at : null });
   checkEqual(applied, true, `jobTransition of "${id}" to "${state}"`);
 }
 
