@@ -54,8 +54,8 @@ describe("Cloudflare Workers (workerd)", { skip }, () => {
     const text = await bundleForWorkers({
       stdin: {
         contents: `import { createClient } from "@libsql/client/web";
-          import { createErrand, defineJobs, job } from "../mod.ts";
-          import { libsqlStore } from "../adapters/libsql/mod.ts";
+          import { createErrand, defineJobs, job } from "./mod.ts";
+          import { libsqlStore } from "./adapters/libsql/mod.ts";
           const jobs = defineJobs({ ping: job() });
           export default { fetch: (_req, env) => createErrand({
             jobs, mode: "enqueue", store: libsqlStore(createClient({ url: env.TURSO_URL, authToken: env.TURSO_TOKEN })),
@@ -218,7 +218,7 @@ async function withDrainWorker(
   const { Miniflare } = await import("miniflare");
   const contents = await bundleForWorkers({
     stdin: {
-      contents: `import worker from "../examples/cloudflare/drain_worker.ts";
+      contents: `import worker from "./examples/cloudflare/drain_worker.ts";
         const live = new Set();
         let made = 0;
         const { setTimeout: set, clearTimeout: clear, setInterval: repeat, clearInterval: unrepeat } = globalThis;
