@@ -27,7 +27,7 @@ export const KIND = "conformance";
 let counter = 0;
 const suffix = Array.from(crypto.getRandomValues(new Uint8Array(6)), (b) => b.toString(16).padStart(2, "0")).join("");
 
-/** A new id, 26 characters as a ULID has, greater than every id made before it in this process. */
+/** A new id, 26 characters as a ULID has, greater than every id this module made before it. */
 export function newId(): string {
   return `C${(counter++).toString().padStart(13, "0")}${suffix}`;
 }
