@@ -76,6 +76,7 @@ export type FinishOutcome =
   | "retried"
   | "failed"
   | "snoozed"
+  | "suspended"
   | "cancelled"
   | "interrupted"
   | "lost";
