@@ -199,7 +199,7 @@ export const stepCases: StoreCase[] = cases("steps", [
     async (env) => {
       const store = await ready(env);
       for (const end of ["completed", "failed", "cancelled", "gone"] as const) {
-        const child = await running(store, { queue: "children" });
+        const child = await running(store);
         const parent = await suspended(store, waitingStep({ type: "invoke", wakeAt: null, childId: child.id }));
         checkEqual(
           await store.jobResolveWaiting({ parents: [child.id], now: T0 + 3, limit: 10 }),
@@ -224,6 +224,7 @@ export const stepCases: StoreCase[] = cases("steps", [
           `the resolution once the child is ${end}`,
         );
         checkEqual(await stateOf(store, parent.id), "available", `the parent once the child is ${end}`);
+        await settle(store, parent.id, "completed"); // out of the next round's claim
       }
     },
   ],
