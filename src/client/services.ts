@@ -71,6 +71,7 @@ export class Services<TTx> {
     this.maintenance = new Maintenance({
       ...base,
       retention: options.retention,
+      eventRetentionMs: options.eventRetentionMs,
       partitionHistory: options.partitionHistory,
       logRetention: options.logRetention,
       intervals: options.intervals,
@@ -148,6 +149,7 @@ export class Services<TTx> {
       partitions: this,
       flow: this.#flow,
       maxResultBytes: options.maxResultBytes,
+      eventRetentionMs: options.eventRetentionMs,
       progressIntervalMs: options.progressIntervalMs,
       changed: (id) => watchers.changed(id),
       parentResults: (id) => readParentResults(this.store, id),
