@@ -145,17 +145,19 @@ export async function resolveWaitingJobs(
 ): Promise<ResolvedWaiting> {
   const waitingStep = (job: string, type: string) =>
     `SELECT 1 FROM errand_steps AS s WHERE s.namespace = ?1 AND s.job_id = ${job} AND s.state = 'waiting' AND s.type = '${type}'`;
+  // The children of `parents` are looked up from them (continuations by their links, invoking
+  // workflows by their steps), not among every waiting job, which workflows waiting on events swell.
+  const waiting = p.parents
+    ? `j.id IN (
+        SELECT job_id FROM errand_job_parents WHERE namespace = ?1 AND parent_id IN (SELECT value FROM json_each(?2))
+        UNION SELECT job_id FROM errand_steps
+          WHERE namespace = ?1 AND state = 'waiting' AND type = 'invoke' AND child_id IN (SELECT value FROM json_each(?2)))
+        AND j.namespace = ?1 AND j.state = 'waiting'`
+    : `j.namespace = ?1 AND j.state = 'waiting' AND ${LISTED_STATES_SQL}`;
   const rs = await db.write({
     sql: `WITH candidates AS (
               SELECT j.id, j.run_at, EXISTS (${waitingStep("j.id", "invoke")}) AS invoking FROM errand_jobs AS j
-              WHERE j.namespace = ?1 AND j.state = 'waiting' AND ${LISTED_STATES_SQL}
-                AND (?2 IS NULL
-                  OR j.id IN (SELECT job_id FROM errand_job_parents
-                    WHERE namespace = ?1 AND parent_id IN (SELECT value FROM json_each(?2)))
-                  OR j.id IN (SELECT job_id FROM errand_steps
-                    WHERE namespace = ?1 AND state = 'waiting' AND type = 'invoke'
-                      AND child_id IN (SELECT value FROM json_each(?2))))
-                AND NOT EXISTS (${waitingStep("j.id", "event")})
+              WHERE ${waiting} AND NOT EXISTS (${waitingStep("j.id", "event")})
               ORDER BY j.id LIMIT ?4),
             verdicts AS (
               SELECT c.id, c.run_at,

@@ -292,6 +292,8 @@ export const LIBSQL_MIGRATIONS: readonly LibsqlMigration[] = [
       ) WITHOUT ROWID`,
       "CREATE INDEX errand_steps_child ON errand_steps (namespace, child_id) WHERE state = 'waiting' AND type = 'invoke'",
       "CREATE INDEX errand_steps_event ON errand_steps (namespace, event, key) WHERE state = 'waiting' AND type = 'event'",
+      // The steps that took an event: an event's send finds those it just completed.
+      "CREATE INDEX errand_steps_event_seq ON errand_steps (namespace, event_seq) WHERE event_seq IS NOT NULL",
       // AUTOINCREMENT: a sequence number is never reused, even once every event was pruned, so a
       // wait that took event n never mistakes a later event for one it took.
       `CREATE TABLE errand_events (

@@ -119,8 +119,7 @@ export async function sendEvent(
     {
       sql: `UPDATE errand_jobs SET state = 'available', run_at = ?6, wake_at = NULL
               WHERE changes() > 0 AND namespace = ?1 AND state = 'waiting' AND id IN (
-                SELECT job_id FROM errand_steps
-                WHERE namespace = ?1 AND event = ?3 AND key = ?4 AND type = 'event' AND event_seq = ${kept})
+                SELECT job_id FROM errand_steps WHERE namespace = ?1 AND event_seq = ${kept})
               RETURNING id, queue`,
       args,
     },
