@@ -111,12 +111,13 @@ export async function insertJobs(
 
 /**
  * `jobPromoteDue`: makes a batch of due jobs available, the earliest due first: scheduled jobs
- * whose run time came, and waiting jobs whose timeout (an event wait's) passed, available from it
- * on; the queues they are in.
+ * whose run time came, and waiting jobs whose timeout (an event wait's) passed, which run from now
+ * on (not from the run time they had before they suspended); the queues they are in.
  */
 export async function promoteDueJobs({ db, namespace }: LibsqlContext, p: JobPromoteDueParams): Promise<string[]> {
   const rs = await db.write({
-    sql: `UPDATE errand_jobs SET state = 'available', run_at = coalesce(wake_at, run_at), wake_at = NULL
+    sql: `UPDATE errand_jobs SET state = 'available', run_at = CASE WHEN state = 'waiting' THEN ?2 ELSE run_at END,
+            wake_at = NULL
             WHERE id IN (
               SELECT id FROM (
                 SELECT * FROM (SELECT id, run_at AS due FROM errand_jobs
