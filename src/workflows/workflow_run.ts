@@ -110,6 +110,8 @@ export class WorkflowRun {
   #calls = 0;
   readonly #names = new Set<string>();
   readonly #eventWaits = new Map<string, number>();
+  /** Events this run took from those kept, by name and key: a later wait on them takes a later one. */
+  readonly #taken = new Map<string, number | null>();
   /** Steps of this run whose functions are running: a suspension waits for them to be recorded. */
   readonly #running = new Set<Promise<unknown>>();
 
@@ -184,16 +186,13 @@ export class WorkflowRun {
       this.#env.telemetry.eventWaitEnded(event, "expired");
       return null;
     }
-    const taken = stored.rows.filter((s) => s.type === "event" && s.event === event && s.key === key);
-    const afterSeq = taken.reduce<number | null>(
-      (max, s) => s.eventSeq !== null && (max === null || s.eventSeq > max) ? s.eventSeq : max,
-      null,
-    );
+    const afterSeq = this.#lastTaken(stored, event, key);
     const resolved = await this.#suspend(step, `waitForEvent "${event}"${key ? ` key "${key}"` : ""}`, "waiting", {
       afterSeq,
       sentSince: this.#env.clock.now() - this.#env.eventRetentionMs,
     });
     this.#env.telemetry.eventWaitEnded(event, "taken");
+    this.#taken.set(eventKey(event, key), resolved.eventSeq);
     return decodeStored(resolved);
   }
 
@@ -230,6 +229,19 @@ export class WorkflowRun {
     const step = newStep(call, "waiting", prior?.startedAt ?? now, { childId, attempt });
     const resolved = await this.#suspend(step, `invoke "${call.name}" (job ${childId})`, "waiting");
     return await this.#settleInvoke(resolved, await this.#childOutcome(childId));
+  }
+
+  /** The sequence number of the last event this job took on `event` and `key`, this run's takes included. */
+  #lastTaken(stored: Stored, event: string, key: string): number | null {
+    const here = this.#taken.get(eventKey(event, key));
+    if (here !== undefined) return here;
+    let last: number | null = null;
+    for (const s of stored.rows) {
+      if (s.type === "event" && s.event === event && s.key === key && s.eventSeq !== null) {
+        last = last === null ? s.eventSeq : Math.max(last, s.eventSeq);
+      }
+    }
+    return last;
   }
 
   /** Whether the run that stored `step` went on past it (a later step is stored): its failure was handled. */
@@ -419,6 +431,11 @@ interface StoredFailure extends RunError {
   readonly reason?: string | null;
 }
 
+/** One map key for an event name and key. */
+function eventKey(event: string, key: string): string {
+  return `${event}\u0000${key}`;
+}
+
 /** A step call: its type, name and place in the run's calls. */
 interface Call {
   readonly type: StepType;
@@ -498,6 +515,7 @@ function checkDate(where: string, date: Date): number {
 /** Waits `ms` on the errand's clock, or until `signal` aborts (then throws its reason). */
 async function abortableSleep(env: WorkflowEnv, ms: number, signal: AbortSignal): Promise<void> {
   if (signal.aborted) throw signal.reason;
+  if (ms <= 0) return;
   await new Promise<void>((resolve, reject) => {
     const onAbort = () => {
       timer.cancel();
