@@ -131,7 +131,7 @@ export class WorkflowRun {
       ? 1
       : checkCount(`job.step("${name}") option "attempts"`, opts.attempts, 1);
     const policy = opts.retry === undefined ? defaultRetryPolicy : checkRetryPolicy(opts.retry);
-    const prior = await this.#prior(call);
+    const prior = this.#check(await this.#load(opts.tx), call);
     if (prior?.state === "completed") return decodeStored(prior) as T;
     if (prior?.state === "failed" && this.#passed(prior)) throw storedError(prior);
     const running = this.#runStep(call, prior, fn, attempts, policy, opts.tx);
@@ -278,9 +278,10 @@ export class WorkflowRun {
     return this.#check(await this.#load(), call);
   }
 
-  /** The job's stored steps, read once per run. */
-  #load(): Promise<Stored> {
-    return this.#stored ??= this.#env.store.stepList({ id: this.#claim.id }).then((rows) => {
+  /** The job's stored steps, read once per run (through the application's transaction `tx` when the first call has one). */
+  #load(tx?: unknown): Promise<Stored> {
+    const store = tx === undefined ? this.#env.store : this.#env.store.inTransaction(tx);
+    return this.#stored ??= store.stepList({ id: this.#claim.id }).then((rows) => {
       this.#lastSeq = rows.reduce((max, s) => Math.max(max, s.seq), -1);
       return { rows, byName: new Map(rows.map((s) => [s.name, s])), bySeq: new Map(rows.map((s) => [s.seq, s])) };
     });
@@ -324,9 +325,12 @@ export class WorkflowRun {
         this.#env.telemetry.stepTried(this.#claim.kind, "failed");
         const delay = attempt < attempts ? retryDelay(policy, attempt) : null;
         if (delay === null || this.#hooks.signal.aborted) {
-          await this.#save(
-            newStep(call, "failed", startedAt, { attempt: tries, error: JSON.stringify(toRunError(error)) }),
-          );
+          // In `tx` too: a transaction rolled back by this error takes the record along, as it takes the step's writes.
+          const failed = newStep(call, "failed", startedAt, {
+            attempt: tries,
+            error: JSON.stringify(toRunError(error)),
+          });
+          await this.#save(failed, tx);
           throw error;
         }
         await abortableSleep(this.#env, delay, this.#hooks.signal);

@@ -414,6 +414,50 @@ export function workflowCases(kind: StoreKind<unknown>): void {
         assert.deepEqual(calls, ["one", "two", "two"]);
       }));
 
+    it("a step with { tx } is recorded only if the application's transaction commits; so is an event sent with { tx }", () =>
+      withDatabase(kind, async (db, track) => {
+        let tries = 0;
+        const { errand, clock } = errandOn(db, {
+          jobs,
+          mode: "manual",
+          handlers: {
+            steps: async (_p, job) => {
+              const value = await db.transaction(async (tx) => {
+                const v = await job.step("charge", () => ++tries, { tx });
+                if (tries === 1) throw new Error("the transaction rolls back");
+                return v;
+              });
+              const got = await job.waitForEvent("ok", { key: "k" });
+              return { total: value + (got as number) };
+            },
+          },
+        });
+        track(errand);
+        const { id } = await errand.enqueue("steps", { n: 1 });
+        await errand.step();
+        assert.deepEqual((await errand.get(id))?.steps, [], "the rolled-back step left no record");
+        clock.advance(60_000);
+        await errand.step();
+        assert.deepEqual((await errand.get(id))?.steps.map((s) => [s.name, s.state]), [["charge", "completed"], [
+          "ok",
+          "waiting",
+        ]]);
+        await assert.rejects(
+          db.transaction(async (tx) => {
+            await errand.sendEvent("ok", { key: "k", data: 100, tx });
+            throw new Error("rolled back");
+          }),
+          /rolled back/,
+        );
+        await errand.step();
+        assert.equal((await errand.get(id))?.state, "waiting", "the rolled-back event resumed nothing");
+        const sent = await db.transaction((tx) => errand.sendEvent("ok", { key: "k", data: 40, tx }));
+        assert.equal(sent.resumed, 1);
+        await errand.step();
+        assert.deepEqual(await errand.result(id), { total: 42 });
+        assert.equal(tries, 2);
+      }));
+
     it("bad step calls are refused with errors that say what to change", () =>
       withDatabase(kind, async (db, track) => {
         const errors: string[] = [];
