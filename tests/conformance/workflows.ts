@@ -458,6 +458,32 @@ export function workflowCases(kind: StoreKind<unknown>): void {
         assert.equal(tries, 2);
       }));
 
+    it("a long run's completed steps are its progress, unless the handler reports its own", () =>
+      withDatabase(kind, async (db, track) => {
+        let own = false;
+        const { errand, clock } = errandOn(db, {
+          jobs,
+          mode: "manual",
+          handlers: {
+            steps: async (_p, job) => {
+              await job.step("quick", () => 1);
+              await job.step("slow", () => void clock.advance(2_000)); // the run is now past progressInterval
+              if (own) job.progress({ pct: 50 });
+              await job.step("last", () => 2);
+              return { total: 3 };
+            },
+          },
+        });
+        track(errand);
+        const { id } = await errand.enqueue("steps", { n: 1 });
+        await errand.step();
+        assert.deepEqual((await errand.get(id))?.progress, { step: "last", steps: 3 });
+        own = true;
+        const second = await errand.enqueue("steps", { n: 2 });
+        await errand.step();
+        assert.deepEqual((await errand.get(second.id))?.progress, { pct: 50 });
+      }));
+
     it("bad step calls are refused with errors that say what to change", () =>
       withDatabase(kind, async (db, track) => {
         const errors: string[] = [];
