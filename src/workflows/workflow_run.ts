@@ -158,7 +158,9 @@ export class WorkflowRun {
     if (prior?.state === "completed") return;
     const at = prior?.wakeAt ?? wakeAt;
     const step = newStep(call, "waiting", prior?.startedAt ?? now, { wakeAt: at });
-    if (at <= this.#env.clock.now()) return await this.#save({ ...step, state: "completed", finishedAt: at });
+    if (at <= this.#env.clock.now()) {
+      return await this.#save({ ...step, state: "completed", finishedAt: Math.max(at, step.startedAt) });
+    }
     await this.#suspend(step, `sleep "${call.name}" until ${new Date(at).toISOString()}`, "scheduled");
   }
 
@@ -342,7 +344,8 @@ export class WorkflowRun {
         continue;
       }
       const encoded = value === undefined ? null : encodeStepValue(call.name, value, this.#env.maxResultBytes);
-      await this.#save(newStep(call, "completed", startedAt, { attempt: tries, result: encoded }), tx);
+      const done = newStep(call, "completed", startedAt, { attempt: tries, finishedAt: clock.now(), result: encoded });
+      await this.#save(done, tx);
       this.#hooks.stepDone(call.name, ++this.#completed);
       return value;
     }

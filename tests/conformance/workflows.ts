@@ -100,6 +100,10 @@ export function workflowCases(kind: StoreKind<unknown>): void {
           "completed",
         ]);
         assert.deepEqual(details.steps[4].event, { name: "survey", key: "42" });
+        assert.equal(details.steps[3].durationMs, 3 * DAY, "the sleep took its three days");
+        for (const s of details.steps) {
+          assert.ok(s.durationMs !== null && s.durationMs >= 0, `${s.name} has a duration`);
+        }
         assert.deepEqual(await errand.eventWaits(), []);
       }));
 
