@@ -267,7 +267,7 @@ export function workflowCases(kind: StoreKind<unknown>): void {
         assert.equal((await errand.sendEvent("reply", { key: "x", data: 1 })).resumed, 0);
       }));
 
-    it("invoke: a failed child throws JobFailedError in the parent, and cancelling a parent cancels its child", () =>
+    it("invoke: a failed child throws JobFailedError in the parent, which may catch it and go on", () =>
       withDatabase(kind, async (db, track) => {
         const caught: unknown[] = [];
         const { errand } = errandOn(db, {
@@ -301,7 +301,7 @@ export function workflowCases(kind: StoreKind<unknown>): void {
         assert.equal(failedStep.state, "failed");
       }));
 
-    it("cancelling a waiting parent cancels its unfinished child", () =>
+    it("cancelling a waiting parent (cancel or cancelMany) cancels its unfinished child", () =>
       withDatabase(kind, async (db, track) => {
         const { errand } = errandOn(db, {
           jobs,
@@ -329,6 +329,12 @@ export function workflowCases(kind: StoreKind<unknown>): void {
         assert.equal((await errand.get(child))?.state, "scheduled");
         await errand.cancel(parent.id);
         assert.equal((await errand.get(child))?.state, "cancelled");
+
+        const other = await errand.enqueue("onboard", { userId: 6 });
+        await worker.errand.step();
+        const otherChild = ((await errand.get(other.id))!.waitingFor as { id: string }).id;
+        assert.deepEqual(await errand.cancelMany({ state: "waiting", kind: "onboard" }), { count: 1 });
+        assert.equal((await errand.get(otherChild))?.state, "cancelled", "cancelMany cancels children too");
       }));
 
     it("a replay whose steps no longer match fails the run naming the first step that differs; a reused name is refused", () =>
