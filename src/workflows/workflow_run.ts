@@ -33,6 +33,7 @@ import type { StepRow, StepType } from "../store/steps.ts";
 import type { Store } from "../store/store.ts";
 import { checkEventKey, checkEventName } from "./event_names.ts";
 import { toRunError } from "../jobs/run_error.ts";
+import type { Telemetry } from "../observability/telemetry.ts";
 
 /** Most step calls (steps, sleeps, invokes, event waits) one run of a handler may make. */
 export const MAX_STEPS_PER_RUN = 10_000;
@@ -80,6 +81,8 @@ export interface WorkflowEnv
   readonly maxResultBytes: number;
   /** How long sent events are kept for waits reached later, in ms. */
   readonly eventRetentionMs: number;
+  /** Counts step tries, suspensions and event waits. */
+  readonly telemetry: Pick<Telemetry, "eventWaitEnded" | "stepTried" | "suspended">;
   /** Enqueues the child of an invoke (with the run's trace context). */
   enqueueChild(kind: string, payload: unknown, options: JobEnqueueOptions): Promise<EnqueueResult>;
 }
@@ -88,6 +91,8 @@ export interface WorkflowEnv
 export interface RunHooks {
   /** Aborts when the run is stopped (timeout, cancel, lost lease, shutdown). */
   readonly signal: AbortSignal;
+  /** Runs a step's function in its trace span. */
+  traced<T>(name: string, fn: () => Promise<T>): Promise<T>;
   /** The run no longer holds its job: stop it as a lost lease. */
   lost(): void;
   /** The run suspended its job (the store wrote its outcome): end the run with it. */
@@ -105,6 +110,8 @@ export class WorkflowRun {
   #calls = 0;
   readonly #names = new Set<string>();
   readonly #eventWaits = new Map<string, number>();
+  /** Events this run took from those kept, by name and key: a later wait on them takes a later one. */
+  readonly #taken = new Map<string, number | null>();
   /** Steps of this run whose functions are running: a suspension waits for them to be recorded. */
   readonly #running = new Set<Promise<unknown>>();
 
@@ -176,17 +183,16 @@ export class WorkflowRun {
     if (prior && prior.wakeAt !== null && prior.wakeAt <= this.#env.clock.now()) {
       // Timed out: the answer is null for good, whatever comes later.
       await this.#save({ ...step, state: "completed", finishedAt: this.#env.clock.now() });
+      this.#env.telemetry.eventWaitEnded(event, "expired");
       return null;
     }
-    const taken = stored.rows.filter((s) => s.type === "event" && s.event === event && s.key === key);
-    const afterSeq = taken.reduce<number | null>(
-      (max, s) => s.eventSeq !== null && (max === null || s.eventSeq > max) ? s.eventSeq : max,
-      null,
-    );
+    const afterSeq = this.#lastTaken(stored, event, key);
     const resolved = await this.#suspend(step, `waitForEvent "${event}"${key ? ` key "${key}"` : ""}`, "waiting", {
       afterSeq,
       sentSince: this.#env.clock.now() - this.#env.eventRetentionMs,
     });
+    this.#env.telemetry.eventWaitEnded(event, "taken");
+    this.#taken.set(eventKey(event, key), resolved.eventSeq);
     return decodeStored(resolved);
   }
 
@@ -223,6 +229,19 @@ export class WorkflowRun {
     const step = newStep(call, "waiting", prior?.startedAt ?? now, { childId, attempt });
     const resolved = await this.#suspend(step, `invoke "${call.name}" (job ${childId})`, "waiting");
     return await this.#settleInvoke(resolved, await this.#childOutcome(childId));
+  }
+
+  /** The sequence number of the last event this job took on `event` and `key`, this run's takes included. */
+  #lastTaken(stored: Stored, event: string, key: string): number | null {
+    const here = this.#taken.get(eventKey(event, key));
+    if (here !== undefined) return here;
+    let last: number | null = null;
+    for (const s of stored.rows) {
+      if (s.type === "event" && s.event === event && s.key === key && s.eventSeq !== null) {
+        last = last === null ? s.eventSeq : Math.max(last, s.eventSeq);
+      }
+    }
+    return last;
   }
 
   /** Whether the run that stored `step` went on past it (a later step is stored): its failure was handled. */
@@ -299,8 +318,10 @@ export class WorkflowRun {
       tries++;
       let value: T;
       try {
-        value = await fn();
+        value = await this.#hooks.traced(call.name, async () => await fn());
+        this.#env.telemetry.stepTried(this.#claim.kind, "completed");
       } catch (error) {
+        this.#env.telemetry.stepTried(this.#claim.kind, "failed");
         const delay = attempt < attempts ? retryDelay(policy, attempt) : null;
         if (delay === null || this.#hooks.signal.aborted) {
           await this.#save(
@@ -373,6 +394,7 @@ export class WorkflowRun {
       run,
       uncountAttempt: true,
     };
+    this.#env.telemetry.suspended(this.#claim.kind, step.type === "step" ? "sleep" : step.type);
     this.#hooks.suspended(finish, done.job);
     return new Promise<never>(() => {});
   }
@@ -407,6 +429,11 @@ interface StoredFailure extends RunError {
   readonly state?: "failed" | "cancelled";
   readonly error?: RunError | null;
   readonly reason?: string | null;
+}
+
+/** One map key for an event name and key. */
+function eventKey(event: string, key: string): string {
+  return `${event}\u0000${key}`;
 }
 
 /** A step call: its type, name and place in the run's calls. */
@@ -488,6 +515,7 @@ function checkDate(where: string, date: Date): number {
 /** Waits `ms` on the errand's clock, or until `signal` aborts (then throws its reason). */
 async function abortableSleep(env: WorkflowEnv, ms: number, signal: AbortSignal): Promise<void> {
   if (signal.aborted) throw signal.reason;
+  if (ms <= 0) return;
   await new Promise<void>((resolve, reject) => {
     const onAbort = () => {
       timer.cancel();

@@ -335,7 +335,7 @@ export function workflowCases(kind: StoreKind<unknown>): void {
           mode: "manual",
           handlers: {
             steps: async (_p, job) => {
-              await job.step(version === 1 ? "fetch" : "download", () => 1);
+              await job.step(version === 2 ? "download" : "fetch", () => 1);
               await job.sleep("nap", "1h");
               if (version === 3) await job.step("nap", () => 2);
               return { total: 1 };
