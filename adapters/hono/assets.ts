@@ -142,7 +142,7 @@ export const DASHBOARD_JS = `
         try {
           value = JSON.parse(answer);
         } catch (_) {
-          return say("Not sent: the data must be JSON, such as {\"approved\": true} or null", true);
+          return say('Not sent: the data must be JSON, such as {"approved": true} or null', true);
         }
         sent = JSON.stringify({ ...JSON.parse(sent), [button.dataset.field]: value });
       } else action += (action.includes("?") ? "&" : "?") + button.dataset.param + "=" + encodeURIComponent(answer);
@@ -156,7 +156,7 @@ export const DASHBOARD_JS = `
         credentials: "same-origin",
       });
       const answer = await res.json().catch(() => ({}));
-      const done = (button.dataset.done || "Done").replace(/\{(\w+)\}/g, (_, name) => String(answer[name]));
+      const done = (button.dataset.done || "Done").replace(/\\{(\\w+)\\}/g, (_, name) => String(answer[name]));
       say(res.ok ? done : (answer.error || "Failed: HTTP " + res.status), !res.ok);
       if (res.ok && button.dataset.then) location.href = base + button.dataset.then;
       else {

@@ -19,7 +19,7 @@ const HOSTILE = "<img src=x onerror=alert(1)>";
 const HOUR = 3_600_000;
 
 const jobs = defineJobs({
-  approve: job<{ order: string }, { approved: boolean | null }>({ attempts: 2, retry: backoff.none }),
+  approve: job<{ order: string }, { approved: boolean | null }>(),
   survey: job<{ key: string }, { score: unknown }>(),
 });
 
@@ -36,7 +36,7 @@ for (const kind of allKinds()) {
               await job.step("reserve", () => {
                 if (order === "o-1" && tries++ === 0) throw new Error(`stock ${HOSTILE} busy`);
                 return order;
-              }, { attempts: 2, retry: backoff.none });
+              }, { attempts: 2, retry: backoff.fixed(0) });
               await job.sleep("cool-off", "1h");
               const answer = await job.waitForEvent<{ approved: boolean }>("approval", { key: order, timeout: "1d" });
               return { approved: answer?.approved ?? null };
@@ -94,7 +94,6 @@ for (const kind of allKinds()) {
             job.steps[0].durationMs,
             Date.parse(job.steps[0].finishedAt) - Date.parse(job.steps[0].startedAt),
           );
-          assert.match(job.steps[0].error.message, /^stock .* busy$/, "the error it failed with before it completed");
           const asleep = await call(`/job/${first}`);
           assert.match(asleep.text, /id="waiting-for">Sleeping \(step <code>cool-off<\/code>\) until /);
 
@@ -137,7 +136,7 @@ for (const kind of allKinds()) {
             assert.equal(String(got), status, text);
             assert.equal(typeof JSON.parse(text).error, "string");
           }
-          assert.match((await send("approval", { key: "o-1", tx: {} })).text, /Unknown field "tx"/);
+          assert.match(JSON.parse((await send("approval", { key: "o-1", tx: {} })).text).error, /^Unknown field "tx"/);
           assert.deepEqual(audited, []);
           assert.deepEqual(await errand.eventWaits("approval"), [{ event: "approval", jobs: 2 }]);
 
