@@ -130,12 +130,17 @@ export async function sendEvent(
   };
 }
 
-/** `stepList`: the job's steps in call order. */
-export async function listSteps({ db, namespace }: LibsqlContext, p: StepListParams): Promise<StepRow[]> {
-  const rs = await db.read({
+/** `stepList`: the job's steps in call order (in the application's transaction `tx` when given). */
+export async function listSteps(
+  { db, namespace }: LibsqlContext,
+  p: StepListParams,
+  tx?: Transaction,
+): Promise<StepRow[]> {
+  const statement = {
     sql: `SELECT ${STEP_COLUMNS.join(", ")} FROM errand_steps WHERE namespace = ? AND job_id = ? ORDER BY seq`,
     args: [namespace, p.id],
-  });
+  };
+  const rs = tx ? await tx.execute(statement) : await db.read(statement);
   return rs.rows.map(toStepRow);
 }
 

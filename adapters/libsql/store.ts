@@ -166,6 +166,7 @@ export function composeLibsqlStore(client: Client, settings: LibsqlStoreSettings
         jobInsertMany: own((p) => insertJobs(ctx, p, tx)),
         jobRenewLeases: own((p) => renewLeases(ctx, p, tx)),
         logAppend: own((p) => appendRecords(ctx, p, tx)),
+        stepList: own((p) => listSteps(ctx, p, tx)),
         stepSave: own((p) => saveStep(ctx, p, tx)),
       };
     },
