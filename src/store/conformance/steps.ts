@@ -285,6 +285,25 @@ export const stepCases: StoreCase[] = cases("steps", [
       );
     },
   ],
+  [
+    "jobTransition",
+    "jobTransition() cancels a job waiting on an event, which then neither times out nor is resumed",
+    async (env) => {
+      const store = await ready(env);
+      const job = await suspended(store, eventStep("paid", "k1", { wakeAt: T0 + 1_000 }));
+      const cancelled = await store.jobTransition({
+        id: job.id,
+        from: ["waiting"],
+        state: "cancelled",
+        finishedAt: T0 + 3,
+      });
+      checkEqual(cancelled, true, "the cancel");
+      checkEqual(await store.jobPromoteDue({ now: T0 + 1_000, limit: 10 }), [], "a promotion after the timeout");
+      checkEqual(await send(store), { duplicate: false, resumed: [] }, "a send");
+      checkEqual(await store.eventListWaiting({}), [], "the waits");
+      checkFields(await store.jobGet({ id: job.id }), { state: "cancelled", finishedAt: T0 + 3 }, "the job");
+    },
+  ],
   ["stepList", "stepList() returns the job's steps in seq order, no other job's", async (env) => {
     const store = await ready(env);
     const job = await running(store);
