@@ -153,10 +153,6 @@ export interface JobInfo {
   readonly group: string | null;
   /** Its latest progress (`job.progress()`, any JSON value), or null. */
   readonly progress: unknown;
-  /** Its durable steps (`job.step()`, `sleep()`, `invoke()`, `waitForEvent()`), in call order; empty for a job without. */
-  readonly steps: readonly StepInfo[];
-  /** What a `waiting` workflow waits for (an event, or a child job), or null. */
-  readonly waitingFor: WaitingFor | null;
 }
 
 /** What a `waiting` workflow waits for. */

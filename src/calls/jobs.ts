@@ -13,7 +13,8 @@ import { liveWorkers } from "../cluster/heartbeat.ts";
 import { NotFoundError, StateError, ValidationError } from "../base/errors.ts";
 import { toJobInfo } from "../jobs/job_info.ts";
 import { payloadForDisplay } from "../encoding/codec.ts";
-import { JOB_STATES, type JobInfo, type JobState } from "../base/types.ts";
+import { JOB_STATES, type JobInfo, type JobState, type StepInfo, type WaitingFor } from "../base/types.ts";
+import { toStepInfo, waitingForOf } from "../workflows/step_info.ts";
 import type { ChildReleases } from "../enqueue/continuations.ts";
 import { type UnhandledCount, unhandledOf } from "../cluster/unhandled.ts";
 import type { Watchers } from "../results/watchers.ts";
@@ -57,6 +58,10 @@ export interface JobDetails extends JobInfo {
   readonly parents: readonly string[];
   /** The first 25 continuations waiting (or that waited) for it, oldest first. */
   readonly children: readonly string[];
+  /** Its durable steps (`job.step()`, `sleep()`, `invoke()`, `waitForEvent()`), in call order; empty for a job without. */
+  readonly steps: readonly StepInfo[];
+  /** What it waits for while `waiting` as a workflow (an event, or a child job), else null. */
+  readonly waitingFor: WaitingFor | null;
 }
 
 /** Job counts, as returned by `counts()`; every state is present (0 when none). */
@@ -86,7 +91,7 @@ const CHILDREN_SHOWN = 25;
 export interface JobCallsEnv {
   readonly store: Pick<
     Store,
-    "jobCounts" | "jobDelete" | "jobGet" | "jobList" | "jobRelatives" | "jobTransition" | "workerList"
+    "jobCounts" | "jobDelete" | "jobGet" | "jobList" | "jobRelatives" | "jobTransition" | "stepList" | "workerList"
   >;
   readonly clock: Clock;
   /** This instance's workers: woken for jobs made available, told of cancelled runs. */
@@ -115,11 +120,16 @@ export class JobCalls {
     const { store } = this.#env;
     const row = await store.jobGet({ id });
     if (!row) return null;
-    const { parents, children } = await store.jobRelatives({ id, limit: CHILDREN_SHOWN });
+    const [{ parents, children }, steps] = await Promise.all([
+      store.jobRelatives({ id, limit: CHILDREN_SHOWN }),
+      store.stepList({ id }),
+    ]);
     return {
       ...toJobInfo(row),
       parents,
       children,
+      steps: steps.map(toStepInfo),
+      waitingFor: row.state === "waiting" ? waitingForOf(steps) : null,
       result: row.result ? payloadForDisplay(row.result) : undefined,
     };
   }
@@ -162,7 +172,22 @@ export class JobCalls {
     }));
     this.#env.workers.cancel(id);
     await this.#env.releases.release([id]);
+    await this.#cancelChildren(id);
     return job;
+  }
+
+  /** Cancels the children a cancelled workflow invoked that have not finished, and theirs in turn. */
+  async #cancelChildren(id: string): Promise<void> {
+    const steps = await this.#env.store.stepList({ id });
+    for (const step of steps) {
+      if (step.type !== "invoke" || step.state !== "waiting" || step.childId === null) continue;
+      try {
+        await this.cancel(step.childId);
+      } catch (err) {
+        // Finished (or deleted) meanwhile: nothing to cancel.
+        if (!(err instanceof StateError || err instanceof NotFoundError)) throw err;
+      }
+    }
   }
 
   /** See `Errand.delete()`. */
