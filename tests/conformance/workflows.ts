@@ -17,6 +17,14 @@ const jobs = defineJobs({
   wait: job<{ key: string; timeout?: string }, { got: unknown }>(),
 });
 
+/** Kinds under a topic and under flow control, for the tests of how suspension meets them. */
+const orderedJobs = defineJobs({
+  ordered: job<{ customer: string; n: number }>({ topic: "orders", partitionKey: (p) => p.customer }),
+});
+const limitedJobs = defineJobs({
+  tenant: job<{ tenant: string; n: number }>({ queue: "limited", group: (p) => p.tenant, groupConcurrency: 1 }),
+});
+
 /** Durable workflows: steps that run once, sleeps, event waits, child jobs, replays and their limits. */
 export function workflowCases(kind: StoreKind<unknown>): void {
   describe("workflows", () => {
@@ -492,6 +500,57 @@ export function workflowCases(kind: StoreKind<unknown>): void {
         const second = await errand.enqueue("steps", { n: 2 });
         await errand.step();
         assert.deepEqual((await errand.get(second.id))?.progress, { pct: 50 });
+      }));
+
+    it("a sleeping or waiting partition head keeps its partition blocked, as a delayed head does", () =>
+      withDatabase(kind, async (db, track) => {
+        const ran: string[] = [];
+        const { errand, clock } = errandOn(db, {
+          jobs: orderedJobs,
+          mode: "manual",
+          topics: { orders: { partitions: 4 } },
+          handlers: {
+            ordered: async ({ customer, n }, job) => {
+              if (n === 0) await job.sleep("nap", "1h");
+              if (n === 1) await job.waitForEvent("go", { key: customer });
+              ran.push(`${customer}:${n}`);
+            },
+          },
+        });
+        track(errand);
+        for (let n = 0; n < 3; n++) await errand.enqueue("ordered", { customer: "alice", n });
+        await errand.step();
+        assert.deepEqual(ran, [], "the head sleeps; the others wait behind it");
+        clock.advance(3_600_000);
+        await errand.step();
+        assert.deepEqual(ran, ["alice:0"], "the next head waits for its event");
+        await errand.sendEvent("go", { key: "alice" });
+        await errand.step();
+        assert.deepEqual(ran, ["alice:0", "alice:1", "alice:2"]);
+      }));
+
+    it("a suspended workflow holds no flow-control slot: its group and its queue's global limit run others meanwhile", () =>
+      withDatabase(kind, async (db, track) => {
+        const ran: number[] = [];
+        const { errand, clock } = errandOn(db, {
+          jobs: limitedJobs,
+          mode: "manual",
+          queues: { limited: { concurrency: 4, globalConcurrency: 1 } },
+          handlers: {
+            tenant: async ({ n }, job) => {
+              await job.sleep("nap", "1m");
+              ran.push(n);
+            },
+          },
+        });
+        track(errand);
+        for (let n = 0; n < 3; n++) await errand.enqueue("tenant", { tenant: "acme", n });
+        await errand.step();
+        const states = async () => (await errand.list({ kind: "tenant" })).jobs.map((j) => j.state);
+        assert.deepEqual(await states(), ["scheduled", "scheduled", "scheduled"], "all three asleep at once");
+        clock.advance(60_000);
+        await errand.step();
+        assert.deepEqual(ran.toSorted(), [0, 1, 2]);
       }));
 
     it("bad step calls are refused with errors that say what to change", () =>
