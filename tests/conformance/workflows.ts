@@ -553,6 +553,32 @@ export function workflowCases(kind: StoreKind<unknown>): void {
         assert.deepEqual(ran.toSorted(), [0, 1, 2]);
       }));
 
+    it("the serverless drain() runs a workflow to its suspension, and a later drain resumes it", () =>
+      withDatabase(kind, async (db, track) => {
+        const ran: string[] = [];
+        const { errand, clock } = errandOn(db, {
+          jobs,
+          mode: "enqueue",
+          handlers: {
+            steps: async (_p, job) => {
+              await job.step("before", () => void ran.push("before"));
+              await job.sleep("nap", "10m");
+              await job.step("after", () => void ran.push("after"));
+              return { total: 2 };
+            },
+          },
+        });
+        track(errand);
+        const { id } = await errand.enqueue("steps", { n: 1 });
+        const first = await errand.drain({ budget: "20s" });
+        assert.equal(first.left, 0, "nothing left available: the workflow sleeps");
+        assert.equal((await errand.get(id))?.state, "scheduled");
+        clock.advance(10 * 60_000);
+        const second = await errand.drain({ budget: "20s" });
+        assert.equal(second.completed, 1);
+        assert.deepEqual(ran, ["before", "after"]);
+      }));
+
     it("bad step calls are refused with errors that say what to change", () =>
       withDatabase(kind, async (db, track) => {
         const errors: string[] = [];
