@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { backoff, defineJobs, job, JobFailedError } from "../../mod.ts";
+import { backoff, defineJobs, type Handler, job, JobFailedError } from "../../mod.ts";
 import type { StoreKind } from "../support/stores.ts";
 import { eventually } from "../support/wait.ts";
 import { errandOn, withDatabase } from "./harness.ts";
@@ -577,6 +577,37 @@ export function workflowCases(kind: StoreKind<unknown>): void {
         const second = await errand.drain({ budget: "20s" });
         assert.equal(second.completed, 1);
         assert.deepEqual(ran, ["before", "after"]);
+      }));
+
+    it("shutdown keeps the steps a run finished: the interrupted run's next run starts after them", () =>
+      withDatabase(kind, async (db, track) => {
+        const calls: string[] = [];
+        let started!: () => void;
+        const inSecond = new Promise<void>((r) => (started = r));
+        const steps: Handler<{ n: number }, { total: number }> = async (_p, job) => {
+          await job.step("first", () => void calls.push("first"));
+          await job.step("second", () => {
+            calls.push("second");
+            started();
+            return new Promise<void>((resolve, reject) => {
+              if (calls.length > 2) return resolve();
+              job.signal.addEventListener("abort", () => reject(job.signal.reason));
+            });
+          });
+          return { total: 2 };
+        };
+        const a = errandOn(db, { jobs, handlers: { steps } });
+        track(a.errand);
+        await a.errand.start();
+        const { id } = await a.errand.enqueue("steps", { n: 1 });
+        await inSecond;
+        await a.errand.shutdown({ drain: 0 });
+        assert.equal((await a.errand.get(id))?.state, "available", "handed back, the attempt not counted");
+        const b = errandOn(db, { jobs, mode: "manual", handlers: { steps } });
+        track(b.errand);
+        await b.errand.step();
+        assert.deepEqual(await b.errand.result(id), { total: 2 });
+        assert.deepEqual(calls, ["first", "second", "second"], "the first step did not run again");
       }));
 
     it("bad step calls are refused with errors that say what to change", () =>
