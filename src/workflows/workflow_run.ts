@@ -93,6 +93,8 @@ export interface RunHooks {
   readonly signal: AbortSignal;
   /** Runs a step's function in its trace span. */
   traced<T>(name: string, fn: () => Promise<T>): Promise<T>;
+  /** A step completed in this run: its name, and how many of the job's steps are completed now. */
+  stepDone(step: string, steps: number): void;
   /** The run no longer holds its job: stop it as a lost lease. */
   lost(): void;
   /** The run suspended its job (the store wrote its outcome): end the run with it. */
@@ -107,6 +109,8 @@ export class WorkflowRun {
   #stored: Promise<Stored> | undefined;
   /** The highest `seq` stored when the run began. */
   #lastSeq = -1;
+  /** The job's completed steps: those stored when the run began, and this run's. */
+  #completed = 0;
   #calls = 0;
   readonly #names = new Set<string>();
   readonly #eventWaits = new Map<string, number>();
@@ -154,7 +158,9 @@ export class WorkflowRun {
     if (prior?.state === "completed") return;
     const at = prior?.wakeAt ?? wakeAt;
     const step = newStep(call, "waiting", prior?.startedAt ?? now, { wakeAt: at });
-    if (at <= this.#env.clock.now()) return await this.#save({ ...step, state: "completed", finishedAt: at });
+    if (at <= this.#env.clock.now()) {
+      return await this.#save({ ...step, state: "completed", finishedAt: Math.max(at, step.startedAt) });
+    }
     await this.#suspend(step, `sleep "${call.name}" until ${new Date(at).toISOString()}`, "scheduled");
   }
 
@@ -283,6 +289,7 @@ export class WorkflowRun {
     const store = tx === undefined ? this.#env.store : this.#env.store.inTransaction(tx);
     return this.#stored ??= store.stepList({ id: this.#claim.id }).then((rows) => {
       this.#lastSeq = rows.reduce((max, s) => Math.max(max, s.seq), -1);
+      this.#completed = rows.filter((s) => s.state === "completed").length;
       return { rows, byName: new Map(rows.map((s) => [s.name, s])), bySeq: new Map(rows.map((s) => [s.seq, s])) };
     });
   }
@@ -337,7 +344,9 @@ export class WorkflowRun {
         continue;
       }
       const encoded = value === undefined ? null : encodeStepValue(call.name, value, this.#env.maxResultBytes);
-      await this.#save(newStep(call, "completed", startedAt, { attempt: tries, result: encoded }), tx);
+      const done = newStep(call, "completed", startedAt, { attempt: tries, finishedAt: clock.now(), result: encoded });
+      await this.#save(done, tx);
+      this.#hooks.stepDone(call.name, ++this.#completed);
       return value;
     }
   }

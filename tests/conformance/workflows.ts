@@ -100,6 +100,10 @@ export function workflowCases(kind: StoreKind<unknown>): void {
           "completed",
         ]);
         assert.deepEqual(details.steps[4].event, { name: "survey", key: "42" });
+        assert.equal(details.steps[3].durationMs, 3 * DAY, "the sleep took its three days");
+        for (const s of details.steps) {
+          assert.ok(s.durationMs !== null && s.durationMs >= 0, `${s.name} has a duration`);
+        }
         assert.deepEqual(await errand.eventWaits(), []);
       }));
 
@@ -263,7 +267,7 @@ export function workflowCases(kind: StoreKind<unknown>): void {
         assert.equal((await errand.sendEvent("reply", { key: "x", data: 1 })).resumed, 0);
       }));
 
-    it("invoke: a failed child throws JobFailedError in the parent, and cancelling a parent cancels its child", () =>
+    it("invoke: a failed child throws JobFailedError in the parent, which may catch it and go on", () =>
       withDatabase(kind, async (db, track) => {
         const caught: unknown[] = [];
         const { errand } = errandOn(db, {
@@ -297,7 +301,7 @@ export function workflowCases(kind: StoreKind<unknown>): void {
         assert.equal(failedStep.state, "failed");
       }));
 
-    it("cancelling a waiting parent cancels its unfinished child", () =>
+    it("cancelling a waiting parent (cancel or cancelMany) cancels its unfinished child", () =>
       withDatabase(kind, async (db, track) => {
         const { errand } = errandOn(db, {
           jobs,
@@ -325,6 +329,12 @@ export function workflowCases(kind: StoreKind<unknown>): void {
         assert.equal((await errand.get(child))?.state, "scheduled");
         await errand.cancel(parent.id);
         assert.equal((await errand.get(child))?.state, "cancelled");
+
+        const other = await errand.enqueue("onboard", { userId: 6 });
+        await worker.errand.step();
+        const otherChild = ((await errand.get(other.id))!.waitingFor as { id: string }).id;
+        assert.deepEqual(await errand.cancelMany({ state: "waiting", kind: "onboard" }), { count: 1 });
+        assert.equal((await errand.get(otherChild))?.state, "cancelled", "cancelMany cancels children too");
       }));
 
     it("a replay whose steps no longer match fails the run naming the first step that differs; a reused name is refused", () =>
@@ -456,6 +466,32 @@ export function workflowCases(kind: StoreKind<unknown>): void {
         await errand.step();
         assert.deepEqual(await errand.result(id), { total: 42 });
         assert.equal(tries, 2);
+      }));
+
+    it("a long run's completed steps are its progress, unless the handler reports its own", () =>
+      withDatabase(kind, async (db, track) => {
+        let own = false;
+        const { errand, clock } = errandOn(db, {
+          jobs,
+          mode: "manual",
+          handlers: {
+            steps: async (_p, job) => {
+              await job.step("quick", () => 1);
+              await job.step("slow", () => void clock.advance(2_000)); // the run is now past progressInterval
+              if (own) job.progress({ pct: 50 });
+              await job.step("last", () => 2);
+              return { total: 3 };
+            },
+          },
+        });
+        track(errand);
+        const { id } = await errand.enqueue("steps", { n: 1 });
+        await errand.step();
+        assert.deepEqual((await errand.get(id))?.progress, { step: "last", steps: 3 });
+        own = true;
+        const second = await errand.enqueue("steps", { n: 2 });
+        await errand.step();
+        assert.deepEqual((await errand.get(second.id))?.progress, { pct: 50 });
       }));
 
     it("bad step calls are refused with errors that say what to change", () =>
