@@ -88,6 +88,7 @@ export function workflowCases(kind: StoreKind<unknown>): void {
         assert.deepEqual(await errand.eventWaits(), [{ event: "survey", jobs: 1 }]);
 
         const sent = await errand.sendEvent("survey", { key: "42", data: { score: 3 } });
+        assert.equal(typeof sent.id, "string");
         assert.equal(sent.resumed, 1);
         await errand.step();
         details = (await errand.get(id))!;
@@ -337,6 +338,15 @@ export function workflowCases(kind: StoreKind<unknown>): void {
         assert.equal((await errand.get(child))?.state, "scheduled");
         await errand.cancel(parent.id);
         assert.equal((await errand.get(child))?.state, "cancelled");
+        // A retry of the cancelled parent runs a new child (the old one was cancelled with it, not on its own).
+        await errand.retry(parent.id);
+        await worker.errand.step();
+        const retried = (await errand.get(parent.id))!;
+        assert.equal(retried.state, "waiting");
+        const newChild = (retried.waitingFor as { id: string }).id;
+        assert.notEqual(newChild, child);
+        assert.equal(retried.steps[0].attempt, 2, "the step's second child");
+        await errand.cancel(parent.id);
 
         const other = await errand.enqueue("onboard", { userId: 6 });
         await worker.errand.step();
