@@ -38,6 +38,7 @@ import {
   toMoveRecord,
 } from "../sql/moved_rows.ts";
 import type { PostgresConnection, PostgresContext, StoreTarget } from "./connection.ts";
+import { goneWithJobsSql } from "./jobs.ts";
 
 /** Each import document type as PostgreSQL reads it from `json_to_recordset`. */
 const RECORD_TYPE: Record<MovedColumnType, string> = {
@@ -156,7 +157,7 @@ async function leftOut(
 
 /**
  * Deletes the stamped jobs still as stamped, not running and waited for by
- * no waiting job, with their links to their parents (see `MoveStore.jobDeleteMoved`).
+ * no waiting job, with their links to their parents and their steps (see `MoveStore.jobDeleteMoved`).
  */
 export async function deleteMovedJobs(
   { db, target }: PostgresContext,
@@ -172,7 +173,7 @@ export async function deleteMovedJobs(
            SELECT 1 FROM ${parents} AS l JOIN ${jobs} AS c ON c.id = l.job_id AND c.namespace = l.namespace
            WHERE l.namespace = $1 AND l.parent_id = j.id AND c.state = 'waiting')
        RETURNING j.id),
-     links AS (DELETE FROM ${parents} WHERE namespace = $1 AND job_id IN (SELECT id FROM gone))
+     ${goneWithJobsSql(target, "$1")}
      SELECT id FROM gone`,
     [target.namespace, p.jobs.map((j) => j.id), p.jobs.map((j) => j.state), p.jobs.map((j) => j.fence)],
   );

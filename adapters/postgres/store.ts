@@ -60,6 +60,7 @@ import { listPartitions, partitionsExist, trimPartitionHistory } from "./partiti
 import { claimJobs, finishJobs, listenForWakes, listExpiredJobs, renewLeases, saveProgress } from "./runs.ts";
 import { advanceSchedule, deleteSchedule, getSchedule, listSchedules, saveSchedule } from "./schedules.ts";
 import { ensureSchema } from "./schema.ts";
+import { listSteps, listWaitingEvents, pruneEvents, saveStep, sendEvent, suspendStep } from "./steps.ts";
 import { listenForChanges, watchJobs } from "./watch.ts";
 
 /**
@@ -140,6 +141,13 @@ export function composePostgresStore(sql: Sql, settings: PostgresStoreSettings):
     scheduleSave: (p) => saveSchedule(ctx, p),
     // schema.ts
     ensureSchema: () => ensureSchema(ctx),
+    // steps.ts
+    eventListWaiting: (p) => listWaitingEvents(ctx, p),
+    eventPrune: (p) => pruneEvents(ctx, p),
+    eventSend: (p) => sendEvent(ctx, p),
+    stepList: (p) => listSteps(ctx, p),
+    stepSave: (p) => saveStep(ctx, p),
+    stepSuspend: (p) => suspendStep(ctx, p),
     // watch.ts
     changesListen: (p) => listenForChanges(ctx, p),
     jobWatch: (p) => watchJobs(ctx, p),
@@ -147,10 +155,12 @@ export function composePostgresStore(sql: Sql, settings: PostgresStoreSettings):
     inTransaction(tx) {
       checkTransaction(tx, ctx.db.sql);
       return {
+        eventSend: (p) => sendEvent(ctx, p, tx),
         jobFinishMany: (p) => finishJobs(ctx, p, tx),
         jobInsertMany: (p) => insertJobs(ctx, p, tx),
         jobRenewLeases: (p) => renewLeases(ctx, p, tx),
         logAppend: (p) => appendRecords(ctx, p, tx),
+        stepSave: (p) => saveStep(ctx, p, tx),
       };
     },
   };
@@ -178,6 +188,8 @@ function postgresContext(sql: Sql, settings: PostgresStoreSettings): PostgresCon
         workers: `${schema}.workers`,
         schedules: `${schema}.schedules`,
         leaders: `${schema}.leaders`,
+        steps: `${schema}.steps`,
+        events: `${schema}.events`,
       },
     },
   };

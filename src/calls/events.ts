@@ -49,6 +49,8 @@ export interface EventCallsEnv<TTx> {
   readonly options: { readonly maxPayloadBytes: number };
   /** This instance's workers, woken for the queues of resumed workflows. */
   readonly workers: { wake(queue: string): void };
+  /** Counts events sent and delivered. */
+  readonly telemetry: { eventSent(event: string, resumed: number): void };
   /** This instance's waiters, told of each resumed job. */
   readonly watchers: { changed(id: string): void };
   /** Makes event ids. */
@@ -88,6 +90,7 @@ export class EventCalls<TTx> {
     const id = opts.id ?? this.#env.newId(now);
     const into = opts.tx === undefined ? store : store.inTransaction(opts.tx);
     const sent = await into.eventSend({ id, event, key, data, now, notify: true });
+    if (!sent.duplicate) this.#env.telemetry.eventSent(event, sent.resumed.length);
     for (const job of sent.resumed) {
       workers.wake(job.queue);
       watchers.changed(job.id);

@@ -145,6 +145,7 @@ export class Services<TTx> {
       runEnds: this.afterRun,
       enqueuer: inserter,
       tracing,
+      telemetry,
       claims: telemetry,
       partitions: this,
       flow: this.#flow,

@@ -33,6 +33,7 @@ import {
   type InvokeOptions,
   type StepOptions,
   type WaitForEventOptions,
+  type WorkflowEnv,
   WorkflowRun,
 } from "../workflows/workflow_run.ts";
 
@@ -52,6 +53,8 @@ export interface ExecutorEnv<TTx> extends
   readonly enqueuer: HandlerEnqueuer<TTx>;
   /** Starts the trace span of each run. */
   readonly tracing: { startRun(claim: ClaimedJob): RunSpan };
+  /** Counts workflow steps, suspensions and event waits. */
+  readonly telemetry: WorkflowEnv["telemetry"];
   /** Most bytes of a stored result (and of a step's stored value). */
   readonly maxResultBytes: number;
   /** How long sent events are kept for event waits reached later, in ms. */
@@ -200,6 +203,7 @@ class RunContext<TTx> implements JobContext<unknown, TTx, JobDefinitions, unknow
           env.enqueuer.enqueue(undefined, kind, payload, options, undefined, span.carrier),
       }, {
         signal: controller.signal,
+        traced: (name, fn) => span.step(name, fn),
         lost: () => control.stop("lost"),
         suspended: (finish, applied) => control.settle({ type: "suspended", finish, applied }),
       });

@@ -33,6 +33,7 @@ import type { StepRow, StepType } from "../store/steps.ts";
 import type { Store } from "../store/store.ts";
 import { checkEventKey, checkEventName } from "./event_names.ts";
 import { toRunError } from "../jobs/run_error.ts";
+import type { Telemetry } from "../observability/telemetry.ts";
 
 /** Most step calls (steps, sleeps, invokes, event waits) one run of a handler may make. */
 export const MAX_STEPS_PER_RUN = 10_000;
@@ -80,6 +81,8 @@ export interface WorkflowEnv
   readonly maxResultBytes: number;
   /** How long sent events are kept for waits reached later, in ms. */
   readonly eventRetentionMs: number;
+  /** Counts step tries, suspensions and event waits. */
+  readonly telemetry: Pick<Telemetry, "eventWaitEnded" | "stepTried" | "suspended">;
   /** Enqueues the child of an invoke (with the run's trace context). */
   enqueueChild(kind: string, payload: unknown, options: JobEnqueueOptions): Promise<EnqueueResult>;
 }
@@ -88,6 +91,8 @@ export interface WorkflowEnv
 export interface RunHooks {
   /** Aborts when the run is stopped (timeout, cancel, lost lease, shutdown). */
   readonly signal: AbortSignal;
+  /** Runs a step's function in its trace span. */
+  traced<T>(name: string, fn: () => Promise<T>): Promise<T>;
   /** The run no longer holds its job: stop it as a lost lease. */
   lost(): void;
   /** The run suspended its job (the store wrote its outcome): end the run with it. */
@@ -176,6 +181,7 @@ export class WorkflowRun {
     if (prior && prior.wakeAt !== null && prior.wakeAt <= this.#env.clock.now()) {
       // Timed out: the answer is null for good, whatever comes later.
       await this.#save({ ...step, state: "completed", finishedAt: this.#env.clock.now() });
+      this.#env.telemetry.eventWaitEnded(event, "expired");
       return null;
     }
     const taken = stored.rows.filter((s) => s.type === "event" && s.event === event && s.key === key);
@@ -187,6 +193,7 @@ export class WorkflowRun {
       afterSeq,
       sentSince: this.#env.clock.now() - this.#env.eventRetentionMs,
     });
+    this.#env.telemetry.eventWaitEnded(event, "taken");
     return decodeStored(resolved);
   }
 
@@ -299,8 +306,10 @@ export class WorkflowRun {
       tries++;
       let value: T;
       try {
-        value = await fn();
+        value = await this.#hooks.traced(call.name, async () => await fn());
+        this.#env.telemetry.stepTried(this.#claim.kind, "completed");
       } catch (error) {
+        this.#env.telemetry.stepTried(this.#claim.kind, "failed");
         const delay = attempt < attempts ? retryDelay(policy, attempt) : null;
         if (delay === null || this.#hooks.signal.aborted) {
           await this.#save(
@@ -373,6 +382,7 @@ export class WorkflowRun {
       run,
       uncountAttempt: true,
     };
+    this.#env.telemetry.suspended(this.#claim.kind, step.type === "step" ? "sleep" : step.type);
     this.#hooks.suspended(finish, done.job);
     return new Promise<never>(() => {});
   }
