@@ -60,7 +60,7 @@ export function wfSleepWorkloads(session: Session): Record<"wf_sleep", WorkloadR
         const a = await snapshot(db);
         await sleep(windowEnd - now());
         const b = await snapshot(db);
-        window = { ...db.statements!.diff(a, b, 8), clean: marks.count("woke") === 0 };
+        window = { ...db.statements!.diff(a, b, 16), clean: marks.count("woke") === 0 };
       } else {
         window = {
           window_ms: 0,

@@ -300,6 +300,6 @@ export const snapshot = (db: BenchDatabase) => db.statements!.snapshot();
 
 /** The `sql_total` of a timed section of `n` workflows: the statements from `a` to `b`, and per workflow. */
 export function sqlTotal(db: BenchDatabase, a: StatementSnapshot, b: StatementSnapshot, n: number) {
-  const count: StatementCount = db.statements!.diff(a, b, 8);
+  const count: StatementCount = db.statements!.diff(a, b, 16);
   return { ...count, per_workflow: count.statements === undefined ? null : round(count.statements / n, 1) };
 }
