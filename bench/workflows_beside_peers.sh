@@ -14,12 +14,16 @@
 #             server; the peers' README says how to start one): afterwards the peers' variants
 #             (VARIANTS=1, on that cluster too) and every errand PostgreSQL workload once more on it,
 #             lines labelled "variant": "pg_stat_statements-cluster"
-# IDLE=1      also the idle-cost figure: wf_sleep with 10,000 workflows sleeping 30 s, errand with its
-#             default promotion interval (1 s), on both stores (PostgreSQL on PGSS_URL when set),
-#             and DBOS with the same sizes; variant "idle-10000x30s"
+# IDLE=1      also the idle-cost figure: wf_sleep with 10,000 workflows sleeping IDLE_SLEEP_MS (90 s),
+#             errand with its default promotion interval (1 s), on both stores (PostgreSQL on PGSS_URL
+#             when set), and DBOS with the same sizes; variant "idle-10000x<seconds>s"
 # OUT         the results file
 set -u
 cd "$(dirname "$0")/.."
+# One Node for both sides: the one npm runs the bench with (under npm, node_modules/.bin may hold another `node`).
+NODE=${npm_node_execpath:-$(command -v node)}
+PATH="$(dirname "$NODE"):$PATH"
+export PATH
 : "${PEERS_DIR:?set PEERS_DIR to a writable copy of ../shared/bench/peers with npm ci done}"
 PEERS_DIR=$(cd "$PEERS_DIR" && pwd)
 RUNS=${RUNS:-3}
@@ -74,16 +78,22 @@ if [ -n "${PGSS_URL:-}" ]; then
   (cd "$PEERS_DIR" && RUNS=0 VARIANTS=1 PGSS_URL="$PGSS_URL" OUT="$OUT" LOGDIR="$LOGDIR" ./run-workflows.sh >/dev/null)
   echo "[pg_stat_statements] errand ..." >&2
   errand 1 pg_stat_statements-cluster PG_URL="$PGSS_URL" -- postgres $WORKLOADS
+  # as the peers' variant of the same name: a longer window with all workflows asleep
+  errand 1 pg_stat_statements-cluster-sleep-10s PG_URL="$PGSS_URL" WF_SLEEP_MS=10000 -- postgres wf_sleep
 fi
 
 if [ "${IDLE:-0}" = 1 ]; then
-  IDLE_ENV=(WF_N_SLEEP=10000 WF_SLEEP_MS=30000)
+  # 10,000 workflows take longer than 30 s to fall asleep with 32 slots on a busy 2-core machine, which leaves
+  # no window (WORKLOAD.md 9.3: "a longer WF_SLEEP_MS then gives a window"): IDLE_SLEEP_MS, 90 s by default
+  IDLE_SLEEP_MS=${IDLE_SLEEP_MS:-90000}
+  IDLE_ENV=(WF_N_SLEEP=10000 WF_SLEEP_MS="$IDLE_SLEEP_MS" WORKLOAD_TIMEOUT_S=${IDLE_TIMEOUT_S:-400})
+  IDLE_LABEL=idle-10000x$((IDLE_SLEEP_MS / 1000))s
   PG=${PGSS_URL:-${PG_URL:-postgres://root@127.0.0.1:5432/test}}
   echo "[idle] errand ..." >&2
-  errand 1 idle-10000x30s "${IDLE_ENV[@]}" ERRAND_WF_PROMOTE=default PG_URL="$PG" -- wf_sleep
+  errand 1 "$IDLE_LABEL" "${IDLE_ENV[@]}" ERRAND_WF_PROMOTE=default PG_URL="$PG" -- wf_sleep
   echo "[idle] peers ..." >&2
   (cd "$PEERS_DIR" && env "${IDLE_ENV[@]}" PG_URL="$PG" node dbos-workflows.mjs wf_sleep 2>>"$LOGDIR/dbos-workflows.variants.stderr.log") |
-    label 1 idle-10000x30s >>"$OUT"
+    label 1 "$IDLE_LABEL" >>"$OUT"
 fi
 
 node "$PEERS_DIR/summarize-workflows.mjs" "$OUT"
