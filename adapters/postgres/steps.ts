@@ -182,10 +182,10 @@ export async function listSteps(
 /**
  * `stepSave`: stores the steps in one statement (in the application's
  * transaction `tx` when given), committed durably: the jobs running under
- * the saves' fences are share-locked (in id order, as outcomes lock theirs),
- * so an outcome or a new claim of one waits for this commit, and the saves
- * of those jobs are upserted, the last of one job and name only (an upsert
- * may not touch a row twice). A save applied is one whose job was held.
+ * the saves' fences are share-locked (in id order), so an outcome or a new
+ * claim of one waits for this commit, and the saves of those jobs are
+ * upserted, the last of one job and name only (an upsert may not touch a
+ * row twice). A save applied is one whose job was held.
  */
 export async function saveSteps(
   { db, target }: PostgresContext,
