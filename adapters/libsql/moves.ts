@@ -36,7 +36,7 @@ import {
   toMoveRecord,
 } from "../sql/moved_rows.ts";
 import type { LibsqlContext } from "./connection.ts";
-import { deleteParentLinks } from "./jobs.ts";
+import { deleteJobParts } from "./jobs.ts";
 
 /** The document's rows as columns: `value` is one job's object of the import document. */
 const FIELDS = MOVED_COLUMNS.map(([c, t]) =>
@@ -83,7 +83,7 @@ export async function importConsumers({ db, namespace }: LibsqlContext, p: Consu
 
 /**
  * `jobDeleteMoved`: deletes the stamped jobs still as stamped, not running
- * and waited for by no waiting job, with their links to their parents.
+ * and waited for by no waiting job, with their links to their parents and their steps.
  */
 export async function deleteMovedJobs({ db, namespace }: LibsqlContext, p: JobDeleteMovedParams): Promise<string[]> {
   if (p.jobs.length === 0) return [];
@@ -102,7 +102,7 @@ export async function deleteMovedJobs({ db, namespace }: LibsqlContext, p: JobDe
         args: [namespace, JSON.stringify(p.jobs.map((j) => [j.id, j.state, j.fence]))],
       });
       const ids = rs.rows.map((r) => String(r.id));
-      await deleteParentLinks(tx, namespace, ids);
+      await deleteJobParts(tx, namespace, ids);
       return ids;
     })
   );

@@ -62,6 +62,7 @@ import { listPartitions, partitionsExist, trimPartitionHistory } from "./partiti
 import { claimJobs, finishJobs, listenForWakes, listExpiredJobs, renewLeases, saveProgress } from "./runs.ts";
 import { advanceSchedule, deleteSchedule, getSchedule, listSchedules, saveSchedule } from "./schedules.ts";
 import { ensureSchema } from "./schema.ts";
+import { listSteps, listWaitingEvents, pruneEvents, saveStep, sendEvent, suspendStep } from "./steps.ts";
 import { listenForChanges, watchJobs } from "./watch.ts";
 
 /**
@@ -142,6 +143,13 @@ export function composeLibsqlStore(client: Client, settings: LibsqlStoreSettings
     scheduleSave: (p) => saveSchedule(ctx, p),
     // schema.ts
     ensureSchema: () => ensureSchema(ctx),
+    // steps.ts
+    eventListWaiting: (p) => listWaitingEvents(ctx, p),
+    eventPrune: (p) => pruneEvents(ctx, p),
+    eventSend: (p) => sendEvent(ctx, p),
+    stepList: (p) => listSteps(ctx, p),
+    stepSave: (p) => saveStep(ctx, p),
+    stepSuspend: (p) => suspendStep(ctx, p),
     // watch.ts
     changesListen: (p) => listenForChanges(ctx, p),
     jobWatch: (p) => watchJobs(ctx, p),
@@ -153,10 +161,13 @@ export function composeLibsqlStore(client: Client, settings: LibsqlStoreSettings
         return await op(p);
       };
       return {
+        eventSend: own((p) => sendEvent(ctx, p, tx)),
         jobFinishMany: own((p) => finishJobs(ctx, p, tx)),
         jobInsertMany: own((p) => insertJobs(ctx, p, tx)),
         jobRenewLeases: own((p) => renewLeases(ctx, p, tx)),
         logAppend: own((p) => appendRecords(ctx, p, tx)),
+        stepList: own((p) => listSteps(ctx, p, tx)),
+        stepSave: own((p) => saveStep(ctx, p, tx)),
       };
     },
   };

@@ -159,12 +159,17 @@ export async function sendEvent(
   return tx ? await send(tx) : await db.run(() => db.sql.begin(send) as Promise<EventSent>);
 }
 
-/** `stepList`: the job's steps in `seq` order. */
-export async function listSteps({ db, target }: PostgresContext, p: StepListParams): Promise<StepRow[]> {
+/** `stepList`: the job's steps in `seq` order (in the application's transaction `tx` when given). */
+export async function listSteps(
+  { db, target }: PostgresContext,
+  p: StepListParams,
+  tx?: TransactionSql,
+): Promise<StepRow[]> {
   const rows = await db.query(
     `SELECT ${STEP_COLUMNS.join(", ")} FROM ${target.tables.steps} WHERE namespace = $1 AND job_id = $2
      ORDER BY seq, name`,
     [target.namespace, p.id],
+    tx,
   );
   return rows.map(toStepRow);
 }

@@ -160,6 +160,7 @@ export function composePostgresStore(sql: Sql, settings: PostgresStoreSettings):
         jobInsertMany: (p) => insertJobs(ctx, p, tx),
         jobRenewLeases: (p) => renewLeases(ctx, p, tx),
         logAppend: (p) => appendRecords(ctx, p, tx),
+        stepList: (p) => listSteps(ctx, p, tx),
         stepSave: (p) => saveStep(ctx, p, tx),
       };
     },

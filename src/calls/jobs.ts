@@ -15,6 +15,7 @@ import { toJobInfo } from "../jobs/job_info.ts";
 import { payloadForDisplay } from "../encoding/codec.ts";
 import { JOB_STATES, type JobInfo, type JobState, type StepInfo, type WaitingFor } from "../base/types.ts";
 import { toStepInfo, waitingForOf } from "../workflows/step_info.ts";
+import { InvokedChildren } from "../workflows/children.ts";
 import type { ChildReleases } from "../enqueue/continuations.ts";
 import { type UnhandledCount, unhandledOf } from "../cluster/unhandled.ts";
 import type { Watchers } from "../results/watchers.ts";
@@ -107,10 +108,17 @@ export interface JobCallsEnv {
 /** The calls on single jobs. */
 export class JobCalls {
   readonly #env: JobCallsEnv;
+  readonly #children: InvokedChildren;
 
   /** The calls over `env`. */
   constructor(env: JobCallsEnv) {
     this.#env = env;
+    this.#children = new InvokedChildren({ store: env.store, cancel: (id) => this.cancel(id) });
+  }
+
+  /** The children of cancelled workflows, cancelled in turn (for `cancelMany()` as well). */
+  get children(): InvokedChildren {
+    return this.#children;
   }
 
   /** See `Errand.get()`. */
@@ -172,22 +180,8 @@ export class JobCalls {
     }));
     this.#env.workers.cancel(id);
     await this.#env.releases.release([id]);
-    await this.#cancelChildren(id);
+    if (job.state === "cancelled") await this.#children.cancelOf([id]);
     return job;
-  }
-
-  /** Cancels the children a cancelled workflow invoked that have not finished, and theirs in turn. */
-  async #cancelChildren(id: string): Promise<void> {
-    const steps = await this.#env.store.stepList({ id });
-    for (const step of steps) {
-      if (step.type !== "invoke" || step.state !== "waiting" || step.childId === null) continue;
-      try {
-        await this.cancel(step.childId);
-      } catch (err) {
-        // Finished (or deleted) meanwhile: nothing to cancel.
-        if (!(err instanceof StateError || err instanceof NotFoundError)) throw err;
-      }
-    }
   }
 
   /** See `Errand.delete()`. */

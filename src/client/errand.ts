@@ -175,7 +175,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
     // Each call family sees only what its interface names.
     this.#jobs = new JobCalls(deps);
     this.#events = new EventCalls(deps);
-    this.#bulk = new BulkCalls(deps);
+    this.#bulk = new BulkCalls({ ...deps, children: this.#jobs.children });
     this.#queues = new QueueCalls(deps);
     this.#groups = new GroupCalls(deps);
     this.#partitions = new PartitionCalls({ ...deps, topics: resolved.topics });

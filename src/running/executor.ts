@@ -142,8 +142,10 @@ interface RunDecision {
   note: string | undefined;
   /** The completion `job.complete(tx)` wrote in the application's transaction (which may yet roll back). */
   completedInTx: { readonly finish: JobFinish; readonly applied: FinishedJob } | undefined;
-  /** The run's progress, from its first `job.progress()`. */
+  /** The run's progress, from its first `job.progress()` (or a workflow's first step reported as progress). */
   progress: ProgressReporter | undefined;
+  /** Whether the handler called `job.progress()`: then its steps are not reported as progress. */
+  reported: boolean;
 }
 
 /**
@@ -204,6 +206,12 @@ class RunContext<TTx> implements JobContext<unknown, TTx, JobDefinitions, unknow
       }, {
         signal: controller.signal,
         traced: (name, fn) => span.step(name, fn),
+        // A long run's steps show in watch() as its progress, unless the handler reports its own; a run shorter
+        // than the interval writes none (its outcome or suspension is the news).
+        stepDone: (step, steps) => {
+          if (decided.reported || env.clock.now() - claim.startedAt < env.progressIntervalMs) return;
+          (decided.progress ??= new ProgressReporter(claim.id, claim.fence, env)).report({ step, steps });
+        },
         lost: () => control.stop("lost"),
         suspended: (finish, applied) => control.settle({ type: "suspended", finish, applied }),
       });
@@ -250,8 +258,10 @@ class RunContext<TTx> implements JobContext<unknown, TTx, JobDefinitions, unknow
       discard: (reason: string) => decide({ type: "discard", reason: checkText("discard", reason) }),
       retryIn: (delay: Duration) => decide({ type: "retryIn", delayMs: parseDuration(delay, "retryIn") }),
       explain: (message: string) => void (decided.note = checkText("explain", message)),
-      progress: (value: unknown) =>
-        (decided.progress ??= new ProgressReporter(claim.id, claim.fence, env)).report(value),
+      progress: (value: unknown) => {
+        decided.reported = true;
+        (decided.progress ??= new ProgressReporter(claim.id, claim.fence, env)).report(value);
+      },
       parentResults: () => env.parentResults(claim.id),
       enqueue: async (kind: string, payload: unknown, options?: EnqueueOptions<TTx>) => {
         await holdClaimIn(env, claim, options, "job.enqueue()");
@@ -373,7 +383,13 @@ async function run<TTx>(
     controller.abort(error);
   }, timeoutMs);
   const span = env.tracing.startRun(claim);
-  const decided: RunDecision = { decision: undefined, note: undefined, completedInTx: undefined, progress: undefined };
+  const decided: RunDecision = {
+    decision: undefined,
+    note: undefined,
+    completedInTx: undefined,
+    progress: undefined,
+    reported: false,
+  };
   const jobContext = new RunContext(claim, env, controller, span, decided, control);
   Promise.resolve()
     // A run stopped before its handler starts (claimed once its worker was stopping) never starts it. Not read

@@ -235,7 +235,10 @@ export interface JobContext<Ctx = unknown, TTx = unknown, J extends JobDefinitio
    * its own `attempts` within the run. Names are unique within a run (build
    * them in loops: `` `page-${i}` ``), and a replay must call the same steps
    * in the same order: one that no longer matches fails the run naming the
-   * first step that differs.
+   * first step that differs. A run that takes longer than
+   * `progressInterval` reports its completed steps as its progress
+   * (`{ step, steps }`, the latest step's name and the count, seen by
+   * `watch()`), unless the handler reports progress of its own.
    * @throws {StateError} When the name was used already in this run, the replay no longer matches, or the run made 10,000 step calls.
    * @throws {ValidationError} When the name is empty or over 200 characters, or the value cannot be stored.
    * @throws {LeaseLostError} When this run no longer holds the job (the run stops).

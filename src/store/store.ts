@@ -40,11 +40,13 @@ import type { WatchStore } from "./watch.ts";
  * ({@link Store.inTransaction}), committed with it: an append that rolls
  * back leaves no gap in its log, and renewed leases are held by the
  * application's transaction until it ends (a handler's write there is
- * fenced by it); a step saved or an event sent there counts only if it commits.
+ * fenced by it); a step saved or an event sent there counts only if it commits,
+ * and a step's reads go through it (on a database with one connection, the
+ * transaction holds it).
  */
 export type TransactionStore = Pick<
   Store,
-  "eventSend" | "jobFinishMany" | "jobInsertMany" | "jobRenewLeases" | "logAppend" | "stepSave"
+  "eventSend" | "jobFinishMany" | "jobInsertMany" | "jobRenewLeases" | "logAppend" | "stepList" | "stepSave"
 >;
 
 /** The database operations errand needs, every slice; one implementation per dialect in `adapters/`. */

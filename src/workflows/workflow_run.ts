@@ -93,6 +93,8 @@ export interface RunHooks {
   readonly signal: AbortSignal;
   /** Runs a step's function in its trace span. */
   traced<T>(name: string, fn: () => Promise<T>): Promise<T>;
+  /** A step completed in this run: its name, and how many of the job's steps are completed now. */
+  stepDone(step: string, steps: number): void;
   /** The run no longer holds its job: stop it as a lost lease. */
   lost(): void;
   /** The run suspended its job (the store wrote its outcome): end the run with it. */
@@ -107,9 +109,13 @@ export class WorkflowRun {
   #stored: Promise<Stored> | undefined;
   /** The highest `seq` stored when the run began. */
   #lastSeq = -1;
+  /** The job's completed steps: those stored when the run began, and this run's. */
+  #completed = 0;
   #calls = 0;
   readonly #names = new Set<string>();
   readonly #eventWaits = new Map<string, number>();
+  /** Events this run took from those kept, by name and key: a later wait on them takes a later one. */
+  readonly #taken = new Map<string, number | null>();
   /** Steps of this run whose functions are running: a suspension waits for them to be recorded. */
   readonly #running = new Set<Promise<unknown>>();
 
@@ -129,7 +135,7 @@ export class WorkflowRun {
       ? 1
       : checkCount(`job.step("${name}") option "attempts"`, opts.attempts, 1);
     const policy = opts.retry === undefined ? defaultRetryPolicy : checkRetryPolicy(opts.retry);
-    const prior = await this.#prior(call);
+    const prior = this.#check(await this.#load(opts.tx), call);
     if (prior?.state === "completed") return decodeStored(prior) as T;
     if (prior?.state === "failed" && this.#passed(prior)) throw storedError(prior);
     const running = this.#runStep(call, prior, fn, attempts, policy, opts.tx);
@@ -152,7 +158,9 @@ export class WorkflowRun {
     if (prior?.state === "completed") return;
     const at = prior?.wakeAt ?? wakeAt;
     const step = newStep(call, "waiting", prior?.startedAt ?? now, { wakeAt: at });
-    if (at <= this.#env.clock.now()) return await this.#save({ ...step, state: "completed", finishedAt: at });
+    if (at <= this.#env.clock.now()) {
+      return await this.#save({ ...step, state: "completed", finishedAt: Math.max(at, step.startedAt) });
+    }
     await this.#suspend(step, `sleep "${call.name}" until ${new Date(at).toISOString()}`, "scheduled");
   }
 
@@ -184,16 +192,13 @@ export class WorkflowRun {
       this.#env.telemetry.eventWaitEnded(event, "expired");
       return null;
     }
-    const taken = stored.rows.filter((s) => s.type === "event" && s.event === event && s.key === key);
-    const afterSeq = taken.reduce<number | null>(
-      (max, s) => s.eventSeq !== null && (max === null || s.eventSeq > max) ? s.eventSeq : max,
-      null,
-    );
+    const afterSeq = this.#lastTaken(stored, event, key);
     const resolved = await this.#suspend(step, `waitForEvent "${event}"${key ? ` key "${key}"` : ""}`, "waiting", {
       afterSeq,
       sentSince: this.#env.clock.now() - this.#env.eventRetentionMs,
     });
     this.#env.telemetry.eventWaitEnded(event, "taken");
+    this.#taken.set(eventKey(event, key), resolved.eventSeq);
     return decodeStored(resolved);
   }
 
@@ -232,6 +237,19 @@ export class WorkflowRun {
     return await this.#settleInvoke(resolved, await this.#childOutcome(childId));
   }
 
+  /** The sequence number of the last event this job took on `event` and `key`, this run's takes included. */
+  #lastTaken(stored: Stored, event: string, key: string): number | null {
+    const here = this.#taken.get(eventKey(event, key));
+    if (here !== undefined) return here;
+    let last: number | null = null;
+    for (const s of stored.rows) {
+      if (s.type === "event" && s.event === event && s.key === key && s.eventSeq !== null) {
+        last = last === null ? s.eventSeq : Math.max(last, s.eventSeq);
+      }
+    }
+    return last;
+  }
+
   /** Whether the run that stored `step` went on past it (a later step is stored): its failure was handled. */
   #passed(step: StepRow): boolean {
     return step.seq < this.#lastSeq;
@@ -266,10 +284,12 @@ export class WorkflowRun {
     return this.#check(await this.#load(), call);
   }
 
-  /** The job's stored steps, read once per run. */
-  #load(): Promise<Stored> {
-    return this.#stored ??= this.#env.store.stepList({ id: this.#claim.id }).then((rows) => {
+  /** The job's stored steps, read once per run (through the application's transaction `tx` when the first call has one). */
+  #load(tx?: unknown): Promise<Stored> {
+    const store = tx === undefined ? this.#env.store : this.#env.store.inTransaction(tx);
+    return this.#stored ??= store.stepList({ id: this.#claim.id }).then((rows) => {
       this.#lastSeq = rows.reduce((max, s) => Math.max(max, s.seq), -1);
+      this.#completed = rows.filter((s) => s.state === "completed").length;
       return { rows, byName: new Map(rows.map((s) => [s.name, s])), bySeq: new Map(rows.map((s) => [s.seq, s])) };
     });
   }
@@ -312,16 +332,21 @@ export class WorkflowRun {
         this.#env.telemetry.stepTried(this.#claim.kind, "failed");
         const delay = attempt < attempts ? retryDelay(policy, attempt) : null;
         if (delay === null || this.#hooks.signal.aborted) {
-          await this.#save(
-            newStep(call, "failed", startedAt, { attempt: tries, error: JSON.stringify(toRunError(error)) }),
-          );
+          // In `tx` too: a transaction rolled back by this error takes the record along, as it takes the step's writes.
+          const failed = newStep(call, "failed", startedAt, {
+            attempt: tries,
+            error: JSON.stringify(toRunError(error)),
+          });
+          await this.#save(failed, tx);
           throw error;
         }
         await abortableSleep(this.#env, delay, this.#hooks.signal);
         continue;
       }
       const encoded = value === undefined ? null : encodeStepValue(call.name, value, this.#env.maxResultBytes);
-      await this.#save(newStep(call, "completed", startedAt, { attempt: tries, result: encoded }), tx);
+      const done = newStep(call, "completed", startedAt, { attempt: tries, finishedAt: clock.now(), result: encoded });
+      await this.#save(done, tx);
+      this.#hooks.stepDone(call.name, ++this.#completed);
       return value;
     }
   }
@@ -419,6 +444,11 @@ interface StoredFailure extends RunError {
   readonly reason?: string | null;
 }
 
+/** One map key for an event name and key. */
+function eventKey(event: string, key: string): string {
+  return `${event}\u0000${key}`;
+}
+
 /** A step call: its type, name and place in the run's calls. */
 interface Call {
   readonly type: StepType;
@@ -498,6 +528,7 @@ function checkDate(where: string, date: Date): number {
 /** Waits `ms` on the errand's clock, or until `signal` aborts (then throws its reason). */
 async function abortableSleep(env: WorkflowEnv, ms: number, signal: AbortSignal): Promise<void> {
   if (signal.aborted) throw signal.reason;
+  if (ms <= 0) return;
   await new Promise<void>((resolve, reject) => {
     const onAbort = () => {
       timer.cancel();

@@ -100,6 +100,10 @@ export function workflowCases(kind: StoreKind<unknown>): void {
           "completed",
         ]);
         assert.deepEqual(details.steps[4].event, { name: "survey", key: "42" });
+        assert.equal(details.steps[3].durationMs, 3 * DAY, "the sleep took its three days");
+        for (const s of details.steps) {
+          assert.ok(s.durationMs !== null && s.durationMs >= 0, `${s.name} has a duration`);
+        }
         assert.deepEqual(await errand.eventWaits(), []);
       }));
 
@@ -263,7 +267,7 @@ export function workflowCases(kind: StoreKind<unknown>): void {
         assert.equal((await errand.sendEvent("reply", { key: "x", data: 1 })).resumed, 0);
       }));
 
-    it("invoke: a failed child throws JobFailedError in the parent, and cancelling a parent cancels its child", () =>
+    it("invoke: a failed child throws JobFailedError in the parent, which may catch it and go on", () =>
       withDatabase(kind, async (db, track) => {
         const caught: unknown[] = [];
         const { errand } = errandOn(db, {
@@ -297,7 +301,7 @@ export function workflowCases(kind: StoreKind<unknown>): void {
         assert.equal(failedStep.state, "failed");
       }));
 
-    it("cancelling a waiting parent cancels its unfinished child", () =>
+    it("cancelling a waiting parent (cancel or cancelMany) cancels its unfinished child", () =>
       withDatabase(kind, async (db, track) => {
         const { errand } = errandOn(db, {
           jobs,
@@ -325,6 +329,12 @@ export function workflowCases(kind: StoreKind<unknown>): void {
         assert.equal((await errand.get(child))?.state, "scheduled");
         await errand.cancel(parent.id);
         assert.equal((await errand.get(child))?.state, "cancelled");
+
+        const other = await errand.enqueue("onboard", { userId: 6 });
+        await worker.errand.step();
+        const otherChild = ((await errand.get(other.id))!.waitingFor as { id: string }).id;
+        assert.deepEqual(await errand.cancelMany({ state: "waiting", kind: "onboard" }), { count: 1 });
+        assert.equal((await errand.get(otherChild))?.state, "cancelled", "cancelMany cancels children too");
       }));
 
     it("a replay whose steps no longer match fails the run naming the first step that differs; a reused name is refused", () =>
@@ -335,7 +345,7 @@ export function workflowCases(kind: StoreKind<unknown>): void {
           mode: "manual",
           handlers: {
             steps: async (_p, job) => {
-              await job.step(version === 1 ? "fetch" : "download", () => 1);
+              await job.step(version === 2 ? "download" : "fetch", () => 1);
               await job.sleep("nap", "1h");
               if (version === 3) await job.step("nap", () => 2);
               return { total: 1 };
@@ -412,6 +422,76 @@ export function workflowCases(kind: StoreKind<unknown>): void {
         await errand.step();
         assert.equal((await errand.get(id))?.state, "completed");
         assert.deepEqual(calls, ["one", "two", "two"]);
+      }));
+
+    it("a step with { tx } is recorded only if the application's transaction commits; so is an event sent with { tx }", () =>
+      withDatabase(kind, async (db, track) => {
+        let tries = 0;
+        const { errand, clock } = errandOn(db, {
+          jobs,
+          mode: "manual",
+          handlers: {
+            steps: async (_p, job) => {
+              const value = await db.transaction(async (tx) => {
+                const v = await job.step("charge", () => ++tries, { tx });
+                if (tries === 1) throw new Error("the transaction rolls back");
+                return v;
+              });
+              const got = await job.waitForEvent("ok", { key: "k" });
+              return { total: value + (got as number) };
+            },
+          },
+        });
+        track(errand);
+        const { id } = await errand.enqueue("steps", { n: 1 });
+        await errand.step();
+        assert.deepEqual((await errand.get(id))?.steps, [], "the rolled-back step left no record");
+        clock.advance(60_000);
+        await errand.step();
+        assert.deepEqual((await errand.get(id))?.steps.map((s) => [s.name, s.state]), [["charge", "completed"], [
+          "ok",
+          "waiting",
+        ]]);
+        await assert.rejects(
+          db.transaction(async (tx) => {
+            await errand.sendEvent("ok", { key: "k", data: 100, tx });
+            throw new Error("rolled back");
+          }),
+          /rolled back/,
+        );
+        await errand.step();
+        assert.equal((await errand.get(id))?.state, "waiting", "the rolled-back event resumed nothing");
+        const sent = await db.transaction((tx) => errand.sendEvent("ok", { key: "k", data: 40, tx }));
+        assert.equal(sent.resumed, 1);
+        await errand.step();
+        assert.deepEqual(await errand.result(id), { total: 42 });
+        assert.equal(tries, 2);
+      }));
+
+    it("a long run's completed steps are its progress, unless the handler reports its own", () =>
+      withDatabase(kind, async (db, track) => {
+        let own = false;
+        const { errand, clock } = errandOn(db, {
+          jobs,
+          mode: "manual",
+          handlers: {
+            steps: async (_p, job) => {
+              await job.step("quick", () => 1);
+              await job.step("slow", () => void clock.advance(2_000)); // the run is now past progressInterval
+              if (own) job.progress({ pct: 50 });
+              await job.step("last", () => 2);
+              return { total: 3 };
+            },
+          },
+        });
+        track(errand);
+        const { id } = await errand.enqueue("steps", { n: 1 });
+        await errand.step();
+        assert.deepEqual((await errand.get(id))?.progress, { step: "last", steps: 3 });
+        own = true;
+        const second = await errand.enqueue("steps", { n: 2 });
+        await errand.step();
+        assert.deepEqual((await errand.get(second.id))?.progress, { pct: 50 });
       }));
 
     it("bad step calls are refused with errors that say what to change", () =>

@@ -1,0 +1,41 @@
+/**
+ * The children a workflow invoked (`job.invoke()`): cancelling a workflow
+ * cancels those that have not finished, and theirs in turn, so nothing
+ * runs for a parent that will never use it.
+ *
+ * @module
+ */
+import { NotFoundError, StateError } from "../base/errors.ts";
+import type { Store } from "../store/store.ts";
+
+/** What cancelling children needs: the steps that name them, and the single-job cancel (which cascades). */
+export interface InvokedChildrenEnv {
+  readonly store: Pick<Store, "stepList">;
+  /** Cancels one job, and its own children. */
+  cancel(id: string): Promise<unknown>;
+}
+
+/** Cancels the unfinished children of cancelled workflows. */
+export class InvokedChildren {
+  readonly #env: InvokedChildrenEnv;
+
+  /** Cancels through `env.cancel`. */
+  constructor(env: InvokedChildrenEnv) {
+    this.#env = env;
+  }
+
+  /** Cancels the children that the cancelled jobs `ids` invoked and that have not finished. */
+  async cancelOf(ids: readonly string[]): Promise<void> {
+    for (const id of ids) {
+      for (const step of await this.#env.store.stepList({ id })) {
+        if (step.type !== "invoke" || step.state !== "waiting" || step.childId === null) continue;
+        try {
+          await this.#env.cancel(step.childId);
+        } catch (err) {
+          // Finished (or deleted) meanwhile: nothing to cancel.
+          if (!(err instanceof StateError || err instanceof NotFoundError)) throw err;
+        }
+      }
+    }
+  }
+}
