@@ -79,6 +79,28 @@ function onPostgres(sql: postgres.Sql, schema: string): StepRuns {
   };
 }
 
+/** How long the application waits for another writer of the libSQL file before it gives up, in ms. */
+const BUSY_TIMEOUT_MS = 30_000;
+
+/**
+ * Runs `write` until it is not refused for another writer holding the file,
+ * waiting a few ms between tries: the application's busy wait, in
+ * JavaScript, for SQLite's own would block the worker's event loop, and with
+ * it the worker's other jobs and lease renewals (and the writer it waits for
+ * may be in this very process).
+ */
+async function whileBusy<T>(write: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + BUSY_TIMEOUT_MS;
+  for (;;) {
+    try {
+      return await write();
+    } catch (err) {
+      if (!String((err as { code?: unknown })?.code).startsWith("SQLITE_BUSY") || Date.now() > deadline) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 5 + Math.random() * 20));
+    }
+  }
+}
+
 function onLibsql(client: Client): StepRuns {
   const insert = (q: { execute: Transaction["execute"] }, run: StepRun) =>
     q.execute({
@@ -92,10 +114,10 @@ function onLibsql(client: Client): StepRuns {
       );
     },
     async record(run) {
-      await insert(client, run);
+      await whileBusy(() => insert(client, run));
     },
     async transaction(fn) {
-      const tx = await client.transaction("write");
+      const tx = await whileBusy(() => client.transaction("write"));
       try {
         const result = await fn(tx, async (run) => void await insert(tx, run));
         await tx.commit();

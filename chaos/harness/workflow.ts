@@ -45,7 +45,7 @@ type Log = (event: Record<string, unknown>) => void;
  * The handler of the kind `workflow`, recording step runs in `runs` and
  * logging to the run log: `start` at the top of each run, `step` (with
  * `step: i`) as a step's function begins, `suspend` just before the sleep
- * ends the run, and `end` when it returns.
+ * ends the run, `end` when it returns and `abort` when it throws.
  */
 export function workflowHandler(
   runs: StepRuns,
@@ -61,36 +61,42 @@ export function workflowHandler(
       if (!(await sleep(duration, job.signal))) throw job.signal.reason ?? new Error("the run was stopped");
     };
     event("start");
-    const values: number[] = [];
-    for (let i = 0; i < WORKFLOW_STEPS; i++) {
-      const name = `step-${i}`;
-      const begin = () => {
-        event("step", { step: i });
-        return { job: job.id, step: i, pid: process.pid, at: performance.timeOrigin + performance.now() };
-      };
-      const kept = inTransaction(i)
-        ? await runs.transaction((tx, record) =>
-          job.step(name, async () => {
-            await record(begin());
-            await work(txMs);
+    try {
+      const values: number[] = [];
+      for (let i = 0; i < WORKFLOW_STEPS; i++) {
+        const name = `step-${i}`;
+        const begin = () => {
+          event("step", { step: i });
+          return { job: job.id, step: i, pid: process.pid, at: performance.timeOrigin + performance.now() };
+        };
+        const kept = inTransaction(i)
+          ? await runs.transaction((tx, record) =>
+            job.step(name, async () => {
+              await record(begin());
+              await work(txMs);
+              return { value: 10 * n + i, at: Date.now() };
+            }, { tx })
+          )
+          : await job.step(name, async () => {
+            await runs.record(begin());
+            await work(ms);
             return { value: 10 * n + i, at: Date.now() };
-          }, { tx })
-        )
-        : await job.step(name, async () => {
-          await runs.record(begin());
-          await work(ms);
-          return { value: 10 * n + i, at: Date.now() };
-        });
-      values.push(kept.value);
-      if (i === SLEEP_AFTER) {
-        // Until a moment kept with the step, so a replay sleeps until the same one. The sleep ends this run
-        // when that moment is still ahead (its first arrival here); a replay after it returns at once.
-        const wakeAt = kept.at + sleepMs;
-        if (Date.now() < wakeAt) event("suspend");
-        await job.sleep("pause", new Date(wakeAt));
+          });
+        values.push(kept.value);
+        if (i === SLEEP_AFTER) {
+          // Until a moment kept with the step, so a replay sleeps until the same one. The sleep ends this run
+          // when that moment is still ahead (its first arrival here); a replay after it returns at once.
+          const wakeAt = kept.at + sleepMs;
+          if (Date.now() < wakeAt) event("suspend");
+          await job.sleep("pause", new Date(wakeAt));
+        }
       }
+      event("end");
+      return { n, values };
+    } catch (err) {
+      // The run ends here (a lost lease, a failed write): the run log shows it ended, not cut by a kill.
+      event("abort");
+      throw err;
     }
-    event("end");
-    return { n, values };
   };
 }
