@@ -81,20 +81,29 @@ function onPostgres(sql: postgres.Sql, schema: string): StepRuns {
 
 /** How long the application waits for another writer of the libSQL file before it gives up, in ms. */
 const BUSY_TIMEOUT_MS = 30_000;
+/** A statement that writes nothing but takes SQLite's write lock. */
+const TAKE_WRITE_LOCK = `DELETE FROM ${TABLE} WHERE 0`;
 
 /**
- * Runs `write` until it is not refused for another writer holding the file,
- * waiting a few ms between tries: the application's busy wait, in
- * JavaScript, for SQLite's own would block the worker's event loop, and with
- * it the worker's other jobs and lease renewals (and the writer it waits for
- * may be in this very process).
+ * A write transaction on `client` that holds the file's write lock, waiting
+ * for another writer in JavaScript: SQLite's own busy wait would block the
+ * worker's event loop, and with it the worker's other jobs, its lease
+ * renewals and, as errand's writes in this process share the file, maybe the
+ * writer it waits for. The lock is taken by a script statement in a deferred
+ * transaction, not by `BEGIN IMMEDIATE` (`client.transaction("write")`):
+ * when that fails busy, @libsql/client leaves the statement active on the
+ * connection, and the autocommit writes later made on it are never committed
+ * (a row written so went missing here), as adapters/libsql/connection.ts says.
  */
-async function whileBusy<T>(write: () => Promise<T>): Promise<T> {
+async function writeTransaction(client: Client): Promise<Transaction> {
   const deadline = Date.now() + BUSY_TIMEOUT_MS;
   for (;;) {
+    const tx = await client.transaction("deferred");
     try {
-      return await write();
+      await tx.executeMultiple(TAKE_WRITE_LOCK);
+      return tx;
     } catch (err) {
+      tx.close();
       if (!String((err as { code?: unknown })?.code).startsWith("SQLITE_BUSY") || Date.now() > deadline) throw err;
       await new Promise((resolve) => setTimeout(resolve, 5 + Math.random() * 20));
     }
@@ -102,30 +111,31 @@ async function whileBusy<T>(write: () => Promise<T>): Promise<T> {
 }
 
 function onLibsql(client: Client): StepRuns {
-  const insert = (q: { execute: Transaction["execute"] }, run: StepRun) =>
-    q.execute({
+  const insert = (tx: Transaction, run: StepRun) =>
+    tx.execute({
       sql: `INSERT INTO ${TABLE} (${COLUMNS}) VALUES (?, ?, ?, ?)`,
       args: [run.job, run.step, run.pid, run.at],
     });
+  /** Runs `fn` in a write transaction: commits when it returns, rolls back when it throws. */
+  const transaction = async <T>(fn: (tx: Transaction) => Promise<T>): Promise<T> => {
+    const tx = await writeTransaction(client);
+    try {
+      const result = await fn(tx);
+      await tx.commit();
+      return result;
+    } finally {
+      tx.close(); // rolls back unless committed
+    }
+  };
   return {
     async create() {
       await client.execute(
         `CREATE TABLE ${TABLE} (job_id TEXT NOT NULL, step INTEGER NOT NULL, pid INTEGER NOT NULL, at REAL NOT NULL)`,
       );
     },
-    async record(run) {
-      await whileBusy(() => insert(client, run));
-    },
-    async transaction(fn) {
-      const tx = await whileBusy(() => client.transaction("write"));
-      try {
-        const result = await fn(tx, async (run) => void await insert(tx, run));
-        await tx.commit();
-        return result;
-      } finally {
-        tx.close(); // rolls back unless committed
-      }
-    },
+    // A statement of its own is a transaction of its own, for the same wait.
+    record: (run) => transaction((tx) => insert(tx, run)).then(() => {}),
+    transaction: (fn) => transaction((tx) => fn(tx, async (run) => void await insert(tx, run))),
     async all() {
       return (await client.execute(`SELECT ${COLUMNS} FROM ${TABLE}`)).rows.map((r) => toRun(r));
     },

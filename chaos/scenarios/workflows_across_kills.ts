@@ -62,8 +62,9 @@ export const scenario: Scenario = {
     const { db, quick } = context;
     const jobs = quick ? 200 : 500;
     const kills = quick ? 2 : 5;
-    // Random moments of the drain, as points of its progress (5 to 90 % of the workflows done).
-    const points = Array.from({ length: kills }, () => Math.floor(jobs * (0.05 + Math.random() * 0.85)))
+    // Random moments of the drain, as points of its progress: 5 to 60 % of the workflows done, for each kill
+    // waits for its replacement to start (seconds), and a kill after the last workflow cuts nothing.
+    const points = Array.from({ length: kills }, () => Math.floor(jobs * (0.05 + Math.random() * 0.55)))
       .sort((a, b) => a - b);
     // The orchestrator's own connection: on PostgreSQL the scratch database's, on libSQL one to its file.
     const client = db.sql ? undefined : createClient({ url: db.env.CHAOS_URL });
