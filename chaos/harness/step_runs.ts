@@ -4,8 +4,8 @@
  * step's function, `(job_id, step, pid, at)`, with no unique constraint, so a
  * step that ran twice leaves two rows. The workers write it, in a statement
  * of its own or in an application write transaction on their store's own
- * client (errand accepts a `{ tx }` of no other); the scenario creates and
- * reads it.
+ * client (on PostgreSQL errand accepts a `{ tx }` of no other); the scenario
+ * creates and reads it.
  */
 import type { Client, Transaction } from "@libsql/client";
 import type postgres from "postgres";
