@@ -48,12 +48,15 @@ import {
 import { appendRecords, pruneRecords, readLogEnds, readRecords } from "./logs.ts";
 import {
   deleteMovedJobs,
+  exportEvents,
   exportJobs,
   getMove,
   importConsumers,
+  importEvents,
   importJobs,
   importLog,
   importPartitions,
+  readEventLastSeq,
   readLogSequences,
   readPartitionSequences,
   saveMove,
@@ -115,6 +118,9 @@ export function composeLibsqlStore(client: Client, settings: LibsqlStoreSettings
     logRead: (p) => readRecords(ctx, p),
     // moves.ts
     consumerImport: (p) => importConsumers(ctx, p),
+    eventExport: (p) => exportEvents(ctx, p),
+    eventImport: (p) => importEvents(ctx, p),
+    eventLastSeq: () => readEventLastSeq(ctx),
     jobDeleteMoved: (p) => deleteMovedJobs(ctx, p),
     jobExport: (p) => exportJobs(ctx, p),
     jobImport: (p) => importJobs(ctx, p),

@@ -80,9 +80,12 @@ async function lockEvent(
   key: string,
   tx: TransactionSql,
 ): Promise<void> {
-  await db.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [
-    JSON.stringify(["errand:event", target.schema, target.namespace, event, key]),
-  ], tx);
+  await db.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [eventLockKey(target, event, key)], tx);
+}
+
+/** The text naming the lock of {@link lockEvent} for `event` and `key` (`eventImport` takes it too). */
+export function eventLockKey(target: StoreTarget, event: string, key: string): string {
+  return JSON.stringify(["errand:event", target.schema, target.namespace, event, key]);
 }
 
 /** `eventListWaiting`: jobs waiting on an event, counted by its name. */

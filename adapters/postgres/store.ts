@@ -46,12 +46,15 @@ import { appendRecords, pruneRecords, readLogEnds, readRecords } from "./logs.ts
 import { quoteIdentifier } from "./migrations.ts";
 import {
   deleteMovedJobs,
+  exportEvents,
   exportJobs,
   getMove,
   importConsumers,
+  importEvents,
   importJobs,
   importLog,
   importPartitions,
+  readEventLastSeq,
   readLogSequences,
   readPartitionSequences,
   saveMove,
@@ -113,6 +116,9 @@ export function composePostgresStore(sql: Sql, settings: PostgresStoreSettings):
     logRead: (p) => readRecords(ctx, p),
     // moves.ts
     consumerImport: (p) => importConsumers(ctx, p),
+    eventExport: (p) => exportEvents(ctx, p),
+    eventImport: (p) => importEvents(ctx, p),
+    eventLastSeq: () => readEventLastSeq(ctx),
     jobDeleteMoved: (p) => deleteMovedJobs(ctx, p),
     jobExport: (p) => exportJobs(ctx, p),
     jobImport: (p) => importJobs(ctx, p),

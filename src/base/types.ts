@@ -173,7 +173,7 @@ export interface StepInfo {
    * when the job does); `waiting` (a sleep, invoke or event wait not over yet).
    */
   readonly state: "completed" | "failed" | "waiting";
-  /** Tries of its function so far (0 for a sleep, invoke or event wait). */
+  /** Tries of its function so far; for an invoke, the children it ran (a retry after a failed child runs a new one); 0 for a sleep or event wait. */
   readonly attempt: number;
   /** When it started. */
   readonly startedAt: Date;
@@ -181,7 +181,7 @@ export interface StepInfo {
   readonly finishedAt: Date | null;
   /** How long it took, in ms; null while waiting. */
   readonly durationMs: number | null;
-  /** Its last error, for a failed step (or one that failed before it completed). */
+  /** Its last error, for a failed step (a step that completed keeps none, though tries before may have failed). */
   readonly error?: RunError;
   /** A sleep's end or an event wait's timeout, or null. */
   readonly wakeAt: Date | null;

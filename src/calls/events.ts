@@ -18,7 +18,12 @@ import { checkEventKey, checkEventName } from "../workflows/event_names.ts";
 export interface SendEventOptions<TTx> {
   /** Which waits of the name it answers: those with this key. @default {""} */
   key?: string;
-  /** What the waiting workflows resume with (plain data, encoded like a payload, at most `maxPayloadBytes`). @default {null} */
+  /**
+   * What the waiting workflows resume with (plain data, encoded like a
+   * payload, at most `maxPayloadBytes`). Unset: `true`, so that a wait tells
+   * an event without data from a timeout (`null`).
+   * @default {true}
+   */
   data?: unknown;
   /**
    * An idempotency key: a second send with the same id (while the first is
@@ -84,7 +89,7 @@ export class EventCalls<TTx> {
       );
     }
     const { store, clock, workers, watchers } = this.#env;
-    const data = encodeEventData(event, opts.data ?? null, this.#env.options.maxPayloadBytes);
+    const data = encodeEventData(event, opts.data === undefined ? true : opts.data, this.#env.options.maxPayloadBytes);
     await this.#env.ready();
     const now = clock.now();
     const id = opts.id ?? this.#env.newId(now);

@@ -113,7 +113,7 @@ export class JobCalls {
   /** The calls over `env`. */
   constructor(env: JobCallsEnv) {
     this.#env = env;
-    this.#children = new InvokedChildren({ store: env.store, cancel: (id) => this.cancel(id) });
+    this.#children = new InvokedChildren({ store: env.store, cancel: (id, reason) => this.#cancel(id, reason) });
   }
 
   /** The children of cancelled workflows, cancelled in turn (for `cancelMany()` as well). */
@@ -172,11 +172,17 @@ export class JobCalls {
   }
 
   /** See `Errand.cancel()`. */
-  async cancel(id: string): Promise<JobInfo> {
+  cancel(id: string): Promise<JobInfo> {
+    return this.#cancel(id, undefined);
+  }
+
+  /** Cancels job `id`, keeping `reason` when given, then its continuations and the children it invoked. */
+  async #cancel(id: string, reason: string | undefined): Promise<JobInfo> {
     const job = await this.#transition(id, "cancel", (now) => ({
       from: CANCEL_FROM,
       state: "cancelled",
       finishedAt: now,
+      ...(reason === undefined ? {} : { reason }),
     }));
     this.#env.workers.cancel(id);
     await this.#env.releases.release([id]);

@@ -40,7 +40,7 @@ export interface StepRow {
    * - `waiting`: a sleep, event wait or invoke the job is suspended on.
    */
   readonly state: "completed" | "failed" | "waiting";
-  /** Tries of its function so far, over every run (0 for a sleep, event or invoke). */
+  /** Tries of its function so far, over every run; for an invoke, the children it ran; 0 for a sleep or event wait. */
   readonly attempt: number;
   /** When it started (its first try, or the suspension). */
   readonly startedAt: number;

@@ -11,8 +11,17 @@ import type { Store } from "../store/store.ts";
 /** What cancelling children needs: the steps that name them, and the single-job cancel (which cascades). */
 export interface InvokedChildrenEnv {
   readonly store: Pick<Store, "stepList">;
-  /** Cancels one job, and its own children. */
-  cancel(id: string): Promise<unknown>;
+  /** Cancels one job with `reason`, and its own children. */
+  cancel(id: string, reason: string): Promise<unknown>;
+}
+
+/**
+ * The reason a child cancelled with its parent workflow `parent` keeps: a
+ * retry of the parent sees it and runs a new child, where a child cancelled
+ * on its own fails the parent's invoke.
+ */
+export function cancelledWithParent(parent: string): string {
+  return `Cancelled with its parent workflow "${parent}"`;
 }
 
 /** Cancels the unfinished children of cancelled workflows. */
@@ -30,7 +39,7 @@ export class InvokedChildren {
       for (const step of await this.#env.store.stepList({ id })) {
         if (step.type !== "invoke" || step.state !== "waiting" || step.childId === null) continue;
         try {
-          await this.#env.cancel(step.childId);
+          await this.#env.cancel(step.childId, cancelledWithParent(id));
         } catch (err) {
           // Finished (or deleted) meanwhile: nothing to cancel.
           if (!(err instanceof StateError || err instanceof NotFoundError)) throw err;

@@ -32,6 +32,7 @@ import type { ClaimedJob, FinishedJob, JobFinish } from "../store/records.ts";
 import type { StepRow, StepType } from "../store/steps.ts";
 import type { Store } from "../store/store.ts";
 import { checkEventKey, checkEventName } from "./event_names.ts";
+import { cancelledWithParent } from "./children.ts";
 import { toRunError } from "../jobs/run_error.ts";
 import type { Telemetry } from "../observability/telemetry.ts";
 
@@ -58,8 +59,11 @@ export interface StepOptions<TTx = unknown> {
   tx?: TTx;
 }
 
-/** Options of `job.invoke()`: the child job's own options (not `tx`: the child is enqueued once, by errand). */
-export type InvokeOptions = JobEnqueueOptions;
+/**
+ * Options of `job.invoke()`: the child job's own options, but `unique`
+ * (the child is enqueued once per workflow step already) and `tx`.
+ */
+export type InvokeOptions = Omit<JobEnqueueOptions, "unique">;
 
 /** Options of `job.waitForEvent()`. */
 export interface WaitForEventOptions {
@@ -206,32 +210,36 @@ export class WorkflowRun {
   async invoke(name: string, kind: string, payload: unknown, options: InvokeOptions = {}): Promise<unknown> {
     const call = this.#call("invoke", name);
     const opts = checkOptions("job.invoke()", options);
-    if ((opts as { tx?: unknown }).tx !== undefined) {
+    // Refused at run time too, for JavaScript callers and options typed wider than InvokeOptions.
+    const given = opts as JobEnqueueOptions & { tx?: unknown };
+    if (given.tx !== undefined) {
       throw new ValidationError(
         `job.invoke("${name}") takes no "tx": errand enqueues the child once itself; enqueue with job.enqueue(..., { tx }) and wait with job.waitForEvent() instead`,
+      );
+    }
+    if (given.unique !== undefined) {
+      throw new ValidationError(
+        `job.invoke("${name}") takes no "unique": its child is enqueued once per workflow step already; enqueue with job.enqueue(..., { unique }) for a shared job`,
       );
     }
     const prior = await this.#prior(call);
     if (prior?.state === "completed") return decodeStored(prior);
     if (prior?.state === "failed" && this.#passed(prior)) throw storedError(prior);
     const now = this.#env.clock.now();
-    if (prior?.state === "waiting" && prior.childId !== null) {
-      const finished = await this.#childOutcome(prior.childId);
-      if (finished) return await this.#settleInvoke(prior, finished);
+    let waitingOn = prior?.state === "waiting" ? prior.childId : null;
+    if (waitingOn !== null) {
+      const finished = await this.#childOutcome(waitingOn);
+      // A child cancelled with this workflow, which an operator has since retried: it runs a new one.
+      if (finished?.reason === cancelledWithParent(this.#claim.id)) waitingOn = null;
+      else if (finished) return await this.#settleInvoke(prior!, finished);
     }
     // A failed child (the run failed there, and is retried) gets a new child: the step's attempt counts them.
-    const attempt = prior?.state === "waiting" ? prior.attempt : (prior?.attempt ?? 0) + 1;
-    const childId = prior?.state === "waiting" && prior.childId !== null
-      ? prior.childId
-      : (await this.#env.enqueueChild(
-        kind,
-        payload,
-        {
-          // Once per parent, step and try: a run that enqueued the child and stopped before recording it finds it again.
-          unique: { key: `errand:invoke:${this.#claim.id}:${call.name}:${attempt}`, scope: "any" },
-          ...opts,
-        },
-      )).id;
+    const attempt = waitingOn !== null ? prior!.attempt : (prior?.attempt ?? 0) + 1;
+    const childId = waitingOn ?? (await this.#env.enqueueChild(kind, payload, {
+      ...opts,
+      // Once per parent, step and try: a run that enqueued the child and stopped before recording it finds it again.
+      unique: { key: `errand:invoke:${this.#claim.id}:${call.name}:${attempt}`, scope: "any" },
+    })).id;
     const step = newStep(call, "waiting", prior?.startedAt ?? now, { childId, attempt });
     const resolved = await this.#suspend(step, `invoke "${call.name}" (job ${childId})`, "waiting");
     return await this.#settleInvoke(resolved, await this.#childOutcome(childId));

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { backoff, defineJobs, job, JobFailedError } from "../../mod.ts";
+import { backoff, defineJobs, type Handler, job, JobFailedError } from "../../mod.ts";
 import type { StoreKind } from "../support/stores.ts";
 import { eventually } from "../support/wait.ts";
 import { errandOn, withDatabase } from "./harness.ts";
@@ -15,6 +15,14 @@ const jobs = defineJobs({
   provision: job<{ userId: number; fail?: boolean }, { host: string }>({ attempts: 1, retry: backoff.none }),
   steps: job<{ n: number }, { total: number }>({ attempts: 3, retry: backoff.fixed("1m") }),
   wait: job<{ key: string; timeout?: string }, { got: unknown }>(),
+});
+
+/** Kinds under a topic and under flow control, for the tests of how suspension meets them. */
+const orderedJobs = defineJobs({
+  ordered: job<{ customer: string; n: number }>({ topic: "orders", partitionKey: (p) => p.customer }),
+});
+const limitedJobs = defineJobs({
+  tenant: job<{ tenant: string; n: number }>({ queue: "limited", group: (p) => p.tenant, groupConcurrency: 1 }),
 });
 
 /** Durable workflows: steps that run once, sleeps, event waits, child jobs, replays and their limits. */
@@ -80,6 +88,7 @@ export function workflowCases(kind: StoreKind<unknown>): void {
         assert.deepEqual(await errand.eventWaits(), [{ event: "survey", jobs: 1 }]);
 
         const sent = await errand.sendEvent("survey", { key: "42", data: { score: 3 } });
+        assert.equal(typeof sent.id, "string");
         assert.equal(sent.resumed, 1);
         await errand.step();
         details = (await errand.get(id))!;
@@ -329,6 +338,15 @@ export function workflowCases(kind: StoreKind<unknown>): void {
         assert.equal((await errand.get(child))?.state, "scheduled");
         await errand.cancel(parent.id);
         assert.equal((await errand.get(child))?.state, "cancelled");
+        // A retry of the cancelled parent runs a new child (the old one was cancelled with it, not on its own).
+        await errand.retry(parent.id);
+        await worker.errand.step();
+        const retried = (await errand.get(parent.id))!;
+        assert.equal(retried.state, "waiting");
+        const newChild = (retried.waitingFor as { id: string }).id;
+        assert.notEqual(newChild, child);
+        assert.equal(retried.steps[0].attempt, 2, "the step's second child");
+        await errand.cancel(parent.id);
 
         const other = await errand.enqueue("onboard", { userId: 6 });
         await worker.errand.step();
@@ -492,6 +510,114 @@ export function workflowCases(kind: StoreKind<unknown>): void {
         const second = await errand.enqueue("steps", { n: 2 });
         await errand.step();
         assert.deepEqual((await errand.get(second.id))?.progress, { pct: 50 });
+      }));
+
+    it("a sleeping or waiting partition head keeps its partition blocked, as a delayed head does", () =>
+      withDatabase(kind, async (db, track) => {
+        const ran: string[] = [];
+        const { errand, clock } = errandOn(db, {
+          jobs: orderedJobs,
+          mode: "manual",
+          topics: { orders: { partitions: 4 } },
+          handlers: {
+            ordered: async ({ customer, n }, job) => {
+              if (n === 0) await job.sleep("nap", "1h");
+              if (n === 1) await job.waitForEvent("go", { key: customer });
+              ran.push(`${customer}:${n}`);
+            },
+          },
+        });
+        track(errand);
+        for (let n = 0; n < 3; n++) await errand.enqueue("ordered", { customer: "alice", n });
+        await errand.step();
+        assert.deepEqual(ran, [], "the head sleeps; the others wait behind it");
+        clock.advance(3_600_000);
+        await errand.step();
+        assert.deepEqual(ran, ["alice:0"], "the next head waits for its event");
+        await errand.sendEvent("go", { key: "alice" });
+        await errand.step();
+        assert.deepEqual(ran, ["alice:0", "alice:1", "alice:2"]);
+      }));
+
+    it("a suspended workflow holds no flow-control slot: its group and its queue's global limit run others meanwhile", () =>
+      withDatabase(kind, async (db, track) => {
+        const ran: number[] = [];
+        const { errand, clock } = errandOn(db, {
+          jobs: limitedJobs,
+          mode: "manual",
+          queues: { limited: { concurrency: 4, globalConcurrency: 1 } },
+          handlers: {
+            tenant: async ({ n }, job) => {
+              await job.sleep("nap", "1m");
+              ran.push(n);
+            },
+          },
+        });
+        track(errand);
+        for (let n = 0; n < 3; n++) await errand.enqueue("tenant", { tenant: "acme", n });
+        await errand.step();
+        const states = async () => (await errand.list({ kind: "tenant" })).jobs.map((j) => j.state);
+        assert.deepEqual(await states(), ["scheduled", "scheduled", "scheduled"], "all three asleep at once");
+        clock.advance(60_000);
+        await errand.step();
+        assert.deepEqual(ran.toSorted(), [0, 1, 2]);
+      }));
+
+    it("the serverless drain() runs a workflow to its suspension, and a later drain resumes it", () =>
+      withDatabase(kind, async (db, track) => {
+        const ran: string[] = [];
+        const { errand, clock } = errandOn(db, {
+          jobs,
+          mode: "enqueue",
+          handlers: {
+            steps: async (_p, job) => {
+              await job.step("before", () => void ran.push("before"));
+              await job.sleep("nap", "10m");
+              await job.step("after", () => void ran.push("after"));
+              return { total: 2 };
+            },
+          },
+        });
+        track(errand);
+        const { id } = await errand.enqueue("steps", { n: 1 });
+        const first = await errand.drain({ budget: "20s" });
+        assert.equal(first.left, 0, "nothing left available: the workflow sleeps");
+        assert.equal((await errand.get(id))?.state, "scheduled");
+        clock.advance(10 * 60_000);
+        const second = await errand.drain({ budget: "20s" });
+        assert.equal(second.completed, 1);
+        assert.deepEqual(ran, ["before", "after"]);
+      }));
+
+    it("shutdown keeps the steps a run finished: the interrupted run's next run starts after them", () =>
+      withDatabase(kind, async (db, track) => {
+        const calls: string[] = [];
+        let started!: () => void;
+        const inSecond = new Promise<void>((r) => (started = r));
+        const steps: Handler<{ n: number }, { total: number }> = async (_p, job) => {
+          await job.step("first", () => void calls.push("first"));
+          await job.step("second", () => {
+            calls.push("second");
+            started();
+            return new Promise<void>((resolve, reject) => {
+              if (calls.length > 2) return resolve();
+              job.signal.addEventListener("abort", () => reject(job.signal.reason));
+            });
+          });
+          return { total: 2 };
+        };
+        const a = errandOn(db, { jobs, handlers: { steps } });
+        track(a.errand);
+        await a.errand.start();
+        const { id } = await a.errand.enqueue("steps", { n: 1 });
+        await inSecond;
+        await a.errand.shutdown({ drain: 0 });
+        assert.equal((await a.errand.get(id))?.state, "available", "handed back, the attempt not counted");
+        const b = errandOn(db, { jobs, mode: "manual", handlers: { steps } });
+        track(b.errand);
+        await b.errand.step();
+        assert.deepEqual(await b.errand.result(id), { total: 2 });
+        assert.deepEqual(calls, ["first", "second", "second"], "the first step did not run again");
       }));
 
     it("bad step calls are refused with errors that say what to change", () =>

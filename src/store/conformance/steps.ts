@@ -17,6 +17,11 @@ import { insert, jobRow, newId, ready, running, settle, stepRow, T0, waitingStep
 
 const data = new Uint8Array([0x91, 0x2a]);
 
+/** Waits `ms` of real time: long enough for a concurrent statement to reach the store. */
+function pause(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
 /** The run a suspension appends to the job's history. */
 function suspendedRun(job: ClaimedJob): RunRecord {
   return { attempt: job.attempt, startedAt: job.startedAt, finishedAt: T0 + 2, outcome: "suspended" };
@@ -166,6 +171,35 @@ export const stepCases: StoreCase[] = cases("steps", [
     return undefined;
   }],
   [
+    "eventSend",
+    "eventSend() and an event wait of its name and key at the same time lose no wake-up",
+    async (env) => {
+      if (!env.transaction) return skip("the store takes no application transaction");
+      const store = await ready(env);
+      const job = await running(store);
+      // The send stays uncommitted while the wait looks: the wait takes the event once it commits, or is resumed.
+      let waited: Promise<StepSuspended> | undefined;
+      await env.transaction(async (tx) => {
+        await store.inTransaction(tx).eventSend({
+          id: newId(),
+          event: "paid",
+          key: "k1",
+          data,
+          now: T0,
+          notify: false,
+        });
+        waited = suspend(store, job, eventStep("paid", "k1"));
+        await pause(100);
+      });
+      const outcome = await waited!;
+      check(
+        outcome.status === "resolved" || await stateOf(store, job.id) === "available",
+        `the wait took the event or was resumed: ${outcome.status}, the job ${await stateOf(store, job.id)}`,
+      );
+      return undefined;
+    },
+  ],
+  [
     "jobDelete",
     "jobDelete() and jobPrune() delete the job's steps with it",
     async (env) => {
@@ -249,6 +283,25 @@ export const stepCases: StoreCase[] = cases("steps", [
         { queues: [], cancelled: [] },
         "a second resolution",
       );
+    },
+  ],
+  [
+    "jobTransition",
+    "jobTransition() cancels a job waiting on an event, which then neither times out nor is resumed",
+    async (env) => {
+      const store = await ready(env);
+      const job = await suspended(store, eventStep("paid", "k1", { wakeAt: T0 + 1_000 }));
+      const cancelled = await store.jobTransition({
+        id: job.id,
+        from: ["waiting"],
+        state: "cancelled",
+        finishedAt: T0 + 3,
+      });
+      checkEqual(cancelled, true, "the cancel");
+      checkEqual(await store.jobPromoteDue({ now: T0 + 1_000, limit: 10 }), [], "a promotion after the timeout");
+      checkEqual(await send(store), { duplicate: false, resumed: [] }, "a send");
+      checkEqual(await store.eventListWaiting({}), [], "the waits");
+      checkFields(await store.jobGet({ id: job.id }), { state: "cancelled", finishedAt: T0 + 3 }, "the job");
     },
   ],
   ["stepList", "stepList() returns the job's steps in seq order, no other job's", async (env) => {
@@ -452,6 +505,33 @@ export const stepCases: StoreCase[] = cases("steps", [
         [{ id: child.id, hasChildren: true }],
         "the child's outcome",
       );
+    },
+  ],
+  [
+    "stepSuspend",
+    "stepSuspend() on an invoke at the same time as its child's outcome loses no wake-up",
+    async (env) => {
+      if (!env.transaction) return skip("the store takes no application transaction");
+      const store = await ready(env);
+      const child = await running(store);
+      const job = await running(store);
+      // The outcome stays uncommitted while the invoke looks: the invoke resolves once it commits, or the
+      // outcome reports the child as having children (so the core resolves the waiting parent).
+      let invoked: Promise<StepSuspended> | undefined;
+      const finished = await env.transaction(async (tx) => {
+        const finished = await store.inTransaction(tx).jobFinishMany({
+          finishes: [{ id: child.id, fence: child.fence, state: "completed", at: T0 + 1 }],
+        });
+        invoked = suspend(store, job, waitingStep({ type: "invoke", wakeAt: null, childId: child.id }));
+        await pause(100);
+        return finished;
+      });
+      const outcome = await invoked!;
+      check(
+        outcome.status === "resolved" || finished[0]?.hasChildren === true,
+        `the invoke resolved or the outcome reported the child: ${outcome.status}, ${JSON.stringify(finished)}`,
+      );
+      return undefined;
     },
   ],
   [
