@@ -158,7 +158,8 @@ export async function resolveWaitingJobs(
   const rs = await db.write({
     sql: `WITH candidates AS (
               SELECT j.id, j.run_at, EXISTS (${waitingStep("j.id", "invoke")}) AS invoking FROM errand_jobs AS j
-              WHERE ${waiting} AND NOT EXISTS (${waitingStep("j.id", "event")})
+              -- Jobs waiting on events all have a wake_at (NO_WAKE for no timeout); an index holds the others.
+              WHERE ${waiting} AND j.wake_at IS NULL
               ORDER BY j.id LIMIT ?4),
             verdicts AS (
               SELECT c.id, c.run_at,

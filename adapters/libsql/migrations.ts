@@ -268,9 +268,11 @@ export const LIBSQL_MIGRATIONS: readonly LibsqlMigration[] = [
     version: 14,
     name: "durable workflows",
     statements: [
-      // A waiting job's timeout (an event wait's), found by promotion without reading its steps.
+      // A job waiting on an event keeps its timeout (NO_WAKE for none): promotion finds it without reading
+      // its steps, and the resolve of waiting jobs (continuations, invokes: wake_at null) never looks at it.
       "ALTER TABLE errand_jobs ADD COLUMN wake_at INTEGER",
       "CREATE INDEX errand_jobs_wake ON errand_jobs (namespace, wake_at) WHERE state = 'waiting' AND wake_at IS NOT NULL",
+      "CREATE INDEX errand_jobs_waiting_resolvable ON errand_jobs (namespace, id) WHERE state = 'waiting' AND wake_at IS NULL",
       `CREATE TABLE errand_steps (
         namespace TEXT NOT NULL,
         job_id TEXT NOT NULL,

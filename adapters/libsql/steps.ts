@@ -21,7 +21,7 @@ import type {
   StepSuspended,
   StepSuspendParams,
 } from "../../src/store/mod.ts";
-import { STEP_COLUMNS, stepValues, toFinishedJob, toStepRow } from "../sql/rows.ts";
+import { NO_WAKE, STEP_COLUMNS, stepValues, toFinishedJob, toStepRow } from "../sql/rows.ts";
 import type { LibsqlContext } from "./connection.ts";
 
 /** The states in which a job has nothing left to run: an invoke's child there resolves its wait. */
@@ -221,7 +221,7 @@ export async function suspendStep(
         },
         suspend(
           "waiting",
-          `wake_at = ${param("wake_at")}`,
+          `wake_at = coalesce(${param("wake_at")}, ${NO_WAKE})`,
           `AND EXISTS (SELECT 1 FROM errand_steps WHERE namespace = ?1 AND job_id = ?2 AND name = ${
             param("name")
           } AND state = 'waiting')`,

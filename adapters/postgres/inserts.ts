@@ -247,8 +247,8 @@ export async function resolveWaitingJobs(
               OR j.id IN (SELECT job_id FROM ${parents} WHERE namespace = $1 AND parent_id = ANY($2::text[]))
               OR j.id IN (SELECT job_id FROM ${steps} WHERE namespace = $1 AND child_id = ANY($2::text[])
                             AND type = 'invoke' AND state = 'waiting'))
-         AND NOT EXISTS (SELECT 1 FROM ${steps} AS s
-                         WHERE s.namespace = $1 AND s.job_id = j.id AND s.type = 'event' AND s.state = 'waiting')
+         -- Jobs waiting on events all have a wake_at (NO_WAKE for no timeout); an index holds the others.
+         AND j.wake_at IS NULL
        -- Not SKIP LOCKED: a resolver that skipped a child another resolver holds could leave it waiting
        -- (each judging it on a snapshot where the other's parent had not completed yet).
        ORDER BY j.id LIMIT $4 FOR UPDATE OF j),

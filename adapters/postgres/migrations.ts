@@ -293,8 +293,9 @@ CREATE TABLE {schema}.log_records (
     name: "durable workflows",
     // A workflow's steps, one row per job and step name; the events that resume its waits, numbered in
     // the order they were kept (sends of one name and key are serialised, so in their commit order too).
-    // A job waiting on an event with a timeout keeps it in jobs.wake_at, so that the promotion of due
-    // jobs finds it from an index of its own, never looking at continuations.
+    // A job waiting on an event keeps its timeout in jobs.wake_at (NO_WAKE for none), so that the promotion
+    // of due jobs finds it from an index of its own, never looking at continuations, and the resolve of
+    // waiting jobs (continuations, invokes: wake_at null) never looks at the jobs that wait on events.
     sql: `CREATE TABLE {schema}.steps (
   namespace text NOT NULL,
   job_id text NOT NULL,
@@ -329,7 +330,8 @@ CREATE TABLE {schema}.events (
 CREATE INDEX events_key ON {schema}.events (namespace, event, key, seq);
 CREATE INDEX events_sent ON {schema}.events (namespace, sent_at);
 ALTER TABLE {schema}.jobs ADD COLUMN wake_at bigint;
-CREATE INDEX jobs_wake ON {schema}.jobs (namespace, wake_at) WHERE state = 'waiting' AND wake_at IS NOT NULL;`,
+CREATE INDEX jobs_wake ON {schema}.jobs (namespace, wake_at) WHERE state = 'waiting' AND wake_at IS NOT NULL;
+CREATE INDEX jobs_waiting_resolvable ON {schema}.jobs (namespace, id) WHERE state = 'waiting' AND wake_at IS NULL;`,
   },
 ];
 

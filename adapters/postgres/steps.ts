@@ -28,7 +28,7 @@ import type {
   StepSuspended,
   StepSuspendParams,
 } from "../../src/store/mod.ts";
-import { STEP_COLUMNS, stepValues, toFinishedJob, toStepRow } from "../sql/rows.ts";
+import { NO_WAKE, STEP_COLUMNS, stepValues, toFinishedJob, toStepRow } from "../sql/rows.ts";
 import { toHex } from "../sql/hex.ts";
 import type { PostgresConnection, PostgresContext, StoreTarget } from "./connection.ts";
 
@@ -288,7 +288,7 @@ export async function suspendStep({ db, target }: PostgresContext, p: StepSuspen
         ...stepValues(step),
         step.type === "sleep" ? "scheduled" : "waiting",
         step.type === "sleep" ? step.wakeAt : null,
-        step.type === "event" ? step.wakeAt : null,
+        step.type === "event" ? step.wakeAt ?? NO_WAKE : null,
         JSON.stringify(p.run),
       ],
       tx,

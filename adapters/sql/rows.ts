@@ -500,3 +500,11 @@ export function toStepRow(r: StoredRow): StepRow {
     eventSeq: numberOrNull(r.event_seq),
   };
 }
+
+/**
+ * `jobs.wake_at` of a job waiting on an event without a timeout: never due
+ * to promotion, and set, so that every job waiting on an event has a
+ * `wake_at` and the resolve of continuations and invokes (whose `wake_at`
+ * is null) passes them over by an index, without reading their steps.
+ */
+export const NO_WAKE = Number.MAX_SAFE_INTEGER;
