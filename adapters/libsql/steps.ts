@@ -144,14 +144,22 @@ export async function listSteps(
   return rs.rows.map(toStepRow);
 }
 
-/** `stepSave`: stores a step while its job runs under the fence (in the application's transaction `tx` when given). */
-export async function saveStep(
+/**
+ * `stepSave`: stores each step while its job runs under the save's fence,
+ * all in one write transaction (in the application's transaction `tx` when
+ * given), so steps completing together share one commit.
+ */
+export async function saveSteps(
   { db, namespace }: LibsqlContext,
   p: StepSaveParams,
   tx?: Transaction,
-): Promise<boolean> {
-  const rs = await db.write({ sql: upsertStep(), args: stepArgs(namespace, p.id, p.fence, p.step) }, tx);
-  return rs.rows.length > 0;
+): Promise<boolean[]> {
+  if (p.saves.length === 0) return [];
+  const results = await db.writeBatch(
+    p.saves.map((s) => ({ sql: upsertStep(), args: stepArgs(namespace, s.id, s.fence, s.step) })),
+    tx,
+  );
+  return results.map((rs) => rs.rows.length > 0);
 }
 
 /**

@@ -65,7 +65,7 @@ import { listPartitions, partitionsExist, trimPartitionHistory } from "./partiti
 import { claimJobs, finishJobs, listenForWakes, listExpiredJobs, renewLeases, saveProgress } from "./runs.ts";
 import { advanceSchedule, deleteSchedule, getSchedule, listSchedules, saveSchedule } from "./schedules.ts";
 import { ensureSchema } from "./schema.ts";
-import { listSteps, listWaitingEvents, pruneEvents, saveStep, sendEvent, suspendStep } from "./steps.ts";
+import { listSteps, listWaitingEvents, pruneEvents, saveSteps, sendEvent, suspendStep } from "./steps.ts";
 import { listenForChanges, watchJobs } from "./watch.ts";
 
 /**
@@ -154,7 +154,7 @@ export function composeLibsqlStore(client: Client, settings: LibsqlStoreSettings
     eventPrune: (p) => pruneEvents(ctx, p),
     eventSend: (p) => sendEvent(ctx, p),
     stepList: (p) => listSteps(ctx, p),
-    stepSave: (p) => saveStep(ctx, p),
+    stepSave: (p) => saveSteps(ctx, p),
     stepSuspend: (p) => suspendStep(ctx, p),
     // watch.ts
     changesListen: (p) => listenForChanges(ctx, p),
@@ -173,7 +173,7 @@ export function composeLibsqlStore(client: Client, settings: LibsqlStoreSettings
         jobRenewLeases: own((p) => renewLeases(ctx, p, tx)),
         logAppend: own((p) => appendRecords(ctx, p, tx)),
         stepList: own((p) => listSteps(ctx, p, tx)),
-        stepSave: own((p) => saveStep(ctx, p, tx)),
+        stepSave: own((p) => saveSteps(ctx, p, tx)),
       };
     },
   };

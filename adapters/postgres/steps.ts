@@ -1,6 +1,6 @@
 /**
  * How the PostgreSQL store keeps workflows' steps and events (`StepStore`):
- * a step saved in one statement under a share lock on its fenced job; a
+ * steps saved in one statement under share locks on their fenced jobs; a
  * suspension in one transaction that holds the job's row; events kept with
  * a sequence number from an identity column, resuming their waiters in the
  * same transaction.
@@ -29,6 +29,7 @@ import type {
   StepSuspendParams,
 } from "../../src/store/mod.ts";
 import { NO_WAKE, STEP_COLUMNS, stepValues, toFinishedJob, toStepRow } from "../sql/rows.ts";
+import { toHex } from "../sql/hex.ts";
 import type { PostgresConnection, PostgresContext, StoreTarget } from "./connection.ts";
 
 /** The PostgreSQL type of each of {@link STEP_COLUMNS}, for its parameter's cast. */
@@ -61,10 +62,11 @@ function upsertStepSql(target: StoreTarget, from: string): string {
   const values = STEP_COLUMNS.map((c, i) => `$${i + 3}::${STEP_TYPES[c]}`);
   return `INSERT INTO ${target.tables.steps} (namespace, job_id, ${STEP_COLUMNS.join(", ")})
      SELECT $2, $1, ${values.join(", ")} ${from}
-     ON CONFLICT (namespace, job_id, name) DO UPDATE SET ${
-    STEP_COLUMNS.filter((c) => c !== "name").map((c) => `${c} = excluded.${c}`).join(", ")
-  }`;
+     ON CONFLICT (namespace, job_id, name) DO UPDATE SET ${UPSERT_SETS}`;
 }
+
+/** The `SET` of a step's upsert: every column but the name from the row proposed. */
+const UPSERT_SETS = STEP_COLUMNS.filter((c) => c !== "name").map((c) => `${c} = excluded.${c}`).join(", ");
 
 /** The number of the first parameter after a step's in {@link upsertStepSql}. */
 const AFTER_STEP = STEP_COLUMNS.length + 3;
@@ -178,26 +180,53 @@ export async function listSteps(
 }
 
 /**
- * `stepSave`: stores the step in one statement (in the application's
- * transaction `tx` when given), committed durably, while the job runs under
- * the fence: its row is share-locked, so an outcome or a new claim of the
- * job waits for this commit.
+ * `stepSave`: stores the steps in one statement (in the application's
+ * transaction `tx` when given), committed durably: the jobs running under
+ * the saves' fences are share-locked (in id order), so an outcome or a new
+ * claim of one waits for this commit, and the saves of those jobs are
+ * upserted, the last of one job and name only (an upsert may not touch a
+ * row twice). A save applied is one whose job was held.
  */
-export async function saveStep(
+export async function saveSteps(
   { db, target }: PostgresContext,
   p: StepSaveParams,
   tx?: TransactionSql,
-): Promise<boolean> {
-  const rows = await db.query(
-    `WITH held AS (
-       SELECT id FROM ${target.tables.jobs}
-       WHERE id = $1 AND namespace = $2 AND state = 'running' AND fence = $${AFTER_STEP} FOR SHARE)
-     ${upsertStepSql(target, "FROM held")}
-     RETURNING 1`,
-    [p.id, target.namespace, ...stepValues(p.step), p.fence],
+): Promise<boolean[]> {
+  if (p.saves.length === 0) return [];
+  const values = p.saves.map((s) => stepValues(s.step));
+  // Step results in bytea's hex input form: they go as text, like payloads.
+  const columns = STEP_COLUMNS.map((_, i) =>
+    values.map((v) => (v[i] instanceof Uint8Array ? `\\x${toHex(v[i] as Uint8Array)}` : v[i]))
+  );
+  const unnested = ["$2::text[]", "$3::int[]", ...STEP_COLUMNS.map((c, i) => `$${i + 4}::${arrayType(c)}[]`)];
+  const held = await db.query(
+    `WITH u AS (
+       SELECT * FROM unnest(${unnested.join(", ")}) WITH ORDINALITY AS u(job_id, fence, ${
+      STEP_COLUMNS.join(", ")
+    }, ord)),
+     held AS (
+       SELECT id, fence FROM ${target.tables.jobs}
+       WHERE namespace = $1 AND state = 'running' AND (id, fence) IN (SELECT job_id, fence FROM u)
+       ORDER BY id FOR SHARE),
+     saved AS (
+       INSERT INTO ${target.tables.steps} (namespace, job_id, ${STEP_COLUMNS.join(", ")})
+       SELECT DISTINCT ON (u.job_id, u.name) $1, u.job_id, ${
+      STEP_COLUMNS.map((c) => (STEP_TYPES[c] === "bytea" ? `u.${c}::bytea` : `u.${c}`)).join(", ")
+    }
+       FROM u JOIN held AS h ON h.id = u.job_id AND h.fence = u.fence
+       ORDER BY u.job_id, u.name, u.ord DESC
+       ON CONFLICT (namespace, job_id, name) DO UPDATE SET ${UPSERT_SETS})
+     SELECT id, fence FROM held`,
+    [target.namespace, p.saves.map((s) => s.id), p.saves.map((s) => s.fence), ...columns],
     tx,
   );
-  return rows.length > 0;
+  const applied = new Set(held.map((r) => `${r.fence}:${r.id}`));
+  return p.saves.map((s) => applied.has(`${s.fence}:${s.id}`));
+}
+
+/** The element type of a step column's array parameter in {@link saveSteps}: bytea goes as its hex text. */
+function arrayType(column: string): string {
+  return STEP_TYPES[column] === "bytea" ? "text" : STEP_TYPES[column];
 }
 
 /**

@@ -63,7 +63,7 @@ import { listPartitions, partitionsExist, trimPartitionHistory } from "./partiti
 import { claimJobs, finishJobs, listenForWakes, listExpiredJobs, renewLeases, saveProgress } from "./runs.ts";
 import { advanceSchedule, deleteSchedule, getSchedule, listSchedules, saveSchedule } from "./schedules.ts";
 import { ensureSchema } from "./schema.ts";
-import { listSteps, listWaitingEvents, pruneEvents, saveStep, sendEvent, suspendStep } from "./steps.ts";
+import { listSteps, listWaitingEvents, pruneEvents, saveSteps, sendEvent, suspendStep } from "./steps.ts";
 import { listenForChanges, watchJobs } from "./watch.ts";
 
 /**
@@ -152,7 +152,7 @@ export function composePostgresStore(sql: Sql, settings: PostgresStoreSettings):
     eventPrune: (p) => pruneEvents(ctx, p),
     eventSend: (p) => sendEvent(ctx, p),
     stepList: (p) => listSteps(ctx, p),
-    stepSave: (p) => saveStep(ctx, p),
+    stepSave: (p) => saveSteps(ctx, p),
     stepSuspend: (p) => suspendStep(ctx, p),
     // watch.ts
     changesListen: (p) => listenForChanges(ctx, p),
@@ -167,7 +167,7 @@ export function composePostgresStore(sql: Sql, settings: PostgresStoreSettings):
         jobRenewLeases: (p) => renewLeases(ctx, p, tx),
         logAppend: (p) => appendRecords(ctx, p, tx),
         stepList: (p) => listSteps(ctx, p, tx),
-        stepSave: (p) => saveStep(ctx, p, tx),
+        stepSave: (p) => saveSteps(ctx, p, tx),
       };
     },
   };

@@ -40,7 +40,7 @@ import {
 /** What the executor needs from the rest of errand: each collaborator is an object with one role. */
 export interface ExecutorEnv<TTx> extends
   ServiceDeps<
-    Pick<Store, "groupPause" | "inTransaction" | "jobGet" | "jobProgress" | "stepList" | "stepSave" | "stepSuspend">
+    Pick<Store, "groupPause" | "inTransaction" | "jobGet" | "jobProgress" | "stepList" | "stepSuspend">
   > {
   readonly context: unknown;
   /** How long a claim holds; a handler's write in its own transaction renews it there. */
@@ -55,6 +55,8 @@ export interface ExecutorEnv<TTx> extends
   readonly tracing: { startRun(claim: ClaimedJob): RunSpan };
   /** Counts workflow steps, suspensions and event waits. */
   readonly telemetry: WorkflowEnv["telemetry"];
+  /** Stores workflow steps in batches across the instance's runs (one writer per instance). */
+  readonly stepWriter: WorkflowEnv["stepWriter"];
   /** Most bytes of a stored result (and of a step's stored value). */
   readonly maxResultBytes: number;
   /** How long sent events are kept for event waits reached later, in ms. */

@@ -114,14 +114,23 @@ export interface StepListParams {
   readonly id: string;
 }
 
-/** Parameters of {@link StepStore.stepSave}. */
-export interface StepSaveParams {
+/** One step to store, in {@link StepSaveParams}. */
+export interface StepSave {
   /** The job. */
   readonly id: string;
   /** The fence of the claim whose run writes it: a stale run's write is not applied. */
   readonly fence: number;
   /** The step, replacing the job's step of the same name. */
   readonly step: StepRow;
+}
+
+/** Parameters of {@link StepStore.stepSave}. */
+export interface StepSaveParams {
+  /**
+   * The steps to store, of any jobs, each fenced on its own; a later one of
+   * the same job and name replaces an earlier one, as it would saved after it.
+   */
+  readonly saves: readonly StepSave[];
 }
 
 /** Parameters of {@link StepStore.stepSuspend}. */
@@ -181,10 +190,14 @@ export interface StepStore {
   /** The job's steps, in `seq` order. */
   stepList(params: StepListParams): Promise<StepRow[]>;
   /**
-   * Stores a step (replacing the job's step of the same name) if the job is
-   * still running under `fence`, durably; returns whether it did.
+   * Stores steps in one atomic, durable write (one round trip where the
+   * dialect allows, so that steps completing together share one commit):
+   * each replaces its job's step of the same name if the job is still
+   * running under its `fence`. Returns whether each was stored, in the
+   * order given; a save whose job is not held is not written and does not
+   * keep the others from being written.
    */
-  stepSave(params: StepSaveParams): Promise<boolean>;
+  stepSave(params: StepSaveParams): Promise<boolean[]>;
   /**
    * In one atomic write, fenced like an outcome, suspends the run on
    * `step`, unless there is nothing to wait for:

@@ -31,6 +31,7 @@ import { checkRetryPolicy, defaultRetryPolicy, retryDelay, type RetryPolicy } fr
 import type { ClaimedJob, FinishedJob, JobFinish } from "../store/records.ts";
 import type { StepRow, StepType } from "../store/steps.ts";
 import type { Store } from "../store/store.ts";
+import type { StepWriter } from "./step_writer.ts";
 import { checkEventKey, checkEventName } from "./event_names.ts";
 import { cancelledWithParent } from "./children.ts";
 import { toRunError } from "../jobs/run_error.ts";
@@ -79,8 +80,9 @@ export interface WaitForEventOptions {
 }
 
 /** What a run's steps need from the rest of errand. */
-export interface WorkflowEnv
-  extends ServiceDeps<Pick<Store, "inTransaction" | "jobGet" | "stepList" | "stepSave" | "stepSuspend">> {
+export interface WorkflowEnv extends ServiceDeps<Pick<Store, "inTransaction" | "jobGet" | "stepList" | "stepSuspend">> {
+  /** Stores the steps saved outside an application transaction, in batches with other runs' steps. */
+  readonly stepWriter: Pick<StepWriter, "save">;
   /** Most bytes of a step's stored value. */
   readonly maxResultBytes: number;
   /** How long sent events are kept for waits reached later, in ms. */
@@ -359,15 +361,20 @@ export class WorkflowRun {
     }
   }
 
-  /** Writes a step fenced by the run's claim (in `tx` when given); a refused write stops the run as lost. */
+  /**
+   * Writes a step fenced by the run's claim (alone in `tx` when given, else
+   * through the instance's step writer); a refused write stops the run as lost.
+   */
   async #save(step: StepRow, tx?: unknown): Promise<void> {
-    const store = tx === undefined ? this.#env.store : this.#env.store.inTransaction(tx);
-    const finished = step.finishedAt ?? step.startedAt;
-    if (
-      await store.stepSave({ id: this.#claim.id, fence: this.#claim.fence, step: { ...step, finishedAt: finished } })
-    ) {
-      return;
-    }
+    const save = {
+      id: this.#claim.id,
+      fence: this.#claim.fence,
+      step: { ...step, finishedAt: step.finishedAt ?? step.startedAt },
+    };
+    const applied = tx === undefined
+      ? await this.#env.stepWriter.save(save)
+      : (await this.#env.store.inTransaction(tx).stepSave({ saves: [save] }))[0];
+    if (applied) return;
     this.#hooks.lost();
     throw staleRun(this.#claim, step.name);
   }

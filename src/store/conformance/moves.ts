@@ -164,8 +164,8 @@ export const moveCases: StoreCase[] = cases("moves", [
       const taker = await running(store);
       const took = stepRow({ name: "paid", seq: 0, type: "event", event: "paid", key: "k1", eventSeq: last + 8 });
       checkEqual(
-        await store.stepSave({ id: taker.id, fence: taker.fence, step: took }),
-        true,
+        await store.stepSave({ saves: [{ id: taker.id, fence: taker.fence, step: took }] }),
+        [true],
         "the taken event's step",
       );
       const tookAsHigh = await suspendOn(store, taker, eventWait("k1"));
@@ -317,7 +317,11 @@ export const moveCases: StoreCase[] = cases("moves", [
       const store = await ready(env);
       const run = await running(store);
       const done = stepRow({ name: "charge", seq: 0, attempt: 2, error: '{"name":"Error","message":"once"}' });
-      checkEqual(await store.stepSave({ id: run.id, fence: run.fence, step: done }), true, "the step's save");
+      checkEqual(
+        await store.stepSave({ saves: [{ id: run.id, fence: run.fence, step: done }] }),
+        [true],
+        "the step's save",
+      );
       const wait = waitingStep({ name: "paid", seq: 1, type: "event", event: "paid", key: "k", wakeAt: T0 + 500 });
       await suspendOn(store, run, wait);
       const [job] = await store.jobExport({ ids: [run.id] });

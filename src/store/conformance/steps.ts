@@ -79,8 +79,8 @@ export const stepCases: StoreCase[] = cases("steps", [
     // A waiting event step of a job that is not waiting (its run goes on) is not counted.
     const busy = await running(store);
     checkEqual(
-      await store.stepSave({ id: busy.id, fence: busy.fence, step: eventStep("paid", "k3") }),
-      true,
+      await store.stepSave({ saves: [{ id: busy.id, fence: busy.fence, step: eventStep("paid", "k3") }] }),
+      [true],
       "the save",
     );
     const counts = (await store.eventListWaiting({})).sort((a, b) => a.event.localeCompare(b.event));
@@ -122,7 +122,7 @@ export const stepCases: StoreCase[] = cases("steps", [
       const otherName = await suspended(store, eventStep("shipped", "k1"));
       const elsewhere = await suspended(other, eventStep("paid", "k1"));
       const busy = await running(store);
-      await store.stepSave({ id: busy.id, fence: busy.fence, step: eventStep("paid", "k1") });
+      await store.stepSave({ saves: [{ id: busy.id, fence: busy.fence, step: eventStep("paid", "k1") }] });
       const sent = await send(store, { now: T0 + 10 });
       checkEqual(sent.duplicate, false, "duplicate");
       checkEqual(
@@ -206,7 +206,7 @@ export const stepCases: StoreCase[] = cases("steps", [
       const store = await ready(env);
       for (const remove of ["delete", "prune"]) {
         const job = await running(store);
-        await store.stepSave({ id: job.id, fence: job.fence, step: stepRow() });
+        await store.stepSave({ saves: [{ id: job.id, fence: job.fence, step: stepRow() }] });
         await store.jobFinishMany({ finishes: [{ id: job.id, fence: job.fence, state: "completed", at: T0 + 1 }] });
         checkEqual((await store.stepList({ id: job.id })).length, 1, `steps before the ${remove}`);
         if (remove === "delete") checkEqual(await store.jobDelete({ id: job.id }), true, "jobDelete()");
@@ -309,8 +309,12 @@ export const stepCases: StoreCase[] = cases("steps", [
     const job = await running(store);
     const other = await running(store);
     const steps = [stepRow({ name: "c", seq: 2 }), stepRow({ name: "a", seq: 0 }), stepRow({ name: "b", seq: 1 })];
-    for (const step of steps) await store.stepSave({ id: job.id, fence: job.fence, step });
-    await store.stepSave({ id: other.id, fence: other.fence, step: stepRow({ name: "z", seq: 0 }) });
+    await store.stepSave({
+      saves: [
+        ...steps.map((step) => ({ id: job.id, fence: job.fence, step })),
+        { id: other.id, fence: other.fence, step: stepRow({ name: "z", seq: 0 }) },
+      ],
+    });
     checkEqual(await store.stepList({ id: job.id }), [steps[1], steps[2], steps[0]], "the steps");
     checkEqual(await store.stepList({ id: newId() }), [], "the steps of no job");
   }],
@@ -323,30 +327,67 @@ export const stepCases: StoreCase[] = cases("steps", [
       result: null,
       error: '{"name":"Error","message":"boom"}',
     });
-    checkEqual(await store.stepSave({ id: job.id, fence: job.fence, step: failed }), true, "the first save");
+    checkEqual(
+      await store.stepSave({ saves: [{ id: job.id, fence: job.fence, step: failed }] }),
+      [true],
+      "the first save",
+    );
     checkEqual(await store.stepList({ id: job.id }), [failed], "the stored step");
     const done = stepRow({ attempt: 3, finishedAt: T0 + 9 });
-    checkEqual(await store.stepSave({ id: job.id, fence: job.fence, step: done }), true, "the second save");
+    checkEqual(
+      await store.stepSave({ saves: [{ id: job.id, fence: job.fence, step: done }] }),
+      [true],
+      "the second save",
+    );
     checkEqual(await store.stepList({ id: job.id }), [done], "the replaced step");
     const waiting = eventStep("paid", "k1", { name: "w", seq: 1, wakeAt: T0 + 5, eventSeq: null });
-    await store.stepSave({ id: job.id, fence: job.fence, step: waiting });
+    await store.stepSave({ saves: [{ id: job.id, fence: job.fence, step: waiting }] });
     checkEqual(await store.stepList({ id: job.id }), [done, waiting], "both steps");
   }],
+  [
+    "stepSave",
+    "stepSave() stores a batch of saves of several jobs, each on its own fence, a later one of a job and name last",
+    async (env) => {
+      const store = await ready(env);
+      const [a, b, stale] = [await running(store), await running(store), await running(store)];
+      const failed = stepRow({ name: "x", seq: 0, state: "failed", result: null, error: '{"name":"Error"}' });
+      const done = stepRow({ name: "x", seq: 0, attempt: 2, finishedAt: T0 + 9 });
+      const other = stepRow({ name: "y", seq: 1, result: new Uint8Array([7]) });
+      const applied = await store.stepSave({
+        saves: [
+          { id: a.id, fence: a.fence, step: failed },
+          { id: b.id, fence: b.fence, step: failed },
+          { id: stale.id, fence: stale.fence + 1, step: done },
+          { id: a.id, fence: a.fence, step: done },
+          { id: a.id, fence: a.fence, step: other },
+        ],
+      });
+      checkEqual(applied, [true, true, false, true, true], "what was applied");
+      checkEqual(await store.stepList({ id: a.id }), [done, other], "the first job's steps");
+      checkEqual(await store.stepList({ id: b.id }), [failed], "the second job's steps");
+      checkEqual(await store.stepList({ id: stale.id }), [], "the steps of the job saved under a stale fence");
+      checkEqual(await store.stepSave({ saves: [] }), [], "an empty batch");
+    },
+  ],
   ["stepSave", "stepSave() writes nothing under a stale fence or once the job is not running", async (env) => {
     const store = await ready(env);
     const job = await running(store);
     checkEqual(
-      await store.stepSave({ id: job.id, fence: job.fence + 1, step: stepRow() }),
-      false,
+      await store.stepSave({ saves: [{ id: job.id, fence: job.fence + 1, step: stepRow() }] }),
+      [false],
       "a save under another fence",
     );
     await store.jobFinishMany({ finishes: [{ id: job.id, fence: job.fence, state: "completed", at: T0 + 1 }] });
     checkEqual(
-      await store.stepSave({ id: job.id, fence: job.fence, step: stepRow() }),
-      false,
+      await store.stepSave({ saves: [{ id: job.id, fence: job.fence, step: stepRow() }] }),
+      [false],
       "a save after the outcome",
     );
-    checkEqual(await store.stepSave({ id: newId(), fence: 1, step: stepRow() }), false, "a save for no job");
+    checkEqual(
+      await store.stepSave({ saves: [{ id: newId(), fence: 1, step: stepRow() }] }),
+      [false],
+      "a save for no job",
+    );
     checkEqual(await store.stepList({ id: job.id }), [], "the steps");
   }],
   ["stepSave", "stepSave() in an application transaction counts only if it commits", async (env) => {
@@ -355,14 +396,18 @@ export const stepCases: StoreCase[] = cases("steps", [
     const job = await running(store);
     const failure = new Error("roll back");
     const thrown = await env.transaction(async (tx): Promise<never> => {
-      const saved = await store.inTransaction(tx).stepSave({ id: job.id, fence: job.fence, step: stepRow() });
-      checkEqual(saved, true, "the save in the transaction");
+      const saved = await store.inTransaction(tx).stepSave({
+        saves: [{ id: job.id, fence: job.fence, step: stepRow() }],
+      });
+      checkEqual(saved, [true], "the save in the transaction");
       throw failure;
     }).catch((err: unknown) => err);
     checkEqual(thrown === failure, true, "the transaction's error came back");
     checkEqual(await store.stepList({ id: job.id }), [], "the steps after the rollback");
     const kept = stepRow({ name: "kept" });
-    await env.transaction((tx) => store.inTransaction(tx).stepSave({ id: job.id, fence: job.fence, step: kept }));
+    await env.transaction((tx) =>
+      store.inTransaction(tx).stepSave({ saves: [{ id: job.id, fence: job.fence, step: kept }] })
+    );
     checkEqual(await store.stepList({ id: job.id }), [kept], "the steps after a commit");
     return undefined;
   }],
