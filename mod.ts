@@ -99,6 +99,9 @@ export type {
   StandardSchemaV1,
 } from "./src/jobs/validate.ts";
 export type { CompleteResult, Decided, DecidedFor, Handler, HandlerResult, JobContext } from "./src/running/handler.ts";
+export type { InvokeOptions, StepOptions, WaitForEventOptions } from "./src/workflows/workflow_run.ts";
+export type { SendEventOptions, SendEventResult } from "./src/calls/events.ts";
+export type { EventWaitingRow } from "./src/store/steps.ts";
 export { backoff } from "./src/jobs/retry.ts";
 export type { RetryPolicy } from "./src/jobs/retry.ts";
 export { parseDuration } from "./src/base/duration.ts";
@@ -114,6 +117,8 @@ export type {
   RunError,
   RunInfo,
   RunOutcome,
+  StepInfo,
+  WaitingFor,
   WorkerInfo,
   WorkerQueueInfo,
 } from "./src/base/types.ts";

@@ -10,8 +10,10 @@
  * drain with flow control on; `result_idle` and `result_busy`, an enqueue and
  * the `result()` that awaits it; `log_append_single` and `log_append_batch`,
  * appends to a retained log; `log_consume` and `log_consume_members`, a
- * consumer group reading a backlog of it. Each line says exactly which
- * options were set, in `settings`.
+ * consumer group reading a backlog of it; and the shared benchmark's
+ * workflow workloads (its section 9), `wf_drain`, `wf_latency`, `wf_sleep`
+ * and `wf_event`, jobs with durable steps, a file each. Each line says
+ * exactly which options were set, in `settings`.
  */
 import process from "node:process";
 import { fileURLToPath } from "node:url";
@@ -23,6 +25,10 @@ import { logAppendWorkloads } from "./errand_workloads/log_append.ts";
 import { logConsumeWorkloads } from "./errand_workloads/log_consume.ts";
 import { resultWorkloads } from "./errand_workloads/results.ts";
 import { benchSession } from "./errand_workloads/session.ts";
+import { wfDrainWorkloads } from "./errand_workloads/wf_drain.ts";
+import { wfEventWorkloads } from "./errand_workloads/wf_event.ts";
+import { wfLatencyWorkloads } from "./errand_workloads/wf_latency.ts";
+import { wfSleepWorkloads } from "./errand_workloads/wf_sleep.ts";
 
 const version = process.env.npm_package_version ?? "dev";
 
@@ -39,6 +45,10 @@ function subject(store: StoreName): Subject {
       ...resultWorkloads(session),
       ...logAppendWorkloads(session),
       ...logConsumeWorkloads(session),
+      ...wfDrainWorkloads(session),
+      ...wfLatencyWorkloads(session),
+      ...wfSleepWorkloads(session),
+      ...wfEventWorkloads(session),
     },
     cleanup: () => session.cleanup(),
   };

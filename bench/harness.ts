@@ -30,6 +30,16 @@ export const CFG = {
   nLatency: envInt("LAT_N", 200),
   nResult: envInt("RESULT_N", 100),
   nConsume: envInt("N_CONSUME", 50000),
+  /** The workflow workloads' sizes (the shared benchmark's section 9, "Workflows"). */
+  wf: {
+    nDrain: envInt("WF_N_DRAIN", 2000),
+    steps: envInt("WF_STEPS", 5),
+    nSleep: envInt("WF_N_SLEEP", 1000),
+    sleepMs: envInt("WF_SLEEP_MS", 2000),
+    nEvent: envInt("WF_N_EVENT", 1000),
+    eventTimeoutS: envInt("WF_EVENT_TIMEOUT_S", 60),
+    eventSettleMs: envInt("WF_EVENT_SETTLE_MS", 500),
+  },
   latencyGapMinMs: envInt("LAT_GAP_MIN_MS", 20),
   latencyGapMaxMs: envInt("LAT_GAP_MAX_MS", 70),
   timeoutS: envInt("WORKLOAD_TIMEOUT_S", 120),
@@ -79,7 +89,9 @@ export function dropPgDatabase(name: string): Promise<void> {
  * awaits it, with the worker idle or draining a backlog; `log_append_single`
  * and `log_append_batch`, appends to a retained log one by one and batched;
  * `log_consume` and `log_consume_members`, a consumer group reading a
- * backlog of that log with one member and with several.
+ * backlog of that log with one member and with several; and the shared
+ * benchmark's workflow workloads, `wf_drain`, `wf_latency`, `wf_sleep` and
+ * `wf_event`, which errand runs as jobs with durable steps.
  */
 export const WORKLOADS = [
   "enqueue_single",
@@ -94,6 +106,10 @@ export const WORKLOADS = [
   "log_append_batch",
   "log_consume",
   "log_consume_members",
+  "wf_drain",
+  "wf_latency",
+  "wf_sleep",
+  "wf_event",
 ] as const;
 /** One of {@link WORKLOADS}. */
 export type Workload = typeof WORKLOADS[number];
@@ -108,6 +124,10 @@ export type SharedWorkload = Exclude<
   | "log_append_batch"
   | "log_consume"
   | "log_consume_members"
+  | "wf_drain"
+  | "wf_latency"
+  | "wf_sleep"
+  | "wf_event"
 >;
 
 /** The payload of job number `i`. */

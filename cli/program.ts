@@ -12,6 +12,7 @@ import { addChangeCommands } from "./commands/changes.ts";
 import { addDashboardCommand } from "./commands/dashboard.ts";
 import { addMoveCommand } from "./commands/move.ts";
 import { addDrainCommand } from "./commands/drain.ts";
+import { addEventCommands } from "./commands/events.ts";
 import { addJobCommands } from "./commands/jobs.ts";
 import { addMigrateCommand } from "./commands/migrate.ts";
 import { addQueueCommands } from "./commands/queues.ts";
@@ -45,6 +46,7 @@ Examples:
   errand --db postgres://app@localhost/app stats --watch
   errand --db file:errand.db list --state failed --queue mail
   errand --db file:errand.db retry --state failed --queue mail
+  errand --db file:errand.db send-event approval --key order-7 --data '{"approved":true}'
   ERRAND_ADMIN_TOKEN=... errand --db file:errand.db dashboard --port 8787
   errand work ./src/errand.ts`;
 
@@ -66,6 +68,7 @@ export function buildProgram(): Command {
   addChangeCommands(program);
   addScheduleCommands(program);
   addQueueCommands(program);
+  addEventCommands(program);
   addDashboardCommand(program);
   addWorkCommand(program);
   addDrainCommand(program);

@@ -22,6 +22,7 @@ const LAYERS = [
   "jobs", // defining kinds: job(), defineJobs(), the retry policy, validation
   "observability", // metrics, statistics, tracing, telemetry
   "enqueue", // the insert path: rows, unique keys, continuations, jobs started at insert
+  "workflows", // durable steps of a run: step, sleep, invoke, waitForEvent; event names
   "running", // the workers: claim, execute, complete, leases, progress
   "results", // waiting for results and watching jobs
   "cluster", // the instances together: heartbeat, leader, maintenance

@@ -1,6 +1,7 @@
 /**
  * The JSON admin API: jobs (one at a time and in bulk), counts, schedules,
- * topics, stats, and flow control's limits and groups, each route a thin
+ * topics, stats, flow control's limits and groups, and the workflows
+ * waiting on events (and sending one), each route a thin
  * call to the errand. Every state-changing route reports what it changed to
  * the router's audit hook. Errors become JSON bodies in the router's error
  * handler.
@@ -19,6 +20,7 @@ import {
   jsonBody,
   listOptions,
   pauseDuration,
+  sendEventBody,
   statsMinutes,
   withoutPayload,
 } from "./present.ts";
@@ -101,6 +103,15 @@ export function apiRoutes(errand: AdminErrand, settings: ApiSettings): Hono {
     const failed = await errand.forceFailPartitionHead(topic, Number(n));
     await record(c, { action: "forceFailPartitionHead", topic, partition: Number(n), jobId: failed?.id ?? null });
     return c.json({ failed: failed && withoutPayload(failed, showPayloads) });
+  });
+
+  api.get("/event-waits", async (c) => c.json(await errand.eventWaits(c.req.query("event") || undefined)));
+  api.post("/event-waits/:event/send", async (c) => {
+    const event = c.req.param("event");
+    const body = sendEventBody(await jsonBody(c, 'a JSON object such as {"key":"42","data":{"approved":true}}'));
+    const sent = await errand.sendEvent(event, body);
+    await record(c, { action: "sendEvent", event, key: body.key ?? "", ...sent });
+    return c.json(sent);
   });
 
   api.get("/limits", (c) => c.json(errand.limits()));

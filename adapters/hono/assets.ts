@@ -12,12 +12,15 @@ export const LIVE_HEADER = "x-errand-live";
 /** The page's styles. */
 export const DASHBOARD_CSS = `
 :root { color-scheme: light dark; --fg: #1d2330; --muted: #5d6675; --line: #d8dde6; --bg: #fff; --panel: #f6f8fb;
-  --ok: #2f9e44; --bad: #e03131; --warn: #f08c00; --info: #1971c2; }
+  --ok: #2b7a3b; --bad: #c92a2a; --warn: #a85400; --info: #1971c2; }
 @media (prefers-color-scheme: dark) { :root { --fg: #e6e9ef; --muted: #9aa3b2; --line: #343a46; --bg: #14171c;
-  --panel: #1c2027; } }
+  --panel: #1c2027; --ok: #51cf66; --bad: #ff6b6b; --warn: #ffa94d; --info: #74c0fc; } }
+.sr-only { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
 * { box-sizing: border-box; }
 body { margin: 0; font: 14px/1.45 system-ui, sans-serif; color: var(--fg); background: var(--bg); }
-header { display: flex; gap: 1.5rem; align-items: baseline; padding: .8rem 1.5rem; border-bottom: 1px solid var(--line); }
+header { display: flex; flex-wrap: wrap; gap: .3rem 1.5rem; align-items: baseline; padding: .8rem 1.5rem;
+  border-bottom: 1px solid var(--line); }
+header > span, h2 code { overflow-wrap: anywhere; }
 header h1 { font-size: 1.1rem; margin: 0; }
 header nav a { margin-right: 1rem; }
 main { padding: 1rem 1.5rem 3rem; max-width: 1200px; }
@@ -37,7 +40,7 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 .state-completed { color: var(--ok); } .state-failed { color: var(--bad); } .state-cancelled { color: var(--muted); }
 .state-running { color: var(--info); } .state-scheduled, .state-waiting { color: var(--warn); }
 .badge { display: inline-block; min-width: 1.6rem; padding: 0 .4rem; border-radius: 9px; background: var(--info);
-  color: #fff; text-align: center; font-size: 12px; }
+  color: var(--bg); text-align: center; font-size: 12px; }
 .badge.zero { background: var(--line); color: var(--muted); }
 button { font: inherit; padding: .2rem .7rem; border: 1px solid var(--line); border-radius: 4px; background: var(--panel);
   color: var(--fg); cursor: pointer; }
@@ -67,6 +70,28 @@ ul.legend .key.completed { background: var(--completed); } ul.legend .key.failed
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; margin: 0; }
 dl.facts dt { color: var(--muted); }
 dl.facts dd { margin: 0; }
+a.heading-link { font-size: 12px; font-weight: normal; margin-left: .6rem; }
+ol.timeline { list-style: none; margin: 0; padding: 0; border-top: 1px solid var(--line); }
+ol.timeline li.step { display: grid; grid-template-columns: minmax(12rem, 18rem) minmax(6rem, 1fr) minmax(16rem, 2fr);
+  gap: .2rem 1rem; align-items: center; padding: .4rem 0; border-bottom: 1px solid var(--line); }
+.step-head { display: flex; flex-wrap: wrap; gap: .2rem .5rem; align-items: baseline; min-width: 0; }
+.step-name { font-weight: 600; overflow-wrap: anywhere; }
+.step-type { color: var(--muted); font-size: 12px; }
+svg.step-bar { display: block; width: 100%; height: .6rem; }
+svg.step-bar rect.track { fill: var(--panel); stroke: var(--line); stroke-width: 1; vector-effect: non-scaling-stroke; }
+svg.step-bar rect.bar-completed { fill: var(--completed); } svg.step-bar rect.bar-failed { fill: var(--failed); }
+svg.step-bar rect.bar-waiting { fill: var(--warn); }
+dl.step-facts { display: flex; flex-wrap: wrap; gap: 0 1rem; margin: 0; font-size: 13px; }
+dl.step-facts div { display: flex; gap: .3rem; min-width: 0; }
+dl.step-facts dt { color: var(--muted); white-space: nowrap; } dl.step-facts dd { margin: 0; overflow-wrap: anywhere; }
+.step-error { grid-column: 1 / -1; margin: 0; overflow-wrap: anywhere; }
+#waiting-for button { margin-left: .6rem; }
+@media (max-width: 700px) {
+  header, main { padding-left: .8rem; padding-right: .8rem; }
+  ol.timeline li.step { grid-template-columns: 1fr; }
+  th, td { padding: .3rem .35rem; }
+}
+div.scroll { overflow-x: auto; }
 `;
 
 /**
@@ -76,7 +101,9 @@ dl.facts dd { margin: 0; }
  * requests as JSON (`data-body`, or `{}`), then refreshes. A button with
  * `data-confirm` asks first; one with `data-prompt` first asks for a value
  * (`data-default` filled in) and sends it as the query parameter
- * `data-param`. `{count}` in `data-done` becomes the answer's `count`.
+ * `data-param`, or, with `data-field`, parses it as JSON and sends it as
+ * that field of the body. `{name}` in `data-done` becomes the answer's
+ * field `name` (`{count}`, `{resumed}`).
  */
 export const DASHBOARD_JS = `
 (() => {
@@ -106,21 +133,30 @@ export const DASHBOARD_JS = `
     if (!button) return;
     if (button.dataset.confirm && !confirm(button.dataset.confirm)) return;
     let action = button.dataset.action;
+    let sent = button.dataset.body || "{}";
     if (button.dataset.prompt) {
       const answer = prompt(button.dataset.prompt, button.dataset.default || "");
       if (!answer) return;
-      action += (action.includes("?") ? "&" : "?") + button.dataset.param + "=" + encodeURIComponent(answer);
+      if (button.dataset.field) {
+        let value;
+        try {
+          value = JSON.parse(answer);
+        } catch (_) {
+          return say('Not sent: the data must be JSON, such as {"approved": true} or null', true);
+        }
+        sent = JSON.stringify({ ...JSON.parse(sent), [button.dataset.field]: value });
+      } else action += (action.includes("?") ? "&" : "?") + button.dataset.param + "=" + encodeURIComponent(answer);
     }
     button.disabled = true;
     try {
       const res = await fetch(base + action, {
         method: button.dataset.method || "POST",
         headers: { "content-type": "application/json" },
-        body: button.dataset.body || "{}",
+        body: sent,
         credentials: "same-origin",
       });
       const answer = await res.json().catch(() => ({}));
-      const done = (button.dataset.done || "Done").replace("{count}", String(answer.count));
+      const done = (button.dataset.done || "Done").replace(/\\{(\\w+)\\}/g, (_, name) => String(answer[name]));
       say(res.ok ? done : (answer.error || "Failed: HTTP " + res.status), !res.ok);
       if (res.ok && button.dataset.then) location.href = base + button.dataset.then;
       else {

@@ -46,6 +46,19 @@ export type AdminAction =
     readonly offsets: readonly { readonly partition: number; readonly committed: number }[];
   }
   | {
+    readonly action: "sendEvent";
+    /** The event's name. */
+    readonly event: string;
+    /** Its key (`""` when none was sent). */
+    readonly key: string;
+    /** Its id: the one sent, or a new one. */
+    readonly id: string;
+    /** Whether an event with this id was kept already, so nothing was done. */
+    readonly duplicate: boolean;
+    /** How many waiting workflows it resumed. */
+    readonly resumed: number;
+  }
+  | {
     readonly action: "skipRecord";
     /** The log's key in `defineLogs`. */
     readonly log: string;

@@ -1,20 +1,22 @@
 /**
- * The dashboard's page of one job: its facts, durations, runs, relatives,
- * latest error, progress, result and payload when shown, and its retry and
- * cancel buttons.
+ * The dashboard's page of one job: its facts, durations, what it waits
+ * for, its steps' timeline, runs, relatives, latest error, progress, result
+ * and payload when shown, and its retry and cancel buttons.
  *
  * @module
  */
 import { html } from "hono/html";
 import { duration, type Html, jobLink, stateLabel, type ViewContext, when } from "./page.ts";
 import { type AdminErrand, jobDurations, jsonSafe } from "./present.ts";
+import { stepTimeline, waitingLine } from "./workflow_views.ts";
 
-/** A job's page: facts, durations, runs, relatives, latest error, progress, result and payload when shown, and actions. */
+/** A job's page: facts, durations, what it waits for, steps, runs, relatives, latest error, progress, result and payload when shown, and actions. */
 export async function jobPage(errand: AdminErrand, view: ViewContext, id: string): Promise<Html | null> {
   const job = await errand.get(id);
   if (!job) return null;
   const { base } = view;
-  const d = jobDurations(job, Date.now());
+  const now = Date.now();
+  const d = jobDurations(job, now);
   const finished = job.state === "completed" || job.state === "failed" || job.state === "cancelled";
   const action = (what: string) => `/api/jobs/${encodeURIComponent(job.id)}/${what}`;
   // As the job's event stream sends it: the latest run's error while the job is not completed.
@@ -32,6 +34,7 @@ ${
   data-confirm="Cancel this job?">Cancel</button>`
   }
 </p>
+${waitingLine(base, job)}
 <p id="job-error" class="error">${error ? `${error.name}: ${error.message}` : ""}</p>
 <div class="grid">
 <section class="panel"><dl class="facts">
@@ -94,8 +97,9 @@ ${
       `
       : ""
   }
-<h2>Runs</h2>
-<table id="runs"><thead><tr><th class="num">attempt</th><th>started (UTC)</th><th>duration</th><th>outcome</th><th>error</th><th>note</th></tr></thead>
+${stepTimeline(base, job, now)}
+<h2 id="runs-heading">Runs</h2>
+<div class="scroll" role="region" aria-labelledby="runs-heading" tabindex="0"><table id="runs"><thead><tr><th class="num">attempt</th><th>started (UTC)</th><th>duration</th><th>outcome</th><th>error</th><th>note</th></tr></thead>
 <tbody>${
     job.runs.map((r) =>
       html`
@@ -109,7 +113,7 @@ ${
         </tr>
       `
     )
-  }</tbody></table>
+  }</tbody></table></div>
 ${
     view.showPayloads
       ? html`

@@ -23,7 +23,7 @@
  *   by queue (`#queues`) are set in place from each event; when the counts,
  *   the jobs started, completed, failed or enqueued in the window, the
  *   workers or the logs' consumer lag change, the activity panel (the chart with it), workers,
- *   queues (a new queue), schedules, topics and jobs table are replaced
+ *   queues (a new queue), workflows waiting for events, schedules, topics and jobs table are replaced
  *   with the server's, at most once every `data-refresh` seconds, whatever
  *   their markup is.
  *
@@ -36,7 +36,7 @@ function errandLive(body, refresh) {
   const every = Number(body.dataset.refresh) * 1000;
   if (!path || !(every > 0) || typeof EventSource !== "function") return { streaming: false, restart() {} };
   const FINAL = ["completed", "failed", "cancelled"];
-  const PARTS = ["activity", "workers", "queues", "schedules", "topics", "job-table"];
+  const PARTS = ["activity", "workers", "queues", "event-waits", "schedules", "topics", "job-table"];
   const label = () => document.querySelector("#live h2 .state");
   const setText = (selector, text) => {
     for (const element of document.querySelectorAll(selector)) element.textContent = text;

@@ -105,7 +105,7 @@ function groupSection(base: string, log: string, group: string, rows: readonly L
             <th class="num">end</th>
             <th class="num">lag</th>
             <th>owner</th>
-            <th></th>
+            <th><span class="sr-only">action</span></th>
           </tr>
         </thead>
         <tbody>${rows.map((r) =>

@@ -119,7 +119,8 @@ export interface AdminRouterOptions {
    * Called after every state-changing request that the router carried out
    * (retry, cancel and delete of a job or in bulk, a schedule's trigger, a
    * partition head's force-fail, a group's pause and resume, a consumer
-   * group's seek and a record skipped), with the
+   * group's seek and a record skipped, a workflow event sent, without its
+   * data), with the
    * request's context and what it changed; the response waits for it. A
    * request refused before any change (by `authorize`, the guards, bad input,
    * a state conflict) is not reported. When `audit` throws or rejects, the

@@ -1,6 +1,7 @@
 /**
  * The dashboard's overview: counts with "Retry all N failed", activity,
- * workers, queues, schedules, topics with their logs, and the jobs table
+ * workers, queues, workflows waiting for events, schedules, topics with
+ * their logs, and the jobs table
  * with its filters. Every number comes from the store, so every instance
  * sharing the database shows the same page.
  *
@@ -13,10 +14,12 @@ import { logBadges } from "./log_views.ts";
 import { bytes, duration, type Html, jobLink, stateLabel, type ViewContext, when } from "./page.ts";
 import type { AdminErrand } from "./present.ts";
 import { queueRow, retryAll } from "./queue_views.ts";
+import { eventWaitsPanel } from "./workflow_views.ts";
 
 /**
  * The overview: counts, activity over the last `minutes`, workers, storage,
- * schedules, topics, then jobs filtered by `filters`.
+ * queues, workflows waiting by event, schedules, topics, then jobs filtered
+ * by `filters`.
  */
 export async function overview(
   errand: AdminErrand,
@@ -24,13 +27,14 @@ export async function overview(
   filters: ListOptions,
   minutes: StatsMinutes,
 ): Promise<Html> {
-  const [counts, stats, schedules, topics, page, logs] = await Promise.all([
+  const [counts, stats, schedules, topics, page, logs, waits] = await Promise.all([
     errand.counts(),
     errand.stats({ minutes }),
     errand.schedules(),
     errand.topics(),
     errand.list(filters),
     errand.logs(),
+    errand.eventWaits(),
   ]);
   const { base } = view;
   const limits = errand.limits();
@@ -88,14 +92,16 @@ export async function overview(
   }</tbody></table></section>
 </div>
 
-<h2>Queues</h2>
-<table id="queues"><thead><tr><th>queue</th>${
+<h2 id="queues-heading">Queues</h2>
+<div class="scroll" role="region" aria-labelledby="queues-heading" tabindex="0"><table id="queues"><thead><tr><th>queue</th>${
     JOB_STATES.map((s) => html`<th class="num">${s}</th>`)
   }<th>limits and groups</th></tr></thead>
-<tbody>${queues.map((q) => queueRow(base, q, counts.byQueue[q], limits))}</tbody></table>
+<tbody>${queues.map((q) => queueRow(base, q, counts.byQueue[q], limits))}</tbody></table></div>
 
-<h2>Schedules</h2>
-<table id="schedules"><thead><tr><th>id</th><th>kind</th><th>cron</th><th>next run (UTC)</th><th>last job</th><th></th></tr></thead>
+${eventWaitsPanel(base, waits)}
+
+<h2 id="schedules-heading">Schedules</h2>
+<div class="scroll" role="region" aria-labelledby="schedules-heading" tabindex="0"><table id="schedules"><thead><tr><th>id</th><th>kind</th><th>cron</th><th>next run (UTC)</th><th>last job</th><th><span class="sr-only">action</span></th></tr></thead>
 <tbody>${
     schedules.map((s) =>
       html`
@@ -110,7 +116,7 @@ export async function overview(
         </tr>
       `
     )
-  }</tbody></table>
+  }</tbody></table></div>
 
 ${
     topics.length === 0 ? "" : html`
@@ -142,7 +148,7 @@ ${
 
 <h2 id="jobs">Jobs</h2>
 ${filterForm(base, filters, queues, topics.map((t) => t.topic), windowParam(minutes).minutes)}
-<table id="job-table"><thead><tr><th>id</th><th>state</th><th>kind</th><th>queue</th><th class="num">attempt</th><th>created (UTC)</th><th>run at (UTC)</th></tr></thead>
+<div class="scroll" role="region" aria-labelledby="jobs" tabindex="0"><table id="job-table"><thead><tr><th>id</th><th>state</th><th>kind</th><th>queue</th><th class="num">attempt</th><th>created (UTC)</th><th>run at (UTC)</th></tr></thead>
 <tbody>${
     page.jobs.map((j) =>
       html`
@@ -157,7 +163,7 @@ ${filterForm(base, filters, queues, topics.map((t) => t.topic), windowParam(minu
         </tr>
       `
     )
-  }</tbody></table>
+  }</tbody></table></div>
 <p>${page.jobs.length === 0 ? "No jobs match." : ""} ${
     filters.cursor ? html`<a href="${pageLink("")}">First page</a>` : ""
   } ${page.cursor ? html`<a id="next-page" href="${pageLink(page.cursor)}">Next page</a>` : ""}</p>

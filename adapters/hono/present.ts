@@ -52,6 +52,8 @@ export type AdminErrand = Pick<
   | "lag"
   | "read"
   | "seek"
+  | "eventWaits"
+  | "sendEvent"
 >;
 
 /** Reads list filters and paging from a query string; a page size is clamped to 1..`maxPageSize`. */
@@ -166,6 +168,32 @@ export function bulkFilter(body: unknown): BulkFilter {
     filter[name] = date;
   }
   return filter as unknown as BulkFilter;
+}
+
+/** What `POST /api/event-waits/:event/send` takes: `sendEvent()`'s options but `tx`. */
+export interface SendEventBody {
+  readonly key?: string;
+  readonly data?: unknown;
+  readonly id?: string;
+}
+
+/** The fields a send's body may have. */
+const SEND_FIELDS: readonly string[] = ["key", "data", "id"];
+
+/**
+ * A send's options from a request's JSON body: an object with `key`,
+ * `data` and `id` at most (`sendEvent()` checks their values).
+ * @throws {ValidationError} For anything else, so no other option (such as `tx`) reaches `sendEvent()`.
+ */
+export function sendEventBody(body: unknown): SendEventBody {
+  const what = 'an object such as {"key":"42","data":{"approved":true}} with "key", "data" and "id" at most';
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    throw new ValidationError(`The body must be ${what}`);
+  }
+  const unknown = Object.keys(body).find((name) => !SEND_FIELDS.includes(name));
+  if (unknown !== undefined) throw new ValidationError(`Unknown field "${unknown}": the body must be ${what}`);
+  const { key, data, id } = body as SendEventBody;
+  return { key, data, id };
 }
 
 /** The request's JSON body. @throws {ValidationError} When it is not JSON, saying it must be `what`. */

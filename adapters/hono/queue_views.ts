@@ -92,7 +92,7 @@ export async function queuePage(
             <th class="num">running</th>
             <th class="num">queued</th>
             <th>paused until (UTC)</th>
-            <th></th>
+            <th><span class="sr-only">action</span></th>
           </tr>
         </thead>
         <tbody>${page.groups.map((g) => {

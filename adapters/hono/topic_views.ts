@@ -30,7 +30,7 @@ export async function topicPage(errand: AdminErrand, view: ViewContext, topic: s
             <th>owner</th>
             <th>running on</th>
             <th>lag</th>
-            <th></th>
+            <th><span class="sr-only">action</span></th>
           </tr>
         </thead>
         <tbody>${partitions.map((p) =>

@@ -112,6 +112,16 @@ export class LibsqlConnection {
     return await this.run(() => this.transaction((t) => t.execute(statement)));
   }
 
+  /**
+   * Runs writing statements in order as one batch (one round trip), in the
+   * application's transaction, or else in its own write transaction; a later
+   * statement sees what an earlier one wrote.
+   */
+  async writeBatch(statements: InStatement[], tx?: Transaction): Promise<ResultSet[]> {
+    if (tx) return await this.run(() => tx.batch(statements), false);
+    return await this.run(() => this.transaction((t) => t.batch(statements)));
+  }
+
   /** {@link LibsqlConnection.write} for claims and lease renewals: the commit is not synced. */
   writeUnsynced(statement: InStatement): Promise<ResultSet> {
     return this.run(() => this.transaction((t) => t.execute(statement), TAKE_WRITE_LOCK, false));

@@ -3,7 +3,8 @@
  * of literals, the sequence numbers of partitioned rows, unique keys, rows
  * inserted already claimed, and a continuation's links to its parents, all
  * in one write transaction, the application's when it passes one), the
- * promotion of due scheduled jobs, and the release of waiting continuations.
+ * promotion of due scheduled jobs and timed-out waits, and the release of
+ * waiting continuations and of workflows waiting on a child.
  *
  * @module
  */
@@ -108,11 +109,23 @@ export async function insertJobs(
   return tx ? await db.run(() => insertReading(tx), false) : await db.run(() => db.transaction(insertReading));
 }
 
-/** `jobPromoteDue`: makes a batch of due scheduled jobs available; the queues they are in. */
+/**
+ * `jobPromoteDue`: makes a batch of due jobs available, the earliest due first: scheduled jobs
+ * whose run time came, and waiting jobs whose timeout (an event wait's) passed, which run from now
+ * on (not from the run time they had before they suspended); the queues they are in.
+ */
 export async function promoteDueJobs({ db, namespace }: LibsqlContext, p: JobPromoteDueParams): Promise<string[]> {
   const rs = await db.write({
-    sql: `UPDATE errand_jobs SET state = 'available'
-            WHERE id IN (SELECT id FROM errand_jobs WHERE namespace = ? AND state = 'scheduled' AND run_at <= ? ORDER BY run_at LIMIT ?)
+    sql: `UPDATE errand_jobs SET state = 'available', run_at = CASE WHEN state = 'waiting' THEN ?2 ELSE run_at END,
+            wake_at = NULL
+            WHERE id IN (
+              SELECT id FROM (
+                SELECT * FROM (SELECT id, run_at AS due FROM errand_jobs
+                  WHERE namespace = ?1 AND state = 'scheduled' AND run_at <= ?2 ORDER BY run_at LIMIT ?3)
+                UNION ALL
+                SELECT * FROM (SELECT id, wake_at FROM errand_jobs
+                  WHERE namespace = ?1 AND state = 'waiting' AND wake_at <= ?2 ORDER BY wake_at LIMIT ?3))
+              ORDER BY due LIMIT ?3)
             RETURNING queue`,
     args: [namespace, p.now, p.limit],
   });
@@ -120,34 +133,53 @@ export async function promoteDueJobs({ db, namespace }: LibsqlContext, p: JobPro
 }
 
 /**
- * `jobResolveWaiting`: releases a batch of waiting continuations whose
- * parents all completed, and cancels those a parent can no longer complete.
+ * `jobResolveWaiting`: resolves a batch of waiting jobs (the children of
+ * `p.parents`, or any). A continuation whose parents all completed is
+ * released, one a parent can no longer complete is cancelled. A workflow
+ * waiting on an invoke is released once its child is over (completed,
+ * failed, cancelled or gone), never cancelled; one waiting on an event is
+ * no candidate (an event or its timeout releases it).
  */
 export async function resolveWaitingJobs(
   { db, namespace }: LibsqlContext,
   p: JobResolveWaitingParams,
 ): Promise<ResolvedWaiting> {
+  const waitingStep = (job: string, type: string) =>
+    `SELECT 1 FROM errand_steps AS s WHERE s.namespace = ?1 AND s.job_id = ${job} AND s.state = 'waiting' AND s.type = '${type}'`;
+  // The children of `parents` are looked up from them (continuations by their links, invoking
+  // workflows by their steps), not among every waiting job, which workflows waiting on events swell.
+  const waiting = p.parents
+    ? `j.id IN (
+        SELECT job_id FROM errand_job_parents WHERE namespace = ?1 AND parent_id IN (SELECT value FROM json_each(?2))
+        UNION SELECT job_id FROM errand_steps
+          WHERE namespace = ?1 AND state = 'waiting' AND type = 'invoke' AND child_id IN (SELECT value FROM json_each(?2)))
+        AND j.namespace = ?1 AND j.state = 'waiting'`
+    : `j.namespace = ?1 AND j.state = 'waiting' AND ${LISTED_STATES_SQL}`;
   const rs = await db.write({
     sql: `WITH candidates AS (
-              SELECT j.id, j.run_at FROM errand_jobs AS j
-              WHERE j.namespace = ?1 AND j.state = 'waiting' AND ${LISTED_STATES_SQL}
-                AND (?2 IS NULL OR j.id IN (
-                  SELECT job_id FROM errand_job_parents WHERE namespace = ?1 AND parent_id IN (SELECT value FROM json_each(?2))))
+              SELECT j.id, j.run_at, EXISTS (${waitingStep("j.id", "invoke")}) AS invoking FROM errand_jobs AS j
+              -- Jobs waiting on events all have a wake_at (NO_WAKE for no timeout); an index holds the others.
+              WHERE ${waiting} AND j.wake_at IS NULL
               ORDER BY j.id LIMIT ?4),
             verdicts AS (
               SELECT c.id, c.run_at,
-                (SELECT 'Parent job "' || l.parent_id || '" ' || coalesce(pj.state, 'no longer exists')
-                 FROM errand_job_parents AS l LEFT JOIN errand_jobs AS pj ON pj.id = l.parent_id AND pj.namespace = l.namespace
-                 WHERE l.namespace = ?1 AND l.job_id = c.id AND (pj.id IS NULL OR pj.state IN ('failed', 'cancelled'))
-                 ORDER BY l.parent_id LIMIT 1) AS doomed_by,
-                NOT EXISTS (
+                CASE WHEN NOT c.invoking THEN (
+                  SELECT 'Parent job "' || l.parent_id || '" ' || coalesce(pj.state, 'no longer exists')
+                  FROM errand_job_parents AS l LEFT JOIN errand_jobs AS pj ON pj.id = l.parent_id AND pj.namespace = l.namespace
+                  WHERE l.namespace = ?1 AND l.job_id = c.id AND (pj.id IS NULL OR pj.state IN ('failed', 'cancelled'))
+                  ORDER BY l.parent_id LIMIT 1) END AS doomed_by,
+                CASE WHEN c.invoking THEN NOT EXISTS (
+                  ${waitingStep("c.id", "invoke")} AND EXISTS (SELECT 1 FROM errand_jobs AS cj
+                    WHERE cj.id = s.child_id AND cj.namespace = ?1 AND cj.state NOT IN ('completed', 'failed', 'cancelled')))
+                ELSE NOT EXISTS (
                   SELECT 1 FROM errand_job_parents AS l JOIN errand_jobs AS pj ON pj.id = l.parent_id AND pj.namespace = l.namespace
-                  WHERE l.namespace = ?1 AND l.job_id = c.id AND pj.state <> 'completed') AS ready
+                  WHERE l.namespace = ?1 AND l.job_id = c.id AND pj.state <> 'completed') END AS ready
               FROM candidates AS c)
             UPDATE errand_jobs AS j SET
               state = CASE WHEN v.doomed_by IS NOT NULL THEN 'cancelled' WHEN v.run_at > ?3 THEN 'scheduled' ELSE 'available' END,
               finished_at = CASE WHEN v.doomed_by IS NOT NULL THEN ?3 END,
-              reason = v.doomed_by
+              reason = v.doomed_by,
+              wake_at = NULL
             FROM verdicts AS v
             WHERE j.id = v.id AND (v.doomed_by IS NOT NULL OR v.ready)
             RETURNING id, state, queue`,

@@ -66,7 +66,7 @@ export async function countJobs({ db, namespace }: LibsqlContext): Promise<JobCo
   return rs.rows.map(toJobCount);
 }
 
-/** `jobDelete`: deletes a job that is not running, with its links to its parents; whether it did. */
+/** `jobDelete`: deletes a job that is not running, with its links to its parents and its steps; whether it did. */
 export async function deleteJob({ db, namespace }: LibsqlContext, p: JobDeleteParams): Promise<boolean> {
   return await db.run(() =>
     db.transaction(async (tx) => {
@@ -75,16 +75,13 @@ export async function deleteJob({ db, namespace }: LibsqlContext, p: JobDeletePa
         args: [p.id, namespace],
       });
       if (rs.rows.length === 0) return false;
-      await tx.execute({
-        sql: "DELETE FROM errand_job_parents WHERE namespace = ? AND job_id = ?",
-        args: [namespace, p.id],
-      });
+      await deleteJobParts(tx, namespace, [p.id]);
       return true;
     })
   );
 }
 
-/** `jobDeleteMany`: deletes a batch of jobs that are not running, with their parent links. */
+/** `jobDeleteMany`: deletes a batch of jobs that are not running, with their parent links and steps. */
 export async function deleteJobs({ db, namespace }: LibsqlContext, p: JobDeleteManyParams): Promise<string[]> {
   const args: InValue[] = [];
   const sql = `DELETE FROM errand_jobs WHERE id IN (${
@@ -93,7 +90,7 @@ export async function deleteJobs({ db, namespace }: LibsqlContext, p: JobDeleteM
   return await db.run(() =>
     db.transaction(async (tx) => {
       const ids = (await tx.execute({ sql, args })).rows.map((r) => String(r.id));
-      await deleteParentLinks(tx, namespace, ids);
+      await deleteJobParts(tx, namespace, ids);
       return ids;
     })
   );
@@ -136,7 +133,7 @@ export async function listJobs({ db, namespace }: LibsqlContext, p: JobListParam
   return rs.rows.map(toJobRow);
 }
 
-/** `jobPrune`: deletes a batch of jobs finished in `p.state` before `p.before`, with their parent links. */
+/** `jobPrune`: deletes a batch of jobs finished in `p.state` before `p.before`, with their parent links and steps. */
 export async function pruneJobs({ db, namespace }: LibsqlContext, p: JobPruneParams): Promise<number> {
   return await db.run(() =>
     db.transaction(async (tx) => {
@@ -146,7 +143,7 @@ export async function pruneJobs({ db, namespace }: LibsqlContext, p: JobPrunePar
                 RETURNING id`,
         args: [namespace, p.state, p.before, p.limit],
       });
-      await deleteParentLinks(tx, namespace, gone.rows.map((r) => r.id));
+      await deleteJobParts(tx, namespace, gone.rows.map((r) => r.id));
       return gone.rows.length;
     })
   );
@@ -169,7 +166,7 @@ export async function listRelatives({ db, namespace }: LibsqlContext, p: JobRela
 export async function transitionJob({ db, namespace }: LibsqlContext, p: JobTransitionParams): Promise<boolean> {
   const rs = await db.write({
     sql: `UPDATE errand_jobs SET state = ?, run_at = coalesce(?, run_at), finished_at = ?, fence = fence + 1,
-              lease_until = NULL, worker_id = NULL, reason = coalesce(?, reason),
+              lease_until = NULL, worker_id = NULL, wake_at = NULL, reason = coalesce(?, reason),
               max_attempts = CASE WHEN ? AND attempt >= max_attempts THEN attempt + 1 ELSE max_attempts END
             WHERE id = ? AND namespace = ? AND state IN (SELECT value FROM json_each(?))
             RETURNING id`,
@@ -195,7 +192,7 @@ export async function transitionJobs(
   const args: InValue[] = [p.state, p.runAt ?? null, p.finishedAt, p.reason ?? null, p.grantAttempt ? 1 : 0];
   const rs = await db.write({
     sql: `UPDATE errand_jobs SET state = ?, run_at = coalesce(?, run_at), finished_at = ?, fence = fence + 1,
-            lease_until = NULL, worker_id = NULL, reason = coalesce(?, reason),
+            lease_until = NULL, worker_id = NULL, wake_at = NULL, reason = coalesce(?, reason),
             max_attempts = CASE WHEN ? AND attempt >= max_attempts THEN attempt + 1 ELSE max_attempts END
           WHERE id IN (${picked(namespace, p.filter, p.limit, args)})
           RETURNING id, queue`,
@@ -204,13 +201,16 @@ export async function transitionJobs(
   return rs.rows.map((r) => ({ id: String(r.id), queue: String(r.queue) }));
 }
 
-/** Deletes the links of the jobs `ids` (just deleted in `tx`) to their parents. */
-export async function deleteParentLinks(tx: Transaction, namespace: string, ids: readonly unknown[]): Promise<void> {
+/** Deletes what belongs to the jobs `ids` (just deleted in `tx`): their links to their parents and their steps. */
+export async function deleteJobParts(tx: Transaction, namespace: string, ids: readonly unknown[]): Promise<void> {
   if (ids.length === 0) return;
-  await tx.execute({
-    sql: "DELETE FROM errand_job_parents WHERE namespace = ? AND job_id IN (SELECT value FROM json_each(?))",
-    args: [namespace, JSON.stringify(ids)],
-  });
+  const args = [namespace, JSON.stringify(ids)];
+  await tx.batch(
+    ["errand_job_parents", "errand_steps"].map((table) => ({
+      sql: `DELETE FROM ${table} WHERE namespace = ? AND job_id IN (SELECT value FROM json_each(?))`,
+      args,
+    })),
+  );
 }
 
 /** The ids of at most `limit` jobs of `namespace` matching `filter`, in id order (`args` gets the values). */

@@ -264,6 +264,54 @@ export const LIBSQL_MIGRATIONS: readonly LibsqlMigration[] = [
       ) WITHOUT ROWID`,
     ],
   },
+  {
+    version: 14,
+    name: "durable workflows",
+    statements: [
+      // A job waiting on an event keeps its timeout (NO_WAKE for none): promotion finds it without reading
+      // its steps, and the resolve of waiting jobs (continuations, invokes: wake_at null) never looks at it.
+      "ALTER TABLE errand_jobs ADD COLUMN wake_at INTEGER",
+      "CREATE INDEX errand_jobs_wake ON errand_jobs (namespace, wake_at) WHERE state = 'waiting' AND wake_at IS NOT NULL",
+      "CREATE INDEX errand_jobs_waiting_resolvable ON errand_jobs (namespace, id) WHERE state = 'waiting' AND wake_at IS NULL",
+      `CREATE TABLE errand_steps (
+        namespace TEXT NOT NULL,
+        job_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        type TEXT NOT NULL,
+        state TEXT NOT NULL,
+        attempt INTEGER NOT NULL,
+        started_at INTEGER NOT NULL,
+        finished_at INTEGER,
+        result BLOB,
+        error TEXT,
+        wake_at INTEGER,
+        child_id TEXT,
+        event TEXT,
+        key TEXT,
+        event_seq INTEGER,
+        PRIMARY KEY (namespace, job_id, name)
+      ) WITHOUT ROWID`,
+      "CREATE INDEX errand_steps_child ON errand_steps (namespace, child_id) WHERE state = 'waiting' AND type = 'invoke'",
+      "CREATE INDEX errand_steps_event ON errand_steps (namespace, event, key) WHERE state = 'waiting' AND type = 'event'",
+      // The steps that took an event: an event's send finds those it just completed.
+      "CREATE INDEX errand_steps_event_seq ON errand_steps (namespace, event_seq) WHERE event_seq IS NOT NULL",
+      // AUTOINCREMENT: a sequence number is never reused, even once every event was pruned, so a
+      // wait that took event n never mistakes a later event for one it took.
+      `CREATE TABLE errand_events (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        namespace TEXT NOT NULL,
+        id TEXT NOT NULL,
+        event TEXT NOT NULL,
+        key TEXT NOT NULL,
+        data BLOB NOT NULL,
+        sent_at INTEGER NOT NULL,
+        UNIQUE (namespace, id)
+      )`,
+      "CREATE INDEX errand_events_key ON errand_events (namespace, event, key, seq)",
+      "CREATE INDEX errand_events_sent ON errand_events (namespace, sent_at)",
+    ],
+  },
 ];
 
 /** The newest schema version this errand understands. */

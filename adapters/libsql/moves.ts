@@ -1,23 +1,32 @@
 /**
  * The libSQL store's side of moving a store: jobs read and written with
- * every column, the conditional delete of moved jobs, the move's record,
- * partition counters, and retained logs' records and consumer offsets. An
- * import is one write transaction: the jobs go as one JSON document read by
- * `json_each`, updating the rows the namespace has and inserting the others
- * (`ON CONFLICT DO NOTHING` leaves out a job whose unique key another holds,
- * or whose id another namespace has).
+ * every column and their steps, kept events, the conditional delete of
+ * moved jobs, the move's record, partition counters, and retained logs'
+ * records and consumer offsets. An import is one write transaction: the
+ * jobs go as one JSON document read by `json_each`, updating the rows the
+ * namespace has and inserting the others (`ON CONFLICT DO NOTHING` leaves
+ * out a job whose unique key another holds, or whose id another namespace
+ * has), and their steps replace those the written jobs had.
+ *
+ * Events are kept at their own sequence numbers (the `AUTOINCREMENT`
+ * counter in `sqlite_sequence` follows, and is raised further when asked);
+ * SQLite's one writer serialises an import with event waits and sends.
  *
  * @module
  */
 import type { Transaction } from "@libsql/client";
 import type {
   ConsumerImportParams,
+  EventExportParams,
+  EventImported,
+  EventImportParams,
   JobDeleteMovedParams,
   JobExportParams,
   JobImportParams,
   JobImportResult,
   LogImportParams,
   LogSequence,
+  MovedEvent,
   MovedJob,
   MoveGetParams,
   MoveRecord,
@@ -27,16 +36,21 @@ import type {
 } from "../../src/store/mod.ts";
 import { fromHex, toHex } from "../sql/hex.ts";
 import {
+  eventDocument,
   importDocument,
   leftOutResult,
   MOVED_COLUMNS,
+  MOVED_STEP_COLUMNS,
   parentLinks,
   quoted,
+  stepDocument,
+  stepObjectSql,
+  toMovedEvent,
   toMovedJob,
   toMoveRecord,
 } from "../sql/moved_rows.ts";
 import type { LibsqlContext } from "./connection.ts";
-import { deleteParentLinks } from "./jobs.ts";
+import { deleteJobParts } from "./jobs.ts";
 
 /** The document's rows as columns: `value` is one job's object of the import document. */
 const FIELDS = MOVED_COLUMNS.map(([c, t]) =>
@@ -45,14 +59,22 @@ const FIELDS = MOVED_COLUMNS.map(([c, t]) =>
 const COLUMN_LIST = MOVED_COLUMNS.map(([c]) => quoted(c)).join(", ");
 const SETS = MOVED_COLUMNS.filter(([c]) => c !== "id").map(([c]) => `${quoted(c)} = x.${quoted(c)}`).join(", ");
 /**
- * Each job as one JSON object (bytes as hex), with its parents: the client
- * hands back one text per row, which is many times faster to read than
- * thirty columns.
+ * Each job as one JSON object (bytes as hex), with its parents and steps:
+ * the client hands back one text per row, which is many times faster to
+ * read than thirty columns.
  */
 const ROW = `json_object(${
   MOVED_COLUMNS.map(([c, t]) => `'${c}', ${t === "bytes" ? hexOrNull(`j.${quoted(c)}`) : `j.${quoted(c)}`}`).join(", ")
 }, 'parents', (SELECT json_group_array(l.parent_id) FROM errand_job_parents AS l
-  WHERE l.namespace = j.namespace AND l.job_id = j.id)) AS job`;
+  WHERE l.namespace = j.namespace AND l.job_id = j.id),
+  'steps', json((SELECT json_group_array(${stepObjectSql("json_object", hexOrNull)}) FROM errand_steps AS s
+  WHERE s.namespace = j.namespace AND s.job_id = j.id))) AS job`;
+
+/** The step import document's rows as columns: `value` is one step's object. */
+const STEP_FIELDS = MOVED_STEP_COLUMNS.map(([c, t]) =>
+  t === "bytes" ? `unhex(value ->> '${c}') AS ${c}` : `value ->> '${c}' AS ${c}`
+).join(", ");
+const STEP_COLUMN_LIST = MOVED_STEP_COLUMNS.map(([c]) => c).join(", ");
 
 /** `column`'s bytes as hex text, or null (SQLite's `hex(NULL)` is an empty text). */
 function hexOrNull(column: string): string {
@@ -81,9 +103,83 @@ export async function importConsumers({ db, namespace }: LibsqlContext, p: Consu
   });
 }
 
+/** `eventExport`: a page of the namespace's kept events in `seq` order. */
+export async function exportEvents({ db, namespace }: LibsqlContext, p: EventExportParams): Promise<MovedEvent[]> {
+  const rs = await db.read({
+    sql: `SELECT seq, id, event, key, data, sent_at FROM errand_events WHERE namespace = ? AND seq > ?
+          ORDER BY seq LIMIT ?`,
+    args: [namespace, p.after ?? 0, p.limit],
+  });
+  return rs.rows.map(toMovedEvent);
+}
+
 /**
- * `jobDeleteMoved`: deletes the stamped jobs still as stamped, not running
- * and waited for by no waiting job, with their links to their parents.
+ * `eventImport`: in one write transaction, keeps the events, completes the
+ * waits they resume (each with the earliest of them it would take) and
+ * makes those jobs available, then raises the counter to `lastSeq`.
+ */
+export async function importEvents(
+  { db, namespace }: LibsqlContext,
+  p: EventImportParams,
+): Promise<EventImported> {
+  return await db.run(() =>
+    db.transaction(async (tx) => {
+      const kept = p.events.length === 0 ? [] : (await tx.execute({
+        sql: `INSERT INTO errand_events (seq, namespace, id, event, key, data, sent_at)
+              SELECT value ->> 0, ?1, value ->> 1, value ->> 2, value ->> 3, unhex(value ->> 4), value ->> 5
+              FROM json_each(?2) WHERE true
+              ON CONFLICT (namespace, id) DO NOTHING RETURNING seq`,
+        args: [namespace, eventDocument(p.events)],
+      })).rows.map((r) => Number(r.seq));
+      const resumed = kept.length === 0 ? [] : (await tx.execute({
+        sql: `WITH taken AS (
+                SELECT s.job_id, s.name, min(e.seq) AS seq FROM errand_steps AS s
+                JOIN errand_jobs AS j ON j.id = s.job_id AND j.namespace = s.namespace AND j.state = 'waiting'
+                JOIN errand_events AS e ON e.namespace = s.namespace AND e.event = s.event AND e.key = s.key
+                  AND e.sent_at >= s.started_at AND e.seq IN (SELECT value FROM json_each(?2))
+                WHERE s.namespace = ?1 AND s.type = 'event' AND s.state = 'waiting'
+                  AND NOT EXISTS (
+                    SELECT 1 FROM errand_steps AS t WHERE t.namespace = ?1 AND t.job_id = s.job_id
+                      AND t.event = s.event AND t.key = s.key AND t.event_seq >= e.seq)
+                GROUP BY s.job_id, s.name)
+              UPDATE errand_steps AS s SET state = 'completed', finished_at = ?3, event_seq = t.seq,
+                result = (SELECT data FROM errand_events WHERE seq = t.seq)
+              FROM taken AS t WHERE s.namespace = ?1 AND s.job_id = t.job_id AND s.name = t.name
+              RETURNING job_id`,
+        args: [namespace, JSON.stringify(kept), p.now],
+      })).rows.map((r) => String(r.job_id));
+      if (resumed.length) {
+        await tx.execute({
+          sql: `UPDATE errand_jobs SET state = 'available', run_at = ?3, wake_at = NULL
+                WHERE namespace = ?1 AND state = 'waiting' AND id IN (SELECT value FROM json_each(?2))`,
+          args: [namespace, JSON.stringify(resumed), p.now],
+        });
+      }
+      // The counter is kept only once an event was; a row of its own until then.
+      await tx.execute({
+        sql: `INSERT INTO sqlite_sequence (name, seq) SELECT 'errand_events', ?1
+              WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'errand_events')`,
+        args: [p.lastSeq],
+      });
+      await tx.execute({
+        sql: "UPDATE sqlite_sequence SET seq = ?1 WHERE name = 'errand_events' AND seq < ?1",
+        args: [p.lastSeq],
+      });
+      return { kept: kept.length, resumed: resumed.sort() };
+    })
+  );
+}
+
+/** `eventLastSeq`: the events' `AUTOINCREMENT` counter (0 before the first event). */
+export async function readEventLastSeq({ db }: LibsqlContext): Promise<number> {
+  const rs = await db.read("SELECT coalesce(max(seq), 0) AS seq FROM sqlite_sequence WHERE name = 'errand_events'");
+  return Number(rs.rows[0].seq);
+}
+
+/**
+ * `jobDeleteMoved`: deletes the stamped jobs still as stamped, not running,
+ * waited for by no waiting job and invoked by no unfinished job still
+ * waiting for them, with their links to their parents and their steps.
  */
 export async function deleteMovedJobs({ db, namespace }: LibsqlContext, p: JobDeleteMovedParams): Promise<string[]> {
   if (p.jobs.length === 0) return [];
@@ -97,12 +193,17 @@ export async function deleteMovedJobs({ db, namespace }: LibsqlContext, p: JobDe
                   AND NOT EXISTS (
                     SELECT 1 FROM errand_job_parents AS l
                     JOIN errand_jobs AS c ON c.id = l.job_id AND c.namespace = l.namespace
-                    WHERE l.namespace = ?1 AND l.parent_id = j.id AND c.state = 'waiting'))
+                    WHERE l.namespace = ?1 AND l.parent_id = j.id AND c.state = 'waiting')
+                  AND NOT EXISTS (
+                    SELECT 1 FROM errand_steps AS s
+                    JOIN errand_jobs AS w ON w.id = s.job_id AND w.namespace = s.namespace
+                    WHERE s.namespace = ?1 AND s.child_id = j.id AND s.type = 'invoke' AND s.state = 'waiting'
+                      AND w.state NOT IN ('completed', 'failed', 'cancelled')))
               RETURNING id`,
         args: [namespace, JSON.stringify(p.jobs.map((j) => [j.id, j.state, j.fence]))],
       });
       const ids = rs.rows.map((r) => String(r.id));
-      await deleteParentLinks(tx, namespace, ids);
+      await deleteJobParts(tx, namespace, ids);
       return ids;
     })
   );
@@ -124,7 +225,7 @@ export async function exportJobs({ db, namespace }: LibsqlContext, p: JobExportP
   return rs.rows.map(fromRow);
 }
 
-/** `jobImport`: writes jobs as given, updating those present and inserting the others. */
+/** `jobImport`: writes jobs as given, updating those present and inserting the others, and their steps. */
 export async function importJobs({ db, namespace }: LibsqlContext, p: JobImportParams): Promise<JobImportResult> {
   if (p.jobs.length === 0) return { held: [], foreign: [] };
   const doc = importDocument(p.jobs, true);
@@ -144,7 +245,19 @@ export async function importJobs({ db, namespace }: LibsqlContext, p: JobImportP
         args: [namespace, doc, JSON.stringify(updatedIds)],
       });
       const done = new Set([...updatedIds, ...inserted.rows.map((r) => String(r.id))]);
-      const links = parentLinks(p.jobs.filter((j) => done.has(j.id)));
+      const kept = p.jobs.filter((j) => done.has(j.id));
+      await tx.execute({
+        sql: "DELETE FROM errand_steps WHERE namespace = ? AND job_id IN (SELECT value FROM json_each(?))",
+        args: [namespace, JSON.stringify([...done])],
+      });
+      if (kept.some((j) => j.steps.length)) {
+        await tx.execute({
+          sql: `INSERT INTO errand_steps (namespace, job_id, ${STEP_COLUMN_LIST})
+                SELECT ?, value ->> 'job_id', ${STEP_COLUMN_LIST} FROM (SELECT value, ${STEP_FIELDS} FROM json_each(?))`,
+          args: [namespace, stepDocument(kept)],
+        });
+      }
+      const links = parentLinks(kept);
       if (links.length) {
         await tx.execute({
           sql: `INSERT INTO errand_job_parents (namespace, job_id, parent_id)

@@ -8,7 +8,7 @@
 import type { PartitionListParams, PartitionRow, PartitionTrimHistoryParams } from "../../src/store/mod.ts";
 import { toPartitionRow } from "../sql/rows.ts";
 import type { LibsqlContext } from "./connection.ts";
-import { deleteParentLinks } from "./jobs.ts";
+import { deleteJobParts } from "./jobs.ts";
 
 /** `partitionList`: the partitions of a topic (or one of them) with their depth and head job. */
 export async function listPartitions(
@@ -42,7 +42,7 @@ export async function partitionsExist({ db, namespace }: LibsqlContext): Promise
   return Boolean(Number(rs.rows[0].present));
 }
 
-/** `partitionTrimHistory`: deletes a batch of finished partitioned jobs beyond the newest `p.keep` per partition. */
+/** `partitionTrimHistory`: deletes a batch of finished partitioned jobs beyond the newest `p.keep` per partition, with their parent links and steps. */
 export async function trimPartitionHistory(
   { db, namespace }: LibsqlContext,
   p: PartitionTrimHistoryParams,
@@ -60,7 +60,7 @@ export async function trimPartitionHistory(
                 RETURNING id`,
         args: [namespace, p.topic ?? null, p.topic ?? null, p.partition ?? null, p.keep, p.limit],
       });
-      await deleteParentLinks(tx, namespace, gone.rows.map((r) => r.id));
+      await deleteJobParts(tx, namespace, gone.rows.map((r) => r.id));
       return gone.rows.length;
     })
   );

@@ -48,12 +48,15 @@ import {
 import { appendRecords, pruneRecords, readLogEnds, readRecords } from "./logs.ts";
 import {
   deleteMovedJobs,
+  exportEvents,
   exportJobs,
   getMove,
   importConsumers,
+  importEvents,
   importJobs,
   importLog,
   importPartitions,
+  readEventLastSeq,
   readLogSequences,
   readPartitionSequences,
   saveMove,
@@ -62,6 +65,7 @@ import { listPartitions, partitionsExist, trimPartitionHistory } from "./partiti
 import { claimJobs, finishJobs, listenForWakes, listExpiredJobs, renewLeases, saveProgress } from "./runs.ts";
 import { advanceSchedule, deleteSchedule, getSchedule, listSchedules, saveSchedule } from "./schedules.ts";
 import { ensureSchema } from "./schema.ts";
+import { listSteps, listWaitingEvents, pruneEvents, saveSteps, sendEvent, suspendStep } from "./steps.ts";
 import { listenForChanges, watchJobs } from "./watch.ts";
 
 /**
@@ -114,6 +118,9 @@ export function composeLibsqlStore(client: Client, settings: LibsqlStoreSettings
     logRead: (p) => readRecords(ctx, p),
     // moves.ts
     consumerImport: (p) => importConsumers(ctx, p),
+    eventExport: (p) => exportEvents(ctx, p),
+    eventImport: (p) => importEvents(ctx, p),
+    eventLastSeq: () => readEventLastSeq(ctx),
     jobDeleteMoved: (p) => deleteMovedJobs(ctx, p),
     jobExport: (p) => exportJobs(ctx, p),
     jobImport: (p) => importJobs(ctx, p),
@@ -142,6 +149,13 @@ export function composeLibsqlStore(client: Client, settings: LibsqlStoreSettings
     scheduleSave: (p) => saveSchedule(ctx, p),
     // schema.ts
     ensureSchema: () => ensureSchema(ctx),
+    // steps.ts
+    eventListWaiting: (p) => listWaitingEvents(ctx, p),
+    eventPrune: (p) => pruneEvents(ctx, p),
+    eventSend: (p) => sendEvent(ctx, p),
+    stepList: (p) => listSteps(ctx, p),
+    stepSave: (p) => saveSteps(ctx, p),
+    stepSuspend: (p) => suspendStep(ctx, p),
     // watch.ts
     changesListen: (p) => listenForChanges(ctx, p),
     jobWatch: (p) => watchJobs(ctx, p),
@@ -153,10 +167,13 @@ export function composeLibsqlStore(client: Client, settings: LibsqlStoreSettings
         return await op(p);
       };
       return {
+        eventSend: own((p) => sendEvent(ctx, p, tx)),
         jobFinishMany: own((p) => finishJobs(ctx, p, tx)),
         jobInsertMany: own((p) => insertJobs(ctx, p, tx)),
         jobRenewLeases: own((p) => renewLeases(ctx, p, tx)),
         logAppend: own((p) => appendRecords(ctx, p, tx)),
+        stepList: own((p) => listSteps(ctx, p, tx)),
+        stepSave: own((p) => saveSteps(ctx, p, tx)),
       };
     },
   };

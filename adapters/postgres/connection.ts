@@ -43,6 +43,9 @@ export interface StoreTarget {
     readonly workers: string;
     readonly schedules: string;
     readonly leaders: string;
+    /** Workflows' steps, and the events that resume them. */
+    readonly steps: string;
+    readonly events: string;
   };
 }
 

@@ -3,8 +3,9 @@
  * every row of a batch in one statement (ids and payloads as one text each,
  * columns with one value as one parameter, the others as arrays), with the
  * sequence numbers of partitioned rows, unique keys, rows inserted already
- * claimed, and the NOTIFY; the promotion of due scheduled jobs; and the
- * release (or cancellation) of continuations whose parents are done.
+ * claimed, and the NOTIFY; the promotion of due scheduled jobs and of timed-out
+ * event waits; and the release (or cancellation) of continuations whose
+ * parents are done, and the release of workflows whose invoked child is done.
  *
  * @module
  */
@@ -188,13 +189,31 @@ async function insertRows(
   return { holders: holdersByRow(r, inserted, holders), started };
 }
 
-/** `jobPromoteDue`: makes a batch of due scheduled jobs available and wakes the workers; the queues that got jobs. */
+/**
+ * `jobPromoteDue`: makes a batch of due jobs available (scheduled ones whose
+ * run time came, waiting ones whose event wait timed out) and wakes the
+ * workers; the queues that got jobs.
+ */
 export async function promoteDueJobs({ db, target }: PostgresContext, p: JobPromoteDueParams): Promise<string[]> {
+  // Each kind of due job from its own index, then the earliest of both.
   const rows = await db.query(
-    `WITH promoted AS (
-       UPDATE ${target.tables.jobs} SET state = 'available'
-       WHERE id IN (SELECT id FROM ${target.tables.jobs} WHERE namespace = $1 AND state = 'scheduled' AND run_at <= $2
-                    ORDER BY run_at LIMIT $3 FOR UPDATE SKIP LOCKED)
+    `WITH due AS (
+       SELECT id FROM (
+         SELECT * FROM (
+           SELECT id, run_at AS due_at FROM ${target.tables.jobs}
+           WHERE namespace = $1 AND state = 'scheduled' AND run_at <= $2 ORDER BY run_at LIMIT $3 FOR UPDATE SKIP LOCKED
+         ) AS scheduled
+         UNION ALL
+         SELECT * FROM (
+           SELECT id, wake_at FROM ${target.tables.jobs}
+           WHERE namespace = $1 AND state = 'waiting' AND wake_at <= $2 ORDER BY wake_at LIMIT $3 FOR UPDATE SKIP LOCKED
+         ) AS timed_out
+       ) AS d ORDER BY due_at LIMIT $3),
+     promoted AS (
+       -- A timed-out wait runs from now on, not from the run time it had before it suspended.
+       UPDATE ${target.tables.jobs} SET state = 'available',
+         run_at = CASE WHEN state = 'waiting' THEN $2 ELSE run_at END, wake_at = NULL
+       WHERE id IN (SELECT id FROM due)
        RETURNING queue)
      SELECT DISTINCT queue FROM promoted`,
     [target.namespace, p.now, p.limit],
@@ -203,32 +222,54 @@ export async function promoteDueJobs({ db, target }: PostgresContext, p: JobProm
   return rows.map((r) => String(r.queue));
 }
 
-/** `jobResolveWaiting`: releases the waiting jobs whose parents all completed, cancels those with a parent failed or gone. */
+/**
+ * `jobResolveWaiting`: releases the waiting continuations whose parents all
+ * completed and cancels those with a parent failed or gone; releases the
+ * workflows whose invoked child is done or gone (never cancelling them).
+ * A workflow waiting on an event is left alone (an event or its timeout
+ * resumes it).
+ */
 export async function resolveWaitingJobs(
   { db, target }: PostgresContext,
   p: JobResolveWaitingParams,
 ): Promise<ResolvedWaiting> {
+  const { jobs, parents, steps } = target.tables;
+  // A job suspended on an invoke is judged by its child alone: as a continuation it was released already.
+  const invoked = (job: string) =>
+    `(SELECT s.child_id FROM ${steps} AS s
+      WHERE s.namespace = $1 AND s.job_id = ${job} AND s.type = 'invoke' AND s.state = 'waiting'
+      ORDER BY s.seq DESC LIMIT 1)`;
   const rows = await db.query(
     `WITH candidates AS (
-       SELECT j.id, j.run_at FROM ${target.tables.jobs} AS j
+       SELECT j.id, j.run_at, ${invoked("j.id")} AS child_id FROM ${jobs} AS j
        WHERE j.namespace = $1 AND j.state = 'waiting'
-         AND ($2::text[] IS NULL OR j.id IN (
-           SELECT job_id FROM ${target.tables.parents} WHERE namespace = $1 AND parent_id = ANY($2::text[])))
+         AND ($2::text[] IS NULL
+              OR j.id IN (SELECT job_id FROM ${parents} WHERE namespace = $1 AND parent_id = ANY($2::text[]))
+              OR j.id IN (SELECT job_id FROM ${steps} WHERE namespace = $1 AND child_id = ANY($2::text[])
+                            AND type = 'invoke' AND state = 'waiting'))
+         -- Jobs waiting on events all have a wake_at (NO_WAKE for no timeout); an index holds the others.
+         AND j.wake_at IS NULL
        -- Not SKIP LOCKED: a resolver that skipped a child another resolver holds could leave it waiting
        -- (each judging it on a snapshot where the other's parent had not completed yet).
-       ORDER BY j.id LIMIT $4 FOR UPDATE),
+       ORDER BY j.id LIMIT $4 FOR UPDATE OF j),
      verdicts AS (
        SELECT c.id, c.run_at,
-         (SELECT 'Parent job "' || l.parent_id || '" ' || coalesce(pj.state, 'no longer exists')
-          FROM ${target.tables.parents} AS l LEFT JOIN ${target.tables.jobs} AS pj ON pj.id = l.parent_id AND pj.namespace = l.namespace
-          WHERE l.namespace = $1 AND l.job_id = c.id AND (pj.id IS NULL OR pj.state IN ('failed', 'cancelled'))
-          ORDER BY l.parent_id LIMIT 1) AS doomed_by,
-         NOT EXISTS (
-           SELECT 1 FROM ${target.tables.parents} AS l JOIN ${target.tables.jobs} AS pj ON pj.id = l.parent_id AND pj.namespace = l.namespace
-           WHERE l.namespace = $1 AND l.job_id = c.id AND pj.state <> 'completed') AS ready
+         CASE WHEN c.child_id IS NULL THEN
+           (SELECT 'Parent job "' || l.parent_id || '" ' || coalesce(pj.state, 'no longer exists')
+            FROM ${parents} AS l LEFT JOIN ${jobs} AS pj ON pj.id = l.parent_id AND pj.namespace = l.namespace
+            WHERE l.namespace = $1 AND l.job_id = c.id AND (pj.id IS NULL OR pj.state IN ('failed', 'cancelled'))
+            ORDER BY l.parent_id LIMIT 1)
+         END AS doomed_by,
+         CASE WHEN c.child_id IS NULL THEN NOT EXISTS (
+           SELECT 1 FROM ${parents} AS l JOIN ${jobs} AS pj ON pj.id = l.parent_id AND pj.namespace = l.namespace
+           WHERE l.namespace = $1 AND l.job_id = c.id AND pj.state <> 'completed')
+         ELSE NOT EXISTS (
+           SELECT 1 FROM ${jobs} AS cj
+           WHERE cj.id = c.child_id AND cj.namespace = $1 AND cj.state NOT IN ('completed', 'failed', 'cancelled'))
+         END AS ready
        FROM candidates AS c),
      changed AS (
-       UPDATE ${target.tables.jobs} AS j SET
+       UPDATE ${jobs} AS j SET
          state = CASE WHEN v.doomed_by IS NOT NULL THEN 'cancelled' WHEN v.run_at > $3 THEN 'scheduled' ELSE 'available' END,
          finished_at = CASE WHEN v.doomed_by IS NOT NULL THEN $3::bigint END,
          reason = v.doomed_by

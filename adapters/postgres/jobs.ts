@@ -82,14 +82,14 @@ export async function countJobs({ db, target }: PostgresContext): Promise<JobCou
 export async function deleteJob({ db, target }: PostgresContext, p: JobDeleteParams): Promise<boolean> {
   const rows = await db.query(
     `WITH gone AS (DELETE FROM ${target.tables.jobs} WHERE id = $1 AND namespace = $2 AND state <> 'running' RETURNING id),
-       links AS (DELETE FROM ${target.tables.parents} WHERE namespace = $2 AND job_id IN (SELECT id FROM gone))
+       ${goneWithJobsSql(target, "$2")}
      SELECT id FROM gone`,
     [p.id, target.namespace],
   );
   return rows.length > 0;
 }
 
-/** Deletes a batch of jobs that are not running, with their parent links (`jobDeleteMany`). */
+/** Deletes a batch of jobs that are not running, with their parent links and steps (`jobDeleteMany`). */
 export async function deleteJobs(
   { db, target }: PostgresContext,
   p: JobDeleteManyParams,
@@ -100,11 +100,20 @@ export async function deleteJobs(
        DELETE FROM ${target.tables.jobs} WHERE id IN (${
       picked(target, p.filter, p.limit, args, " AND state <> 'running'")
     }) RETURNING id),
-     links AS (DELETE FROM ${target.tables.parents} WHERE namespace = $1 AND job_id IN (SELECT id FROM gone))
+     ${goneWithJobsSql(target, "$1")}
      SELECT id FROM gone`,
     args,
   );
   return rows.map((r) => String(r.id));
+}
+
+/**
+ * The CTEs that delete what belongs to the jobs of CTE `gone` (their links
+ * to their parents, their steps), for a statement whose namespace is `namespace`.
+ */
+export function goneWithJobsSql(target: StoreTarget, namespace: string): string {
+  return `links AS (DELETE FROM ${target.tables.parents} WHERE namespace = ${namespace} AND job_id IN (SELECT id FROM gone)),
+     steps AS (DELETE FROM ${target.tables.steps} WHERE namespace = ${namespace} AND job_id IN (SELECT id FROM gone))`;
 }
 
 /** The ids of at most `limit` jobs matching `filter`, in id order, locked for the statement (`args` gets the values). */
@@ -156,7 +165,7 @@ export async function listJobs({ db, target }: PostgresContext, p: JobListParams
   return rows.map(toJobRow);
 }
 
-/** `jobPrune`: deletes a batch of jobs of a final state finished before `p.before`, with their parent links. */
+/** `jobPrune`: deletes a batch of jobs of a final state finished before `p.before`, with their parent links and steps. */
 export async function pruneJobs({ db, target }: PostgresContext, p: JobPruneParams): Promise<number> {
   const rows = await db.query(
     `WITH gone AS (
@@ -164,7 +173,7 @@ export async function pruneJobs({ db, target }: PostgresContext, p: JobPrunePara
          SELECT id FROM ${target.tables.jobs} WHERE namespace = $1 AND state = $2 AND finished_at < $3 LIMIT $4
          FOR UPDATE SKIP LOCKED)
        RETURNING id),
-       links AS (DELETE FROM ${target.tables.parents} WHERE namespace = $1 AND job_id IN (SELECT id FROM gone))
+       ${goneWithJobsSql(target, "$1")}
      SELECT count(*) AS n FROM gone`,
     [target.namespace, p.state, p.before, p.limit],
   );
@@ -188,7 +197,7 @@ export async function transitionJob({ db, target }: PostgresContext, p: JobTrans
   const [result] = await db.query(
     `WITH changed AS (
        UPDATE ${target.tables.jobs} SET state = $3, run_at = coalesce($4, run_at), finished_at = $5, fence = fence + 1,
-         lease_until = NULL, worker_id = NULL, reason = coalesce($8, reason),
+         lease_until = NULL, worker_id = NULL, wake_at = NULL, reason = coalesce($8, reason),
          max_attempts = CASE WHEN $6 AND attempt >= max_attempts THEN attempt + 1 ELSE max_attempts END
        WHERE id = $1 AND namespace = $2 AND state = ANY($7::text[])
        RETURNING 1)
@@ -216,7 +225,7 @@ export async function transitionJobs(
   const args: unknown[] = [p.state, p.runAt ?? null, p.finishedAt, p.reason ?? null, p.grantAttempt ?? false];
   const rows = await db.query(
     `UPDATE ${target.tables.jobs} SET state = $1, run_at = coalesce($2, run_at), finished_at = $3,
-       fence = fence + 1, lease_until = NULL, worker_id = NULL, reason = coalesce($4, reason),
+       fence = fence + 1, lease_until = NULL, worker_id = NULL, wake_at = NULL, reason = coalesce($4, reason),
        max_attempts = CASE WHEN $5 AND attempt >= max_attempts THEN attempt + 1 ELSE max_attempts END
      WHERE id IN (${picked(target, p.filter, p.limit, args)})
      RETURNING id, queue`,

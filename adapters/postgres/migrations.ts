@@ -288,6 +288,51 @@ CREATE TABLE {schema}.log_records (
     name: "limited claim's checks read in index order",
     sql: claimLimitedFunctionSql(),
   },
+  {
+    version: 19,
+    name: "durable workflows",
+    // A workflow's steps, one row per job and step name; the events that resume its waits, numbered in
+    // the order they were kept (sends of one name and key are serialised, so in their commit order too).
+    // A job waiting on an event keeps its timeout in jobs.wake_at (NO_WAKE for none), so that the promotion
+    // of due jobs finds it from an index of its own, never looking at continuations, and the resolve of
+    // waiting jobs (continuations, invokes: wake_at null) never looks at the jobs that wait on events.
+    sql: `CREATE TABLE {schema}.steps (
+  namespace text NOT NULL,
+  job_id text NOT NULL,
+  name text NOT NULL,
+  seq integer NOT NULL,
+  type text NOT NULL,
+  state text NOT NULL,
+  attempt integer NOT NULL,
+  started_at bigint NOT NULL,
+  finished_at bigint,
+  result bytea,
+  error text,
+  wake_at bigint,
+  child_id text,
+  event text,
+  key text,
+  event_seq bigint,
+  PRIMARY KEY (namespace, job_id, name)
+);
+CREATE INDEX steps_waiting_child ON {schema}.steps (namespace, child_id) WHERE state = 'waiting' AND type = 'invoke';
+CREATE INDEX steps_waiting_event ON {schema}.steps (namespace, event, key) WHERE state = 'waiting' AND type = 'event';
+CREATE TABLE {schema}.events (
+  namespace text NOT NULL,
+  id text NOT NULL,
+  seq bigint GENERATED ALWAYS AS IDENTITY,
+  event text NOT NULL,
+  key text NOT NULL,
+  data bytea NOT NULL,
+  sent_at bigint NOT NULL,
+  PRIMARY KEY (namespace, id)
+);
+CREATE INDEX events_key ON {schema}.events (namespace, event, key, seq);
+CREATE INDEX events_sent ON {schema}.events (namespace, sent_at);
+ALTER TABLE {schema}.jobs ADD COLUMN wake_at bigint;
+CREATE INDEX jobs_wake ON {schema}.jobs (namespace, wake_at) WHERE state = 'waiting' AND wake_at IS NOT NULL;
+CREATE INDEX jobs_waiting_resolvable ON {schema}.jobs (namespace, id) WHERE state = 'waiting' AND wake_at IS NULL;`,
+  },
 ];
 
 /** The newest schema version this errand understands. */

@@ -1,23 +1,33 @@
 /**
  * The PostgreSQL store's side of moving a store (`MoveStore`): jobs read
- * and written with every column, the conditional delete of moved jobs,
- * the move's record, partition counters, and retained logs' records and
- * consumer offsets. An import is one transaction: the jobs go as one
- * JSON document read once by `json_to_recordset`, updating the rows the
- * namespace has and inserting the others (`ON CONFLICT DO NOTHING` leaves out
- * a job whose unique key another holds, or whose id another namespace has).
+ * and written with every column and their steps, kept events, the
+ * conditional delete of moved jobs, the move's record, partition counters,
+ * and retained logs' records and consumer offsets. An import is one
+ * transaction: the jobs go as one JSON document read once by
+ * `json_to_recordset`, updating the rows the namespace has and inserting
+ * the others (`ON CONFLICT DO NOTHING` leaves out a job whose unique key
+ * another holds, or whose id another namespace has), and their steps
+ * replace those the written jobs had.
+ *
+ * Events are kept at their own sequence numbers (`OVERRIDING SYSTEM
+ * VALUE`), and the identity's sequence is raised past them; an import takes
+ * the locks of its events' names and keys that event waits and sends take.
  *
  * @module
  */
 import type { TransactionSql } from "postgres";
 import type {
   ConsumerImportParams,
+  EventExportParams,
+  EventImported,
+  EventImportParams,
   JobDeleteMovedParams,
   JobExportParams,
   JobImportParams,
   JobImportResult,
   LogImportParams,
   LogSequence,
+  MovedEvent,
   MovedJob,
   MoveGetParams,
   MoveRecord,
@@ -27,17 +37,24 @@ import type {
 } from "../../src/store/mod.ts";
 import { toHex } from "../sql/hex.ts";
 import {
+  eventDocument,
   importDocument,
   leftOutResult,
   MOVED_COLUMNS,
   MOVED_SELECT,
+  MOVED_STEP_COLUMNS,
   type MovedColumnType,
   parentLinks,
   quoted,
+  stepDocument,
+  stepObjectSql,
+  toMovedEvent,
   toMovedJob,
   toMoveRecord,
 } from "../sql/moved_rows.ts";
 import type { PostgresConnection, PostgresContext, StoreTarget } from "./connection.ts";
+import { goneWithJobsSql } from "./jobs.ts";
+import { eventLockKey } from "./steps.ts";
 
 /** Each import document type as PostgreSQL reads it from `json_to_recordset`. */
 const RECORD_TYPE: Record<MovedColumnType, string> = {
@@ -60,17 +77,101 @@ function fromRecord(column: string, type: MovedColumnType): string {
 const RECORDSET = `json_to_recordset($2::text::json) AS x(${
   MOVED_COLUMNS.map(([c, t]) => `${quoted(c)} ${RECORD_TYPE[t]}`).join(", ")
 })`;
+const STEP_RECORDSET = `json_to_recordset($2::text::json) AS x(job_id text, ${
+  MOVED_STEP_COLUMNS.map(([c, t]) => `${c} ${RECORD_TYPE[t]}`).join(", ")
+})`;
+const STEP_COLUMN_LIST = MOVED_STEP_COLUMNS.map(([c]) => c).join(", ");
+const STEP_VALUES = MOVED_STEP_COLUMNS.map(([c, t]) => fromRecord(c, t)).join(", ");
 const COLUMN_LIST = MOVED_COLUMNS.map(([c]) => quoted(c)).join(", ");
 const VALUES = MOVED_COLUMNS.map(([c, t]) => fromRecord(c, t)).join(", ");
 const SETS = MOVED_COLUMNS.filter(([c]) => c !== "id").map(([c, t]) => `${quoted(c)} = ${fromRecord(c, t)}`).join(
   ", ",
 );
 
-/** Reads a page of jobs, or the jobs of a list of ids, with every column (see `MoveStore.jobExport`). */
+/** `eventExport`: a page of the namespace's kept events in `seq` order. */
+export async function exportEvents({ db, target }: PostgresContext, p: EventExportParams): Promise<MovedEvent[]> {
+  const rows = await db.query(
+    `SELECT seq, id, event, key, data, sent_at FROM ${target.tables.events}
+     WHERE namespace = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+    [target.namespace, p.after ?? 0, p.limit],
+  );
+  return rows.map(toMovedEvent);
+}
+
+/**
+ * `eventImport`: under the locks of the events' names and keys (taken in
+ * one order, so two imports never wait on each other), keeps the events,
+ * completes the waits they resume and makes those jobs available, in one
+ * statement; then raises the identity's sequence to `lastSeq`.
+ */
+export async function importEvents({ db, target }: PostgresContext, p: EventImportParams): Promise<EventImported> {
+  const { events, jobs, steps } = target.tables;
+  return await db.run(() =>
+    db.sql.begin(async (tx) => {
+      const locks = [...new Set(p.events.map((e) => eventLockKey(target, e.event, e.key)))].sort();
+      if (locks.length) {
+        await db.query(
+          "SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) FROM unnest($1::text[]) AS k ORDER BY k",
+          [locks],
+          tx,
+        );
+      }
+      const [done] = p.events.length === 0 ? [{ kept: 0, resumed: [] }] : await db.query(
+        `WITH kept AS (
+           INSERT INTO ${events} (namespace, seq, id, event, key, data, sent_at) OVERRIDING SYSTEM VALUE
+           SELECT $1, (e ->> 0)::bigint, e ->> 1, e ->> 2, e ->> 3, decode(e ->> 4, 'hex'), (e ->> 5)::bigint
+           FROM json_array_elements($2::text::json) AS e
+           ON CONFLICT DO NOTHING RETURNING seq, event, key, data, sent_at),
+         waiters AS (
+           SELECT s.job_id, s.name, s.event, s.key, s.started_at FROM ${steps} AS s
+           JOIN ${jobs} AS j ON j.id = s.job_id AND j.namespace = s.namespace
+           WHERE s.namespace = $1 AND s.type = 'event' AND s.state = 'waiting' AND j.state = 'waiting'
+             AND (s.event, s.key) IN (SELECT event, key FROM kept)
+           FOR UPDATE OF j),
+         taken AS (
+           SELECT DISTINCT ON (w.job_id) w.job_id, w.name, k.seq, k.data FROM waiters AS w
+           JOIN kept AS k ON k.event = w.event AND k.key = w.key AND k.sent_at >= w.started_at
+           WHERE NOT EXISTS (
+             SELECT 1 FROM ${steps} AS t WHERE t.namespace = $1 AND t.job_id = w.job_id AND t.event = w.event
+               AND t.key = w.key AND t.event_seq >= k.seq)
+           ORDER BY w.job_id, k.seq),
+         completed AS (
+           UPDATE ${steps} AS s SET state = 'completed', result = t.data, finished_at = $3, event_seq = t.seq
+           FROM taken AS t WHERE s.namespace = $1 AND s.job_id = t.job_id AND s.name = t.name),
+         resumed AS (
+           UPDATE ${jobs} AS j SET state = 'available', run_at = $3, wake_at = NULL
+           FROM taken AS t WHERE j.id = t.job_id AND j.namespace = $1 RETURNING j.id)
+         SELECT (SELECT count(*) FROM kept) AS kept, array(SELECT id FROM resumed ORDER BY id) AS resumed`,
+        [target.namespace, eventDocument(p.events), p.now],
+        tx,
+      );
+      await db.query(
+        `SELECT setval(s, $2) FROM (SELECT pg_get_serial_sequence($1, 'seq')::regclass AS s) AS q
+         WHERE $2::bigint > coalesce(pg_sequence_last_value(s), 0)`,
+        [target.tables.events, p.lastSeq],
+        tx,
+      );
+      return { kept: Number(done.kept), resumed: (done.resumed as string[]).map(String) };
+    }) as Promise<EventImported>
+  );
+}
+
+/** `eventLastSeq`: the last value of the events' identity sequence (0 before its first). */
+export async function readEventLastSeq({ db, target }: PostgresContext): Promise<number> {
+  const [row] = await db.query(
+    "SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence($1, 'seq')::regclass), 0) AS seq",
+    [target.tables.events],
+  );
+  return Number(row.seq);
+}
+
+/** Reads a page of jobs, or the jobs of a list of ids, with every column and their steps (see `MoveStore.jobExport`). */
 export async function exportJobs({ db, target }: PostgresContext, p: JobExportParams): Promise<MovedJob[]> {
   const parents =
     `(SELECT coalesce(array_agg(l.parent_id ORDER BY l.parent_id), '{}') FROM ${target.tables.parents} AS l
-     WHERE l.namespace = j.namespace AND l.job_id = j.id) AS parents`;
+     WHERE l.namespace = j.namespace AND l.job_id = j.id) AS parents,
+     (SELECT coalesce(json_agg(${stepObjectSql("json_build_object", (c) => `encode(${c}, 'hex')`)}), '[]')
+      FROM ${target.tables.steps} AS s WHERE s.namespace = j.namespace AND s.job_id = j.id) AS steps`;
   const rows = "ids" in p
     ? await db.query(
       `SELECT ${MOVED_SELECT}, ${parents} FROM ${target.tables.jobs} AS j
@@ -85,7 +186,7 @@ export async function exportJobs({ db, target }: PostgresContext, p: JobExportPa
   return rows.map(toMovedJob);
 }
 
-/** Writes jobs as given, updating those present and inserting the others (see `MoveStore.jobImport`). */
+/** Writes jobs as given, updating those present and inserting the others, and their steps (see `MoveStore.jobImport`). */
 export async function importJobs(
   { db, target }: PostgresContext,
   p: JobImportParams,
@@ -108,7 +209,22 @@ export async function importJobs(
         tx,
       );
       const done = new Set([...written.updated as string[], ...written.inserted as string[]]);
-      const links = parentLinks(p.jobs.filter((j) => done.has(j.id)));
+      const kept = p.jobs.filter((j) => done.has(j.id));
+      // Two statements: an insert does not see the rows a delete of the same statement removes.
+      await db.query(
+        `DELETE FROM ${target.tables.steps} WHERE namespace = $1 AND job_id = ANY($2::text[])`,
+        [target.namespace, [...done]],
+        tx,
+      );
+      if (kept.some((j) => j.steps.length)) {
+        await db.query(
+          `INSERT INTO ${target.tables.steps} (namespace, job_id, ${STEP_COLUMN_LIST})
+           SELECT $1::text, x.job_id, ${STEP_VALUES} FROM ${STEP_RECORDSET}`,
+          [target.namespace, stepDocument(kept)],
+          tx,
+        );
+      }
+      const links = parentLinks(kept);
       if (links.length) {
         await db.query(
           `WITH links AS (
@@ -155,15 +271,16 @@ async function leftOut(
 }
 
 /**
- * Deletes the stamped jobs still as stamped, not running and waited for by
- * no waiting job, with their links to their parents (see `MoveStore.jobDeleteMoved`).
+ * Deletes the stamped jobs still as stamped, not running, waited for by no
+ * waiting job and invoked by no unfinished job still waiting for them, with
+ * their links to their parents and their steps (see `MoveStore.jobDeleteMoved`).
  */
 export async function deleteMovedJobs(
   { db, target }: PostgresContext,
   p: JobDeleteMovedParams,
 ): Promise<string[]> {
   if (p.jobs.length === 0) return [];
-  const { jobs, parents } = target.tables;
+  const { jobs, parents, steps } = target.tables;
   const rows = await db.query(
     `WITH gone AS (
        DELETE FROM ${jobs} AS j USING unnest($2::text[], $3::text[], $4::int[]) AS s(id, state, fence)
@@ -171,8 +288,12 @@ export async function deleteMovedJobs(
          AND NOT EXISTS (
            SELECT 1 FROM ${parents} AS l JOIN ${jobs} AS c ON c.id = l.job_id AND c.namespace = l.namespace
            WHERE l.namespace = $1 AND l.parent_id = j.id AND c.state = 'waiting')
+         AND NOT EXISTS (
+           SELECT 1 FROM ${steps} AS s JOIN ${jobs} AS w ON w.id = s.job_id AND w.namespace = s.namespace
+           WHERE s.namespace = $1 AND s.child_id = j.id AND s.type = 'invoke' AND s.state = 'waiting'
+             AND w.state NOT IN ('completed', 'failed', 'cancelled'))
        RETURNING j.id),
-     links AS (DELETE FROM ${parents} WHERE namespace = $1 AND job_id IN (SELECT id FROM gone))
+     ${goneWithJobsSql(target, "$1")}
      SELECT id FROM gone`,
     [target.namespace, p.jobs.map((j) => j.id), p.jobs.map((j) => j.state), p.jobs.map((j) => j.fence)],
   );

@@ -9,6 +9,7 @@
 import type { PartitionListParams, PartitionRow, PartitionTrimHistoryParams } from "../../src/store/mod.ts";
 import { toPartitionRow } from "../sql/rows.ts";
 import type { PostgresContext } from "./connection.ts";
+import { goneWithJobsSql } from "./jobs.ts";
 
 /** `partitionList`: the partitions of a topic, each with its depth and head. */
 export async function listPartitions({ db, target }: PostgresContext, p: PartitionListParams): Promise<PartitionRow[]> {
@@ -38,7 +39,7 @@ export async function partitionsExist({ db, target }: PostgresContext): Promise<
   return Boolean(row.present);
 }
 
-/** `partitionTrimHistory`: deletes finished jobs of partitions beyond the newest `p.keep` of each, with their parent links. */
+/** `partitionTrimHistory`: deletes finished jobs of partitions beyond the newest `p.keep` of each, with their parent links and steps. */
 export async function trimPartitionHistory(
   { db, target }: PostgresContext,
   p: PartitionTrimHistoryParams,
@@ -51,7 +52,7 @@ export async function trimPartitionHistory(
          AND ($2::text IS NULL OR (topic = $2 AND "partition" = $3))),
      gone AS (
        DELETE FROM ${target.tables.jobs} WHERE id IN (SELECT id FROM ranked WHERE newest > $4 LIMIT $5) RETURNING id),
-     links AS (DELETE FROM ${target.tables.parents} WHERE namespace = $1 AND job_id IN (SELECT id FROM gone))
+     ${goneWithJobsSql(target, "$1")}
      SELECT count(*) AS n FROM gone`,
     [target.namespace, p.topic ?? null, p.partition ?? null, p.keep, p.limit],
   );

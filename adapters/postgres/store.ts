@@ -46,12 +46,15 @@ import { appendRecords, pruneRecords, readLogEnds, readRecords } from "./logs.ts
 import { quoteIdentifier } from "./migrations.ts";
 import {
   deleteMovedJobs,
+  exportEvents,
   exportJobs,
   getMove,
   importConsumers,
+  importEvents,
   importJobs,
   importLog,
   importPartitions,
+  readEventLastSeq,
   readLogSequences,
   readPartitionSequences,
   saveMove,
@@ -60,6 +63,7 @@ import { listPartitions, partitionsExist, trimPartitionHistory } from "./partiti
 import { claimJobs, finishJobs, listenForWakes, listExpiredJobs, renewLeases, saveProgress } from "./runs.ts";
 import { advanceSchedule, deleteSchedule, getSchedule, listSchedules, saveSchedule } from "./schedules.ts";
 import { ensureSchema } from "./schema.ts";
+import { listSteps, listWaitingEvents, pruneEvents, saveSteps, sendEvent, suspendStep } from "./steps.ts";
 import { listenForChanges, watchJobs } from "./watch.ts";
 
 /**
@@ -112,6 +116,9 @@ export function composePostgresStore(sql: Sql, settings: PostgresStoreSettings):
     logRead: (p) => readRecords(ctx, p),
     // moves.ts
     consumerImport: (p) => importConsumers(ctx, p),
+    eventExport: (p) => exportEvents(ctx, p),
+    eventImport: (p) => importEvents(ctx, p),
+    eventLastSeq: () => readEventLastSeq(ctx),
     jobDeleteMoved: (p) => deleteMovedJobs(ctx, p),
     jobExport: (p) => exportJobs(ctx, p),
     jobImport: (p) => importJobs(ctx, p),
@@ -140,6 +147,13 @@ export function composePostgresStore(sql: Sql, settings: PostgresStoreSettings):
     scheduleSave: (p) => saveSchedule(ctx, p),
     // schema.ts
     ensureSchema: () => ensureSchema(ctx),
+    // steps.ts
+    eventListWaiting: (p) => listWaitingEvents(ctx, p),
+    eventPrune: (p) => pruneEvents(ctx, p),
+    eventSend: (p) => sendEvent(ctx, p),
+    stepList: (p) => listSteps(ctx, p),
+    stepSave: (p) => saveSteps(ctx, p),
+    stepSuspend: (p) => suspendStep(ctx, p),
     // watch.ts
     changesListen: (p) => listenForChanges(ctx, p),
     jobWatch: (p) => watchJobs(ctx, p),
@@ -147,10 +161,13 @@ export function composePostgresStore(sql: Sql, settings: PostgresStoreSettings):
     inTransaction(tx) {
       checkTransaction(tx, ctx.db.sql);
       return {
+        eventSend: (p) => sendEvent(ctx, p, tx),
         jobFinishMany: (p) => finishJobs(ctx, p, tx),
         jobInsertMany: (p) => insertJobs(ctx, p, tx),
         jobRenewLeases: (p) => renewLeases(ctx, p, tx),
         logAppend: (p) => appendRecords(ctx, p, tx),
+        stepList: (p) => listSteps(ctx, p, tx),
+        stepSave: (p) => saveSteps(ctx, p, tx),
       };
     },
   };
@@ -178,6 +195,8 @@ function postgresContext(sql: Sql, settings: PostgresStoreSettings): PostgresCon
         workers: `${schema}.workers`,
         schedules: `${schema}.schedules`,
         leaders: `${schema}.leaders`,
+        steps: `${schema}.steps`,
+        events: `${schema}.events`,
       },
     },
   };

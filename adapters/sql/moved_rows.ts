@@ -1,16 +1,19 @@
 /**
- * Jobs as a move carries them ({@link MovedJob}), in the form both SQL
- * stores share: the columns an export selects, the record read back from a
- * row, and the JSON document an import sends (one object per job, keyed by
- * column, bytes as hex, `runs` as JSON text), which PostgreSQL reads with
- * `jsonb_to_recordset` and SQLite with `json_each`.
+ * Jobs and events as a move carries them ({@link MovedJob},
+ * {@link MovedEvent}), in the form both SQL stores share: the columns an
+ * export selects, the record read back from a row, and the JSON documents
+ * an import sends (one object per job or step, keyed by column, bytes as
+ * hex, `runs` as JSON text), which PostgreSQL reads with
+ * `json_to_recordset` and SQLite with `json_each`. A job's steps are read
+ * with it, in the same statement, as one JSON array.
  *
  * @module
  */
 import type { JobState, RunRecord } from "../../src/base/types.ts";
-import type { JobImportResult, MovedJob, MoveRecord, MoveRole } from "../../src/store/moves.ts";
-import { toHex } from "./hex.ts";
-import type { StoredRow } from "./rows.ts";
+import type { JobImportResult, MovedEvent, MovedJob, MoveRecord, MoveRole } from "../../src/store/moves.ts";
+import type { StepRow } from "../../src/store/steps.ts";
+import { fromHex, toHex } from "./hex.ts";
+import { STEP_COLUMNS, stepValues, type StoredRow, toStepRow } from "./rows.ts";
 
 /**
  * Every column of a job but `namespace` (and PostgreSQL's `watched`, a
@@ -49,6 +52,7 @@ export const MOVED_COLUMNS = [
   ["grp", "text"],
   ["result", "bytes"],
   ["progress", "text"],
+  ["wake_at", "bigint"],
 ] as const;
 
 /** A column's type in the import document. */
@@ -62,7 +66,41 @@ export function quoted(column: string): string {
 /** The select list of an export, without the parents (each dialect aggregates those itself, as `parents`). */
 export const MOVED_SELECT: string = MOVED_COLUMNS.map(([c]) => quoted(c)).join(", ");
 
-/** A moved job from a row with the columns of {@link MOVED_COLUMNS} and `parents` (an array, or JSON text of one). */
+/** A step column's type in a document: `result` is bytes, the counts and times numbers. */
+function stepColumnType(column: string): MovedColumnType {
+  if (column === "result") return "bytes";
+  if (column === "seq" || column === "attempt") return "int";
+  return column.endsWith("_at") || column === "event_seq" ? "bigint" : "text";
+}
+
+/** Every column of a step but `namespace` and `job_id`, with its type in a document. */
+export const MOVED_STEP_COLUMNS: readonly (readonly [string, MovedColumnType])[] = STEP_COLUMNS.map((
+  c,
+) => [c, stepColumnType(c)] as const);
+
+/**
+ * The SQL of one step of table alias `s` as a JSON object, built by the
+ * dialect's function `build` (`json_build_object`, `json_object`), with
+ * `hex(column)` giving a bytes column as hex text (or null).
+ */
+export function stepObjectSql(build: string, hex: (column: string) => string): string {
+  return `${build}(${
+    MOVED_STEP_COLUMNS.map(([c, t]) => `'${c}', ${t === "bytes" ? hex(`s.${c}`) : `s.${c}`}`).join(", ")
+  })`;
+}
+
+/** A job's steps from the JSON array of {@link stepObjectSql} objects (or its text), in `seq` order. */
+function toMovedSteps(value: unknown): StepRow[] {
+  const objects = (typeof value === "string" ? JSON.parse(value) : value ?? []) as Record<string, unknown>[];
+  return objects
+    .map((o) => toStepRow({ ...o, result: typeof o.result === "string" ? fromHex(o.result) : null }))
+    .sort((a, b) => a.seq - b.seq || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+/**
+ * A moved job from a row with the columns of {@link MOVED_COLUMNS},
+ * `parents` (an array, or JSON text of one) and `steps` (see {@link toMovedSteps}).
+ */
 export function toMovedJob(r: StoredRow): MovedJob {
   const parents = (typeof r.parents === "string" ? JSON.parse(r.parents) : r.parents ?? []) as string[];
   return {
@@ -97,6 +135,8 @@ export function toMovedJob(r: StoredRow): MovedJob {
     result: toBytes(r.result) ?? null,
     progress: textOrNull(r.progress),
     parents: parents.map(String).sort(),
+    wakeAt: numberOrNull(r.wake_at),
+    steps: toMovedSteps(r.steps),
   };
 }
 
@@ -132,6 +172,7 @@ const VALUE_OF: { readonly [C in typeof MOVED_COLUMNS[number][0]]: (j: MovedJob)
   grp: (j) => j.group,
   result: (j) => j.result === null ? null : toHex(j.result),
   progress: (j) => j.progress,
+  wake_at: (j) => j.wakeAt,
 };
 
 /**
@@ -147,6 +188,41 @@ export function importDocument(jobs: readonly MovedJob[], booleansAsNumbers = fa
     row.parents = j.parents;
     return row;
   }));
+}
+
+/**
+ * The import document of the steps of `jobs`: a JSON array of one object
+ * per step, keyed by column (see {@link MOVED_STEP_COLUMNS}) and `job_id`.
+ */
+export function stepDocument(jobs: readonly MovedJob[]): string {
+  return JSON.stringify(jobs.flatMap((j) =>
+    j.steps.map((step) => {
+      const values = stepValues(step);
+      const row: Record<string, unknown> = { job_id: j.id };
+      MOVED_STEP_COLUMNS.forEach(([c, t], i) => {
+        const v = values[i];
+        row[c] = t === "bytes" && v instanceof Uint8Array ? toHex(v) : v;
+      });
+      return row;
+    })
+  ));
+}
+
+/** The import document of events: a JSON array of `[seq, id, event, key, data as hex, sentAt]`. */
+export function eventDocument(events: readonly MovedEvent[]): string {
+  return JSON.stringify(events.map((e) => [e.seq, e.id, e.event, e.key, toHex(e.data), e.sentAt]));
+}
+
+/** A moved event from a row with `seq`, `id`, `event`, `key`, `data` and `sent_at`. */
+export function toMovedEvent(r: StoredRow): MovedEvent {
+  return {
+    seq: Number(r.seq),
+    id: String(r.id),
+    event: String(r.event),
+    key: String(r.key),
+    data: toBytes(r.data) ?? new Uint8Array(0),
+    sentAt: Number(r.sent_at),
+  };
 }
 
 /** The links of `jobs` to their parents, as `[jobId, parentId]` pairs. */

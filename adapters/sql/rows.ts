@@ -26,6 +26,7 @@ import {
   type ScheduleRecord,
 } from "../../src/store/records.ts";
 import type { JobState, RunError, RunRecord, WorkerInfo } from "../../src/base/types.ts";
+import type { StepRow, StepType } from "../../src/store/steps.ts";
 
 /** A row as a driver returns it: values by column name. */
 export type StoredRow = Readonly<Record<string, unknown>>;
@@ -441,3 +442,69 @@ export function toConsumerOffset(r: StoredRow): ConsumerOffsetRow {
     leaseUntil: Number(r.lease_until),
   };
 }
+
+/** The columns of a step, in the order of {@link stepValues}; {@link toStepRow} reads them. */
+export const STEP_COLUMNS: readonly string[] = [
+  "name",
+  "seq",
+  "type",
+  "state",
+  "attempt",
+  "started_at",
+  "finished_at",
+  "result",
+  "error",
+  "wake_at",
+  "child_id",
+  "event",
+  "key",
+  "event_seq",
+];
+
+/** The values of a step's columns, in the order of {@link STEP_COLUMNS}. */
+export function stepValues(s: StepRow): (string | number | Uint8Array | null)[] {
+  return [
+    s.name,
+    s.seq,
+    s.type,
+    s.state,
+    s.attempt,
+    s.startedAt,
+    s.finishedAt,
+    s.result,
+    s.error,
+    s.wakeAt,
+    s.childId,
+    s.event,
+    s.key,
+    s.eventSeq,
+  ];
+}
+
+/** A step from a row with {@link STEP_COLUMNS}. */
+export function toStepRow(r: StoredRow): StepRow {
+  return {
+    name: String(r.name),
+    seq: Number(r.seq),
+    type: String(r.type) as StepType,
+    state: String(r.state) as StepRow["state"],
+    attempt: Number(r.attempt),
+    startedAt: Number(r.started_at),
+    finishedAt: numberOrNull(r.finished_at),
+    result: toBytes(r.result) ?? null,
+    error: textOrNull(r.error),
+    wakeAt: numberOrNull(r.wake_at),
+    childId: textOrNull(r.child_id),
+    event: textOrNull(r.event),
+    key: textOrNull(r.key),
+    eventSeq: numberOrNull(r.event_seq),
+  };
+}
+
+/**
+ * `jobs.wake_at` of a job waiting on an event without a timeout: never due
+ * to promotion, and set, so that every job waiting on an event has a
+ * `wake_at` and the resolve of continuations and invokes (whose `wake_at`
+ * is null) passes them over by an index, without reading their steps.
+ */
+export const NO_WAKE = Number.MAX_SAFE_INTEGER;

@@ -3,18 +3,26 @@
  * store, with errand's store on it and a count query to verify the figures
  * by: PostgreSQL in the database `bench_errand` beside `PG_URL`, libSQL in
  * the file `errand.db` of `SQLITE_DIR`. Each driver is loaded only by the
- * runs that use it, as an application loads only its own.
+ * runs that use it, as an application loads only its own. Opened `counted`
+ * (the workflow workloads), it also counts the statements errand sends
+ * (see statements.ts), and its count queries run on a connection of their
+ * own, as the shared benchmark's storage polls do, left out of that count.
  *
  * @module
  */
 import type { StoreFor } from "../../src/store/mod.ts";
 import { CFG, dropPgDatabase, freshPgDatabase, removeSqliteFiles, type StoreName } from "../harness.ts";
+import { libsqlStatementCounter, pgStatementCounter, PROBE, type StatementCounter } from "./statements.ts";
 
 /** A fresh database for one workload, with a count query for verification. */
 export interface BenchDatabase {
   store: StoreFor<unknown>;
   /** Jobs in `state` (of `kind` if given). */
   count(state: string, kind?: string): Promise<number>;
+  /** Step records of `type` (`step`, `sleep`, `event`, `invoke`) in `state`, of every job. */
+  countSteps(type: string, state: string): Promise<number>;
+  /** The count of the statements sent to the database, when it was opened `counted`. */
+  statements?: StatementCounter;
   /** Another store on the same database through a client of its own, as another process would have; closed with the database. */
   connect(): StoreFor<unknown>;
   settings: Record<string, unknown>;
@@ -24,8 +32,11 @@ export interface BenchDatabase {
 const PG_DB = "bench_errand";
 const SQLITE_FILE = `${CFG.sqliteDir}/errand.db`;
 
-/** A fresh database for `name`'s store (the old one dropped or deleted), with errand's store on it. */
-export async function openDatabase(name: StoreName): Promise<BenchDatabase> {
+/**
+ * A fresh database for `name`'s store (the old one dropped or deleted), with
+ * errand's store on it; `counted`: its statements counted.
+ */
+export async function openDatabase(name: StoreName, counted = false): Promise<BenchDatabase> {
   if (name === "postgres") {
     const url = await freshPgDatabase(PG_DB);
     const [{ default: postgres }, { postgresStore }] = await Promise.all([
@@ -34,14 +45,21 @@ export async function openDatabase(name: StoreName): Promise<BenchDatabase> {
     ]);
     const open = () => postgres(url, { max: 1, onnotice: () => {} });
     const sql = open();
-    const clients = [sql];
+    const probe = counted ? open() : sql;
+    const clients = counted ? [sql, probe] : [sql];
+    const statements = counted ? await pgStatementCounter(PG_DB) : undefined;
+    const countRows = async (query: string, args: (string | null)[]) =>
+      Number((await probe.unsafe(PROBE + query, args, { prepare: true }))[0].n);
     return {
       store: postgresStore(sql) as StoreFor<unknown>,
-      count: async (state, kind) =>
-        Number(
-          (await sql`SELECT count(*) AS n FROM errand.jobs WHERE state = ${state}
-                     AND (${kind ?? null}::text IS NULL OR kind = ${kind ?? null})`)[0].n,
-        ),
+      count: (state, kind) =>
+        countRows("SELECT count(*) AS n FROM errand.jobs WHERE state = $1 AND ($2::text IS NULL OR kind = $2)", [
+          state,
+          kind ?? null,
+        ]),
+      countSteps: (type, state) =>
+        countRows("SELECT count(*) AS n FROM errand.steps WHERE type = $1 AND state = $2", [type, state]),
+      statements,
       connect: () => {
         const other = open();
         clients.push(other);
@@ -49,6 +67,7 @@ export async function openDatabase(name: StoreName): Promise<BenchDatabase> {
       },
       settings: { storage: "PostgreSQL (postgres.js, pool max 1: one pipelined connection)", notify: true },
       close: async () => {
+        await statements?.close();
         await Promise.all(clients.map((c) => c.end({ timeout: 5 })));
       },
     };
@@ -58,19 +77,29 @@ export async function openDatabase(name: StoreName): Promise<BenchDatabase> {
     import("@libsql/client"),
     import("../../adapters/libsql/mod.ts"),
   ]);
-  const client = createClient({ url: `file:${SQLITE_FILE}` });
-  const clients = [client];
+  const counter = counted ? libsqlStatementCounter() : undefined;
+  const open = () => {
+    const client = createClient({ url: `file:${SQLITE_FILE}` });
+    return counter ? counter.instrument(client) : client;
+  };
+  const client = open();
+  const probe = counted ? createClient({ url: `file:${SQLITE_FILE}` }) : client;
+  const clients = counted ? [client, probe] : [client];
+  const countRows = async (query: string, args: (string | null)[]) =>
+    Number((await probe.execute({ sql: query, args })).rows[0].n);
   return {
     store: libsqlStore(client, { synchronous: CFG.sqliteSynchronous }) as StoreFor<unknown>,
-    count: async (state, kind) =>
-      Number(
-        (await client.execute({
-          sql: "SELECT count(*) AS n FROM errand_jobs WHERE state = ? AND (? IS NULL OR kind = ?)",
-          args: [state, kind ?? null, kind ?? null],
-        })).rows[0].n,
-      ),
+    count: (state, kind) =>
+      countRows("SELECT count(*) AS n FROM errand_jobs WHERE state = ? AND (? IS NULL OR kind = ?)", [
+        state,
+        kind ?? null,
+        kind ?? null,
+      ]),
+    countSteps: (type, state) =>
+      countRows("SELECT count(*) AS n FROM errand_steps WHERE type = ? AND state = ?", [type, state]),
+    statements: counter,
     connect: () => {
-      const other = createClient({ url: `file:${SQLITE_FILE}` });
+      const other = open();
       clients.push(other);
       return libsqlStore(other, { synchronous: CFG.sqliteSynchronous }) as StoreFor<unknown>;
     },

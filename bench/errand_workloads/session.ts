@@ -35,8 +35,8 @@ type Stoppable = Pick<Errand<typeof jobs, unknown>, "shutdown">;
 /** One workload's run: its store, its database and instances, and their cleanup. */
 export interface Session {
   readonly store: StoreName;
-  /** A fresh database, closed and removed by {@link Session.cleanup}. */
-  open(): Promise<BenchDatabase>;
+  /** A fresh database (`counted`: its statements counted), closed and removed by {@link Session.cleanup}. */
+  open(counted?: boolean): Promise<BenchDatabase>;
   /**
    * A fresh database and an instance on it, in `mode`, with the bench's
    * queue and `handler` for the bench kind; with `flow`, the kind and queue
@@ -59,7 +59,7 @@ export function benchSession(store: StoreName): Session {
   const kept: Stoppable[] = [];
   const session: Session = {
     store,
-    open: async () => (db = await openDatabase(store)),
+    open: async (counted = false) => (db = await openDatabase(store, counted)),
     async instance(mode, handler, flow = false) {
       const fresh = await session.open();
       const errand = session.keep(createErrand({

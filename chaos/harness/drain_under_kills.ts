@@ -11,21 +11,26 @@ import { orchestrator } from "./orchestrator.ts";
 import type { chaosJobs } from "./jobs.ts";
 import type { SentSignal } from "../../tests/support/processes.ts";
 import { chaosWorkers } from "./workers.ts";
-import { overlapsWhileLeased, readRunLog, type Run, runsOf } from "./run_log.ts";
+import { overlapsWhileLeased, readRunLog, type Run, type RunEvent, runsOf } from "./run_log.ts";
 import { until } from "../../tests/support/wait.ts";
 
 const LEASE_MS = 3_000;
 const WORKERS = 4;
+const CONCURRENCY = 8;
 const BATCH = 1_000;
 
 /** What a drain's run log shows, for a scenario's own figures and rules. */
 export interface DrainLog {
+  /** The run log's events, in the order they were written. */
+  readonly events: readonly RunEvent[];
   /** The runs of each job, by job id. */
   readonly runs: Map<string, Run[]>;
   /** Every signal sent to the workers. */
   readonly signals: readonly SentSignal[];
   /** The workers' lease, in ms. */
   readonly leaseMs: number;
+  /** How many jobs each worker runs at once. */
+  readonly concurrency: number;
 }
 
 /** How {@link drainUnderKills} drains. */
@@ -75,7 +80,7 @@ export async function drainUnderKills(
   await enqueued?.(ids);
   const log = `${dir}/runs.jsonl`;
   const workers = chaosWorkers(db, log);
-  const env = { CHAOS_LEASE: `${LEASE_MS}ms`, CHAOS_CONCURRENCY: "8" };
+  const env = { CHAOS_LEASE: `${LEASE_MS}ms`, CHAOS_CONCURRENCY: String(CONCURRENCY) };
   const completed = async () => (await errand.counts()).byState.completed ?? 0;
   let drained = false;
   let late = 0;
@@ -101,9 +106,12 @@ export async function drainUnderKills(
     await workers.stopAll(0);
   }
   const counts = (await errand.counts()).byState;
-  const runs = runsOf(readRunLog(log));
+  const events = readRunLog(log);
+  const runs = runsOf(events);
   await errand.shutdown();
-  const own = await measure?.({ runs, signals: workers.signals, leaseMs: LEASE_MS }) ?? { figures: {}, checks: [] };
+  const own =
+    await measure?.({ events, runs, signals: workers.signals, leaseMs: LEASE_MS, concurrency: CONCURRENCY }) ??
+      { figures: {}, checks: [] };
   const done = counts.completed ?? 0;
   const figures = {
     jobs,

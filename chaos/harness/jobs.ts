@@ -4,6 +4,7 @@
  * rescued after several kills still completes rather than failing for good.
  */
 import { backoff, defineJobs, job } from "errand";
+import type { WorkflowPayload, WorkflowResult } from "./workflow.ts";
 
 export const chaosJobs = defineJobs({
   /** Sleeps `ms` (aborted by its signal), logging its start and end. */
@@ -19,6 +20,8 @@ export const chaosJobs = defineJobs({
   compute: job<{ n: number; ms: number }, { n: number; doubled: number }>({ attempts: 50, retry: backoff.fixed(0) }),
   /** A recurring occurrence; logs that it ran. */
   tick: job<{ schedule: string }>({ attempts: 50, retry: backoff.fixed(0) }),
+  /** A durable workflow of 5 steps and a sleep (see workflow.ts); its result is each step's kept value. */
+  workflow: job<WorkflowPayload, WorkflowResult>({ attempts: 50, retry: backoff.fixed(0) }),
 });
 
 /** The topics of {@link chaosJobs}: `orders`, which the log of the consumer-group runs shares. */

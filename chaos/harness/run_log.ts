@@ -7,14 +7,19 @@ import { existsSync, readFileSync } from "node:fs";
 import { partitionOf } from "errand";
 import type { SentSignal } from "../../tests/support/processes.ts";
 
-/** One line of the run log. */
+/**
+ * One line of the run log: a run's `start`, and its `end`, `abort` or
+ * `suspend` (a workflow's sleep ended the run); a workflow's runs also log
+ * `step` as a step's function begins (with `step`, its place), which ends nothing.
+ */
 export interface RunEvent {
-  readonly e: "start" | "end" | "abort";
+  readonly e: "start" | "end" | "abort" | "suspend" | "step";
   readonly id: string;
   readonly kind: string;
   readonly attempt: number;
   readonly key?: string;
   readonly n?: number;
+  readonly step?: number;
   readonly pid: number;
   readonly t: number;
 }
@@ -27,7 +32,10 @@ export interface Run {
   readonly key?: string;
   readonly n?: number;
   readonly start: number;
-  /** When the handler returned (or saw its signal abort); absent when its process died or stopped first. */
+  /**
+   * When the handler returned (or saw its signal abort, or suspended its workflow); absent when its
+   * process died or stopped first.
+   */
   readonly end?: number;
   readonly aborted: boolean;
 }
@@ -49,7 +57,7 @@ export function runsOf(events: readonly RunEvent[]): Map<string, Run[]> {
       byJob.set(event.id, runs);
       runs.push({ ...pick(event), start: event.t, aborted: false });
       open.set(runKey, { event, run: runs });
-    } else {
+    } else if (event.e !== "step") {
       const started = open.get(runKey);
       if (!started) continue;
       open.delete(runKey);

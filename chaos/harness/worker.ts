@@ -9,6 +9,9 @@
  *   (the drain on SIGTERM, default "5s"), CHAOS_POOL (PostgreSQL connections, default 4),
  *   CHAOS_STORE_TIMEOUT (the `storeTimeout`, default errand's), CHAOS_STATEMENT_TIMEOUT and
  *   CHAOS_LOCK_TIMEOUT (PostgreSQL's `statement_timeout` and `lock_timeout` on its connections, in ms);
+ * - a `workflow` job records its steps' runs in the application's table of step runs
+ *   (step_runs.ts) through the store's own client, and also logs
+ *   `{ e: "step", step }` as a step's function begins and `{ e: "suspend" }` when its sleep ends the run;
  * - CHAOS_SCHEDULE: a cron expression; when set, it registers the schedule
  *   "tick" at start, as an application does on every start (CHAOS_CATCH_UP: its catchUp);
  * - CHAOS_ENQUEUE=N: after start, it also enqueues N `work` jobs of CHAOS_JOB_MS (default 1) ms one
@@ -26,12 +29,14 @@ import process from "node:process";
 import { env, openWorkerStore, sleep } from "../../tests/support/worker_env.ts";
 import { createErrand, type Duration } from "errand";
 import { chaosJobs, chaosTopics } from "./jobs.ts";
+import { stepRuns } from "./step_runs.ts";
+import { workflowHandler } from "./workflow.ts";
 
 const now = () => performance.timeOrigin + performance.now();
 const log = (event: Record<string, unknown>) =>
   appendFileSync(env("CHAOS_LOG"), `${JSON.stringify({ ...event, pid: process.pid, t: now() })}\n`);
 
-const { store, close } = openWorkerStore();
+const { store, driver, close } = openWorkerStore();
 const quiet = () => {};
 
 const errand = createErrand({
@@ -69,6 +74,7 @@ const errand = createErrand({
       log({ e: "start", id: job.id, kind: "tick", attempt: job.attempt });
       log({ e: "end", id: job.id, kind: "tick", attempt: job.attempt });
     },
+    workflow: workflowHandler(stepRuns(driver), log),
   },
 });
 const drainBudget = env("CHAOS_DRAIN_BUDGET");

@@ -1,12 +1,12 @@
 /**
  * `errand list [--state --queue --kind --topic --limit --cursor]` and
  * `errand get <id>`: a page of jobs, newest first, and one job with its
- * runs, parents and children.
+ * runs, steps (a workflow's), what it waits for, parents and children.
  *
  * @module
  */
 import { type Command, Option } from "commander";
-import type { JobDetails, JobInfo, JobState } from "../../mod.ts";
+import type { JobDetails, JobInfo, JobState, StepInfo, WaitingFor } from "../../mod.ts";
 import { globalOptions, outputOf } from "../context.ts";
 import { CommandFailure } from "../failures.ts";
 import { oneLine, type Output, relative, shortDuration } from "../output.ts";
@@ -53,7 +53,7 @@ export function addJobCommands(program: Command): void {
 
   program
     .command("get")
-    .description("one job: its state, payload, result, runs, parents and children")
+    .description("one job: its state, payload, result, runs, steps, what it waits for, parents and children")
     .argument("<id>", "the job's id")
     .action(async (id: string, _flags: unknown, command: Command) => {
       const out = outputOf(command);
@@ -108,6 +108,7 @@ export function renderJob(out: Output, job: JobDetails, now = Date.now()): strin
   if (job.topic !== null) fields.push(["topic", `${job.topic}, partition ${job.partition}, seq ${job.seq}`]);
   if (job.group !== null) fields.push(["group", job.group]);
   if (job.reason) fields.push(["reason", job.reason]);
+  if (job.waitingFor) fields.push(["waiting for", waitingText(job.waitingFor, now)]);
   if (job.progress !== null && job.progress !== undefined) fields.push(["progress", json(job.progress)]);
   fields.push(["payload", json(job.payload)]);
   if (job.result !== undefined) fields.push(["result", json(job.result)]);
@@ -128,7 +129,40 @@ export function renderJob(out: Output, job: JobDetails, now = Date.now()): strin
       [0, 2],
     ));
   }
+  if (job.steps.length > 0) {
+    lines.push("", out.heading(`Steps (${job.steps.length})`));
+    lines.push(out.table(
+      ["step", "type", "state", "attempt", "started", "took", "detail"],
+      job.steps.map((step) => [
+        step.name,
+        step.type,
+        out.state(step.state),
+        String(step.attempt),
+        relative(step.startedAt, now),
+        step.durationMs === null ? "waiting" : shortDuration(step.durationMs),
+        step.error ? out.color.red(oneLine(`${step.error.name}: ${step.error.message}`, 70)) : stepDetail(step, now),
+      ]),
+      [3, 5],
+    ));
+  }
   return lines.join("\n");
+}
+
+/** What a waiting workflow waits for, in a few words. */
+function waitingText(waiting: WaitingFor, now: number): string {
+  if (waiting.type === "job") return `child job ${waiting.id}`;
+  const key = waiting.key ? ` key ${JSON.stringify(waiting.key)}` : "";
+  const until = waiting.timeoutAt ? `, times out ${relative(waiting.timeoutAt, now)}` : "";
+  return `event ${waiting.event}${key}${until}`;
+}
+
+/** What only a sleep, an invoke or an event wait has: its wake time, child, or event and timeout. */
+function stepDetail(step: StepInfo, now: number): string {
+  if (step.type === "sleep") return `wakes ${relative(step.wakeAt, now)}`;
+  if (step.type === "invoke") return `child ${step.childId ?? "-"}`;
+  if (step.type !== "event" || !step.event) return "";
+  const key = step.event.key ? ` key ${JSON.stringify(step.event.key)}` : "";
+  return `event ${step.event.name}${key}${step.wakeAt ? `, timeout ${relative(step.wakeAt, now)}` : ""}`;
 }
 
 function json(value: unknown): string {

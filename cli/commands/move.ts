@@ -125,6 +125,7 @@ function describe(r: MoveReport, from: DatabaseUrl, to: DatabaseUrl): string {
     `  partitions  ${r.partitions} sequences`,
     `  logs        ${r.logs.records} records in ${r.logs.partitions} partitions, ${r.logs.consumerOffsets} consumer offsets`,
   ];
+  if (r.events) lines.push(`  events      ${r.events} kept for workflows`);
   if (r.uniqueConflicts) {
     lines.push(`  ${r.uniqueConflicts} jobs moved without their unique key, which a job moved before them holds`);
   }

@@ -64,10 +64,11 @@ export default defineConfig({
             ],
           },
           {
-            text: "Results and continuations",
+            text: "Results, continuations and workflows",
             items: [
               { text: "Results and progress", link: "/guides/results" },
               { text: "Continuations", link: "/guides/continuations" },
+              { text: "Workflows", link: "/guides/workflows" },
             ],
           },
           {
@@ -126,6 +127,7 @@ export default defineConfig({
           { text: "From pg-boss", link: "/migrating/pg-boss" },
           { text: "From graphile-worker", link: "/migrating/graphile-worker" },
           { text: "From BullMQ", link: "/migrating/bullmq" },
+          { text: "From DBOS, Inngest, Vercel Workflow", link: "/migrating/workflows" },
         ],
       },
       {

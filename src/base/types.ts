@@ -35,7 +35,9 @@
  * - `scheduled`: waiting for its run time (a delay or a retry wait).
  * - `available`: ready for a worker to claim.
  * - `running`: claimed by a worker holding a lease.
- * - `waiting`: a continuation whose parent has not succeeded yet.
+ * - `waiting`: a continuation whose parent has not succeeded yet, or a
+ *   workflow waiting for an event (`job.waitForEvent()`) or for a child job
+ *   (`job.invoke()`); {@link JobInfo.waitingFor} says which.
  * - `completed`: the handler succeeded.
  * - `failed`: attempts exhausted, or failed permanently.
  * - `cancelled`: cancelled before it completed.
@@ -74,6 +76,12 @@ export type RunOutcome =
   | "snoozed"
   /** The handler called `job.discard()`: the job failed without retries. */
   | "discarded"
+  /**
+   * The handler suspended the job on a durable step (`job.sleep()`,
+   * `job.waitForEvent()`, `job.invoke()`): it runs again from the top when
+   * the step resolves, the attempt not counted.
+   */
+  | "suspended"
   /** The run is still going. */
   | "running";
 
@@ -145,6 +153,42 @@ export interface JobInfo {
   readonly group: string | null;
   /** Its latest progress (`job.progress()`, any JSON value), or null. */
   readonly progress: unknown;
+}
+
+/** What a `waiting` workflow waits for. */
+export type WaitingFor =
+  /** An event sent with `sendEvent(event, { key })`; until `timeoutAt` at most. */
+  | { readonly type: "event"; readonly event: string; readonly key: string; readonly timeoutAt: Date | null }
+  /** The child job `id` it invoked, to complete, fail or be cancelled. */
+  | { readonly type: "job"; readonly id: string };
+
+/** One durable step of a workflow, as returned by `get()`. */
+export interface StepInfo {
+  /** The name the handler gave it. */
+  readonly name: string;
+  /** `step` (a function), `sleep`, `invoke` (a child job) or `event` (an event wait). */
+  readonly type: "step" | "sleep" | "invoke" | "event";
+  /**
+   * `completed`; `failed` (its function threw on its last try; it runs again
+   * when the job does); `waiting` (a sleep, invoke or event wait not over yet).
+   */
+  readonly state: "completed" | "failed" | "waiting";
+  /** Tries of its function so far; for an invoke, the children it ran (a retry after a failed child runs a new one); 0 for a sleep or event wait. */
+  readonly attempt: number;
+  /** When it started. */
+  readonly startedAt: Date;
+  /** When it completed or last failed; null while waiting. */
+  readonly finishedAt: Date | null;
+  /** How long it took, in ms; null while waiting. */
+  readonly durationMs: number | null;
+  /** Its last error, for a failed step (a step that completed keeps none, though tries before may have failed). */
+  readonly error?: RunError;
+  /** A sleep's end or an event wait's timeout, or null. */
+  readonly wakeAt: Date | null;
+  /** An invoke's child job id, or null. */
+  readonly childId: string | null;
+  /** An event wait's event name and key, or null. */
+  readonly event: { readonly name: string; readonly key: string } | null;
 }
 
 /** One run of a job, as returned by `get()`. */

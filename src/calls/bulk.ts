@@ -27,6 +27,7 @@ import type { JobFilter, JobTransitionManyParams } from "../store/jobs.ts";
 import type { Store } from "../store/store.ts";
 import type { Clock } from "../base/clock.ts";
 import { CANCEL_FROM, RETRY_FROM } from "./jobs.ts";
+import type { InvokedChildren } from "../workflows/children.ts";
 
 /** Which jobs a bulk action (`retryMany`, `cancelMany`, `deleteMany`) applies to: every condition given holds. */
 export interface BulkFilter {
@@ -66,6 +67,8 @@ export interface BulkCallsEnv {
   readonly watchers: Pick<Watchers, "changed">;
   /** Cancels the continuations of cancelled jobs. */
   readonly releases: Pick<ChildReleases, "release">;
+  /** Cancels the unfinished children that cancelled workflows invoked (`job.invoke()`), and theirs. */
+  readonly children: Pick<InvokedChildren, "cancelOf">;
   /** Resolves once the store's schema is ready. */
   ready(): Promise<void>;
 }
@@ -99,6 +102,8 @@ export class BulkCalls {
     return await this.#inBatches("cancelMany", filter, from, async (jobs, now) => {
       const ids = (await this.#change(jobs, { state: "cancelled", finishedAt: now })).map((c) => c.id);
       if (ids.length) await this.#env.releases.release(ids);
+      // Only a waiting workflow can have a child still running.
+      if (filter.state === "waiting") await this.#env.children.cancelOf(ids);
       return ids;
     });
   }

@@ -41,7 +41,7 @@ export interface DrainOptions {
 
 /** What one `drain()` did. */
 export interface DrainReport {
-  /** Runs that ended with an outcome (completed, failed, retried, snoozed or cancelled). */
+  /** Runs that ended with an outcome (completed, failed, retried, snoozed, suspended or cancelled). */
   readonly ran: number;
   /** Runs that completed. */
   readonly completed: number;

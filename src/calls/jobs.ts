@@ -13,7 +13,9 @@ import { liveWorkers } from "../cluster/heartbeat.ts";
 import { NotFoundError, StateError, ValidationError } from "../base/errors.ts";
 import { toJobInfo } from "../jobs/job_info.ts";
 import { payloadForDisplay } from "../encoding/codec.ts";
-import { JOB_STATES, type JobInfo, type JobState } from "../base/types.ts";
+import { JOB_STATES, type JobInfo, type JobState, type StepInfo, type WaitingFor } from "../base/types.ts";
+import { toStepInfo, waitingForOf } from "../workflows/step_info.ts";
+import { InvokedChildren } from "../workflows/children.ts";
 import type { ChildReleases } from "../enqueue/continuations.ts";
 import { type UnhandledCount, unhandledOf } from "../cluster/unhandled.ts";
 import type { Watchers } from "../results/watchers.ts";
@@ -57,6 +59,10 @@ export interface JobDetails extends JobInfo {
   readonly parents: readonly string[];
   /** The first 25 continuations waiting (or that waited) for it, oldest first. */
   readonly children: readonly string[];
+  /** Its durable steps (`job.step()`, `sleep()`, `invoke()`, `waitForEvent()`), in call order; empty for a job without. */
+  readonly steps: readonly StepInfo[];
+  /** What it waits for while `waiting` as a workflow (an event, or a child job), else null. */
+  readonly waitingFor: WaitingFor | null;
 }
 
 /** Job counts, as returned by `counts()`; every state is present (0 when none). */
@@ -86,7 +92,7 @@ const CHILDREN_SHOWN = 25;
 export interface JobCallsEnv {
   readonly store: Pick<
     Store,
-    "jobCounts" | "jobDelete" | "jobGet" | "jobList" | "jobRelatives" | "jobTransition" | "workerList"
+    "jobCounts" | "jobDelete" | "jobGet" | "jobList" | "jobRelatives" | "jobTransition" | "stepList" | "workerList"
   >;
   readonly clock: Clock;
   /** This instance's workers: woken for jobs made available, told of cancelled runs. */
@@ -102,10 +108,17 @@ export interface JobCallsEnv {
 /** The calls on single jobs. */
 export class JobCalls {
   readonly #env: JobCallsEnv;
+  readonly #children: InvokedChildren;
 
   /** The calls over `env`. */
   constructor(env: JobCallsEnv) {
     this.#env = env;
+    this.#children = new InvokedChildren({ store: env.store, cancel: (id, reason) => this.#cancel(id, reason) });
+  }
+
+  /** The children of cancelled workflows, cancelled in turn (for `cancelMany()` as well). */
+  get children(): InvokedChildren {
+    return this.#children;
   }
 
   /** See `Errand.get()`. */
@@ -115,11 +128,16 @@ export class JobCalls {
     const { store } = this.#env;
     const row = await store.jobGet({ id });
     if (!row) return null;
-    const { parents, children } = await store.jobRelatives({ id, limit: CHILDREN_SHOWN });
+    const [{ parents, children }, steps] = await Promise.all([
+      store.jobRelatives({ id, limit: CHILDREN_SHOWN }),
+      store.stepList({ id }),
+    ]);
     return {
       ...toJobInfo(row),
       parents,
       children,
+      steps: steps.map(toStepInfo),
+      waitingFor: row.state === "waiting" ? waitingForOf(steps) : null,
       result: row.result ? payloadForDisplay(row.result) : undefined,
     };
   }
@@ -154,14 +172,21 @@ export class JobCalls {
   }
 
   /** See `Errand.cancel()`. */
-  async cancel(id: string): Promise<JobInfo> {
+  cancel(id: string): Promise<JobInfo> {
+    return this.#cancel(id, undefined);
+  }
+
+  /** Cancels job `id`, keeping `reason` when given, then its continuations and the children it invoked. */
+  async #cancel(id: string, reason: string | undefined): Promise<JobInfo> {
     const job = await this.#transition(id, "cancel", (now) => ({
       from: CANCEL_FROM,
       state: "cancelled",
       finishedAt: now,
+      ...(reason === undefined ? {} : { reason }),
     }));
     this.#env.workers.cancel(id);
     await this.#env.releases.release([id]);
+    if (job.state === "cancelled") await this.#children.cancelOf([id]);
     return job;
   }
 

@@ -11,6 +11,7 @@
  *
  * @module
  */
+import { EventCalls, type SendEventOptions } from "../calls/events.ts";
 import type { EnqueueItem, EnqueueOptions, EnqueueResult, KindKey } from "../enqueue/enqueue.ts";
 import { Inserter } from "../enqueue/inserter.ts";
 import { idFactory } from "../encoding/ids.ts";
@@ -104,6 +105,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
   readonly #stalls: Stalls;
   readonly #logs: LogCalls<TTx>;
   readonly #offsets: OffsetCalls;
+  readonly #events: EventCalls<TTx>;
 
   constructor(options: ErrandOptions<J, Ctx, TTx, L>) {
     const resolved = resolveOptions(options);
@@ -172,7 +174,8 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
     this.#pool = new WorkerPool({ ...deps, inserter: this.#inserter, context: options.context });
     // Each call family sees only what its interface names.
     this.#jobs = new JobCalls(deps);
-    this.#bulk = new BulkCalls(deps);
+    this.#events = new EventCalls(deps);
+    this.#bulk = new BulkCalls({ ...deps, children: this.#jobs.children });
     this.#queues = new QueueCalls(deps);
     this.#groups = new GroupCalls(deps);
     this.#partitions = new PartitionCalls({ ...deps, topics: resolved.topics });
@@ -259,6 +262,8 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
   enqueueMany = async (items: readonly EnqueueItem<J>[], options?: { tx?: TTx }) =>
     await this.#open().enqueueMany(items, options);
   get = (id: string) => this.#jobs.get(id);
+  sendEvent = (event: string, options?: SendEventOptions<TTx>) => this.#events.sendEvent(event, options);
+  eventWaits = (event?: string) => this.#events.eventWaits(event);
   // A record's value is what was appended under the log's value type: typed at this edge.
   append =
     (async (log: string, value: unknown, options?: { tx?: TTx }) =>

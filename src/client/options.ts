@@ -129,6 +129,13 @@ export interface ErrandOptions<J extends JobDefinitions, Ctx, TTx, L extends Log
    */
   maxResultBytes?: number;
   /**
+   * How long a sent event is kept (`sendEvent()`) for workflows that reach
+   * their `job.waitForEvent()` on its name and key later; older events are
+   * pruned. At most 365 days.
+   * @default {"24h"}
+   */
+  eventRetention?: Duration;
+  /**
    * Least time between two writes of one run's `job.progress()`; values
    * reported in between are not written, but the latest is (and the last
    * one always, when the run ends).
@@ -188,6 +195,7 @@ export interface ResolvedOptions {
   readonly claimBatch: number;
   readonly maxPayloadBytes: number;
   readonly maxResultBytes: number;
+  readonly eventRetentionMs: number;
   readonly progressIntervalMs: number;
   readonly resultPollMs: number;
   readonly retry: RetryPolicy;
@@ -281,6 +289,7 @@ export function resolveOptions<J extends JobDefinitions, Ctx, TTx, L extends Log
     claimBatch: checkCount("claimBatch", options.claimBatch ?? 32, 1),
     maxPayloadBytes: checkCount("maxPayloadBytes", options.maxPayloadBytes ?? 256 * 1024, 1),
     maxResultBytes: checkCount("maxResultBytes", options.maxResultBytes ?? 256 * 1024, 1),
+    eventRetentionMs: parseDuration(options.eventRetention ?? "24h", "eventRetention", 365 * 86_400_000),
     progressIntervalMs: parseDuration(options.progressInterval ?? "1s", "progressInterval"),
     resultPollMs: atLeast(
       "resultPollInterval",

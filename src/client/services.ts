@@ -1,9 +1,10 @@
 /**
  * The shared services of one instance, wired once from the client's bag:
- * the completer and the post-run rule (`running/after_run.ts`), the lease
- * keeper, maintenance, the leadership, the recurring jobs, partition
- * ownership, the consumer groups, the heartbeat and the report of
- * unhandled jobs, and the factory of queue workers that run on them.
+ * the completer and the post-run rule (`running/after_run.ts`), the
+ * workflow step writer, the lease keeper, maintenance, the leadership, the
+ * recurring jobs, partition ownership, the consumer groups, the heartbeat
+ * and the report of unhandled jobs, and the factory of queue workers that
+ * run on them.
  * Nothing runs until the pool (`pool.ts`) starts it.
  *
  * @module
@@ -25,6 +26,7 @@ import { withDeadline } from "../store/deadline.ts";
 import type { HeadFilter } from "../store/records.ts";
 import type { StoreFor } from "../store/store.ts";
 import { Ownership } from "../topics/ownership.ts";
+import { StepWriter } from "../workflows/step_writer.ts";
 import type { ClientDeps } from "./deps.ts";
 
 /** What the services work with besides the client's bag. */
@@ -45,6 +47,8 @@ export class Services<TTx> {
   /** The limits every queue worker's claims enforce. */
   readonly #flow: FlowControl;
   readonly completer: Completer;
+  /** Stores the workflow steps of every run of this instance, in batches. */
+  readonly #stepWriter: StepWriter;
   readonly afterRun: AfterRun;
   readonly leases: LeaseKeeper;
   readonly maintenance: Maintenance;
@@ -66,11 +70,13 @@ export class Services<TTx> {
     const base = { store, clock: deps.clock, logger: deps.logger };
     this.#flow = new FlowControl(options.queueFlows, kinds.handledFlows());
     this.completer = new Completer(base);
+    this.#stepWriter = new StepWriter(base);
     this.afterRun = new AfterRun({ ...base, completer: this.completer, kinds, workers, telemetry, watchers, releases });
     this.leases = new LeaseKeeper(base, options.leaseMs);
     this.maintenance = new Maintenance({
       ...base,
       retention: options.retention,
+      eventRetentionMs: options.eventRetentionMs,
       partitionHistory: options.partitionHistory,
       logRetention: options.logRetention,
       intervals: options.intervals,
@@ -144,10 +150,13 @@ export class Services<TTx> {
       runEnds: this.afterRun,
       enqueuer: inserter,
       tracing,
+      telemetry,
+      stepWriter: this.#stepWriter,
       claims: telemetry,
       partitions: this,
       flow: this.#flow,
       maxResultBytes: options.maxResultBytes,
+      eventRetentionMs: options.eventRetentionMs,
       progressIntervalMs: options.progressIntervalMs,
       changed: (id) => watchers.changed(id),
       parentResults: (id) => readParentResults(this.store, id),

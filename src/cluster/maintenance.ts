@@ -9,7 +9,8 @@
  * - pruning: completed, failed and cancelled jobs older than their retention
  *   are deleted in small batches, so a large backlog never takes one long lock;
  *   so are a partition's finished jobs beyond its history cap, when set, and
- *   the records of retained logs that their retention lets go.
+ *   the records of retained logs that their retention lets go, and sent
+ *   events older than `eventRetention`.
  *
  * @module
  */
@@ -40,6 +41,7 @@ export interface MaintenanceEnv extends
   ServiceDeps<
     Pick<
       Store,
+      | "eventPrune"
       | "flowPrune"
       | "jobFinishMany"
       | "jobListExpired"
@@ -50,6 +52,8 @@ export interface MaintenanceEnv extends
     >
   > {
   readonly retention: Retention;
+  /** How long sent events are kept for workflows that wait on them later, in ms. */
+  readonly eventRetentionMs: number;
   /** Most finished jobs kept per partition, or undefined for no cap. */
   readonly partitionHistory: number | undefined;
   /** The retention of each log that has one: by age (ms) and/or records kept per partition. */
@@ -159,6 +163,8 @@ export class Maintenance {
       const before = ageMs === undefined ? undefined : clock.now() - ageMs;
       await deleteInBatches((limit) => store.logPrune({ log, before, keep: count, limit }), PRUNE_BATCHES_PER_RUN);
     }
+    const sentBefore = clock.now() - this.#env.eventRetentionMs;
+    await deleteInBatches((limit) => store.eventPrune({ before: sentBefore, limit }), PRUNE_BATCHES_PER_RUN);
   }
 }
 

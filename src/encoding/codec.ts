@@ -42,6 +42,30 @@ export function encodeResult(kind: string, result: unknown, maxBytes: number): U
 }
 
 /**
+ * Encodes the value a workflow step returned by the payload rules, refusing values over `maxBytes`.
+ * @throws {ValidationError} Naming the step, the offending path or the size.
+ */
+export function encodeStepValue(step: string, value: unknown, maxBytes: number): Uint8Array {
+  return encodeValue(value, maxBytes, {
+    what: `The value step "${step}" returned`,
+    path: "value",
+    tooLarge: `store large data elsewhere and return a reference from the step, or raise "maxResultBytes"`,
+  });
+}
+
+/**
+ * Encodes an event's data by the payload rules, refusing data over `maxBytes`.
+ * @throws {ValidationError} Naming the event, the offending path or the size.
+ */
+export function encodeEventData(event: string, data: unknown, maxBytes: number): Uint8Array {
+  return encodeValue(data, maxBytes, {
+    what: `The data of event "${event}"`,
+    path: "data",
+    tooLarge: `store large data elsewhere and send a reference, or raise "maxPayloadBytes"`,
+  });
+}
+
+/**
  * Encodes a log record's value by the payload rules and the payload size cap.
  * @throws {ValidationError} Naming the offending path or the size.
  */

@@ -1,11 +1,13 @@
 /**
  * Whether the target holds a job as the source has it: every field, bytes
  * by content, run history as JSON whatever order its keys come back in
- * (PostgreSQL's `jsonb` keeps its own), parents as a set.
+ * (PostgreSQL's `jsonb` keeps its own), parents as a set, steps one by one
+ * and field by field.
  *
  * @module
  */
 import type { MovedJob } from "../store/moves.ts";
+import type { StepRow } from "../store/steps.ts";
 
 /** The name of the first field in which `target` differs from `source`, or null when they agree. */
 export function differingField(source: MovedJob, target: MovedJob): string | null {
@@ -18,11 +20,26 @@ export function differingField(source: MovedJob, target: MovedJob): string | nul
       if (canonical(a) !== canonical(b)) return key;
     } else if (key === "parents") {
       if ([...source.parents].sort().join(",") !== [...target.parents].sort().join(",")) return key;
+    } else if (key === "steps") {
+      if (!sameSteps(source.steps, target.steps)) return key;
     } else if (a !== b) {
       return key;
     }
   }
   return null;
+}
+
+/** Whether two jobs' steps agree in every field, in the same order. */
+function sameSteps(a: readonly StepRow[], b: readonly StepRow[]): boolean {
+  return a.length === b.length && a.every((step, i) =>
+    (Object.keys(step) as (keyof StepRow)[]).every((key) => {
+      const x = step[key];
+      const y = b[i][key];
+      return x instanceof Uint8Array || y instanceof Uint8Array
+        ? sameBytes(x as Uint8Array | null, y as Uint8Array | null)
+        : x === y;
+    })
+  );
 }
 
 function sameBytes(a: Uint8Array | null, b: Uint8Array | null): boolean {

@@ -32,6 +32,13 @@ export async function dryRun(from: Store, options: ResolvedMoveOptions): Promise
     }
     logs = { partitions: sequences.length, records, consumerOffsets: (await from.consumerOffsets({})).length };
   }
+  let events = 0;
+  for (let after: number | null = null;;) {
+    const batch = await from.eventExport({ after, limit: options.batchSize });
+    if (batch.length === 0) break;
+    events += batch.length;
+    after = batch[batch.length - 1].seq;
+  }
   return {
     id: underway ? record.id : "",
     dryRun: true,
@@ -45,6 +52,7 @@ export async function dryRun(from: Store, options: ResolvedMoveOptions): Promise
     uniqueConflicts: 0,
     schedules: (await from.scheduleList()).length,
     partitions: (await from.partitionSequences()).length,
+    events,
     pausedQueues,
     sourcePaused: queues.filter((q) => !pausedQueues.includes(q)),
     logs,

@@ -19,6 +19,12 @@
  *   parent gone. Sweeps go on until the source holds none of the moved
  *   states (waiting for jobs that run, as at the start).
  *
+ * A job moves with its workflow steps, their event sequence numbers as the
+ * target numbers them (see `events.ts`). A workflow waiting for a child it
+ * invoked reads how the child ended when it resumes, so a finished child
+ * the move would not carry otherwise (without `history`) moves with it, in
+ * the same batch, and leaves the source only after the workflow did.
+ *
  * A job the target cannot take because another job there holds its unique
  * key goes without the key (see `withoutKey`): no job the source acknowledged
  * is dropped.
@@ -34,10 +40,11 @@
 import { StateError, ValidationError } from "../base/errors.ts";
 import type { MovedJob } from "../store/moves.ts";
 import { differingField } from "./compare.ts";
+import { withTargetSeqs } from "./events.ts";
 import { pauseQueues } from "./queues.ts";
 import { checkAborted, type MoveRun, progress, saveState } from "./run.ts";
-import { settleSource } from "./settle.ts";
-import { differences, movedStates, Tally, tallyOfCounts, total } from "./tally.ts";
+import { settleSource, waitingChildren } from "./settle.ts";
+import { differences, FINISHED, movedStates, Tally, tallyOfCounts, total } from "./tally.ts";
 import { JOB_STATES } from "../base/types.ts";
 
 /** What syncing one batch did. */
@@ -74,7 +81,8 @@ async function syncPage(run: MoveRun, page: readonly MovedJob[], readBack = true
   await pauseQueues(run, page.map((j) => j.queue));
   const onTarget = new Map((await run.to.jobExport({ ids: page.map((j) => j.id) })).map((j) => [j.id, j]));
   const keyless = new Set<string>();
-  const wanted = page.map((j) => {
+  const wanted = page.map((job) => {
+    const j = withTargetSeqs(run, job);
     const there = onTarget.get(j.id);
     if (there === undefined || !heldWithoutKey(j, there)) return j;
     keyless.add(j.id);
@@ -116,6 +124,28 @@ async function syncPage(run: MoveRun, page: readonly MovedJob[], readBack = true
   return { written: written.length, keyless };
 }
 
+/**
+ * The finished children that `page`'s workflows wait for and that the move
+ * would not carry otherwise: they move with the page.
+ */
+async function invokedChildren(run: MoveRun, page: readonly MovedJob[]): Promise<MovedJob[]> {
+  const ids = page.flatMap(waitingChildren);
+  if (ids.length === 0) return [];
+  const moved = movedStates(run.state.history);
+  return (await run.from.jobExport({ ids })).filter((c) => FINISHED.includes(c.state) && !moved.includes(c.state));
+}
+
+/** `page` with the children of {@link invokedChildren}. */
+async function withChildren(run: MoveRun, page: readonly MovedJob[]): Promise<MovedJob[]> {
+  return [...page, ...await invokedChildren(run, page)];
+}
+
+/** Deletes from the source those of `jobs` that are still as read (see `jobDeleteMoved`); returns their ids. */
+async function deleteMoved(run: MoveRun, jobs: readonly MovedJob[]): Promise<string[]> {
+  if (jobs.length === 0) return [];
+  return await run.from.jobDeleteMoved({ jobs: jobs.map(({ id, state, fence }) => ({ id, state, fence })) });
+}
+
 /** Every batch of the source's moved jobs after `after`, in id order. */
 async function* pages(run: MoveRun, after: string | null): AsyncGenerator<MovedJob[]> {
   const states = movedStates(run.state.history);
@@ -140,7 +170,7 @@ export async function copyJobs(run: MoveRun): Promise<void> {
   let done = 0;
   progress(run, "copy", done, all);
   for await (const page of pages(run, run.state.copiedThrough)) {
-    await syncPage(run, page, false);
+    await syncPage(run, await withChildren(run, page), false);
     done += page.length;
     await saveState(run, { copiedThrough: page[page.length - 1].id });
     progress(run, "copy", done, all);
@@ -161,8 +191,9 @@ export async function verifyJobs(run: MoveRun): Promise<void> {
     let done = 0;
     progress(run, "verify", done, all);
     for await (const page of pages(run, null)) {
-      await syncPage(run, page);
-      for (const job of page) tally.add(job.queue, job.state);
+      const jobs = await withChildren(run, page);
+      await syncPage(run, jobs);
+      for (const job of jobs) tally.add(job.queue, job.state);
       done += page.length;
       progress(run, "verify", done, all);
     }
@@ -205,10 +236,10 @@ export async function commitJobs(run: MoveRun): Promise<void> {
     progress(run, "commit", done, all);
     for await (const page of pages(run, null)) {
       seen += page.length;
-      const synced = await syncPage(run, page);
-      const gone = new Set(
-        await run.from.jobDeleteMoved({ jobs: page.map(({ id, state, fence }) => ({ id, state, fence })) }),
-      );
+      const children = await invokedChildren(run, page);
+      const synced = await syncPage(run, [...page, ...children]);
+      // The children after their workflows, in a call of their own (the store spares them while those stay).
+      const gone = new Set([...await deleteMoved(run, page), ...await deleteMoved(run, children)]);
       deleted += gone.size;
       done += gone.size;
       const keyless = [...synced.keyless].filter((id) => gone.has(id));

@@ -1,9 +1,10 @@
 /**
- * Moving a store: every unfinished job, every schedule, partition
- * sequences, paused queues, retained logs, and with `history` the finished
- * jobs, from one store into another (an embedded libSQL file into
- * PostgreSQL, when one machine is outgrown), keeping ids, attempts, run
- * history, results, unique keys, continuation links and partition order.
+ * Moving a store: every unfinished job with its workflow steps, every
+ * schedule, partition sequences, paused queues, the events kept for
+ * workflows, retained logs, and with `history` the finished jobs, from one
+ * store into another (an embedded libSQL file into PostgreSQL, when one
+ * machine is outgrown), keeping ids, attempts, run history, results,
+ * unique keys, continuation links, partition order and the order of events.
  *
  * The move runs in phases (see {@link MovePhase}), and writes how far it
  * got into both stores, so that a call interrupted at any point (a kill,
@@ -28,6 +29,7 @@
  * @module
  */
 import type { Store } from "../store/store.ts";
+import { chooseEventShift, copyEvents } from "./events.ts";
 import { commitJobs, copyJobs, verifyJobs } from "./jobs.ts";
 import { copyLogs } from "./logs.ts";
 import { MoveLease } from "./lease.ts";
@@ -109,6 +111,7 @@ async function runMove(run: MoveRun): Promise<MoveReport> {
   progress(run, run.state.phase, 0, 0, run.resumed ? `Resuming move "${run.id}"` : `Beginning move "${run.id}"`);
   await pauseQueues(run, await sourceQueues(from, run.state.pausedBefore), true);
   await settleSource(run);
+  await chooseEventShift(run);
   await advance(run, "prepare", "copy");
   if (before(run, "verify")) {
     await copyJobs(run);
@@ -120,13 +123,17 @@ async function runMove(run: MoveRun): Promise<MoveReport> {
     await verifySchedules(run);
     await verifyJobs(run);
   }
-  if (before(run, "logs")) {
+  if (before(run, "events")) {
     await commitJobs(run);
     await carrySchedules(run, true);
     // Occurrences the source's leader enqueued while its schedules were being moved.
     await commitJobs(run);
     await carryPartitions(run);
-    await advance(run, "commit", "logs");
+    await advance(run, "commit", "events");
+  }
+  if (before(run, "logs")) {
+    await copyEvents(run);
+    await advance(run, "events", "logs");
   }
   if (options.logs) await copyLogs(run);
   const resumed = await resumeTarget(run);
@@ -164,6 +171,7 @@ function reportOf(run: MoveRun, paused: readonly string[]): MoveReport {
     uniqueConflicts: s.uniqueConflicts,
     schedules: s.schedules,
     partitions: s.partitions,
+    events: s.events,
     pausedQueues: s.pausedBefore,
     sourcePaused: [...paused].sort(),
     logs: s.logs,

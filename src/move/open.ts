@@ -128,7 +128,7 @@ export async function openMove(from: Store, to: Store, options: ResolvedMoveOpti
     }
     // A move that had not removed anything from the source may go into another target: it begins afresh there.
     const afresh = run.resumed
-      ? { phase: "prepare", copiedThrough: null, targetPaused: [], verified: null } as const
+      ? { phase: "prepare", copiedThrough: null, targetPaused: [], verified: null, eventShift: null } as const
       : {};
     await saveState(
       run,

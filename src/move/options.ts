@@ -86,22 +86,25 @@ export interface MoveOptions {
  * The phases of a move, in order:
  * - `prepare`: the move's record is written to both stores, the source's
  *   queues (and the target's) are paused, running jobs are waited for;
- * - `copy`: jobs, schedules and partition sequences are written to the target;
+ * - `copy`: jobs (with their workflow steps), schedules and partition
+ *   sequences are written to the target;
  * - `verify`: every job is read back from the target and compared, and the
  *   counts per queue and state compared;
  * - `commit`: each job is checked once more on the target and deleted from
  *   the source; so are schedules; partition sequences are brought up to date;
+ * - `events`: the events the source keeps for workflows are copied (a kept
+ *   event that a moved job waits for resumes it there);
  * - `logs`: retained logs' records and consumer offsets are copied;
  * - `done`: the target's queues are resumed (but those paused on the source
  *   before the move), and the move's record says it is done.
  */
-export type MovePhase = "prepare" | "copy" | "verify" | "commit" | "logs" | "done";
+export type MovePhase = "prepare" | "copy" | "verify" | "commit" | "events" | "logs" | "done";
 
 /** What {@link MoveOptions.onProgress} is told. */
 export interface MoveProgress {
   /** The phase the move is in. */
   readonly phase: MovePhase;
-  /** How many items of the phase are done (jobs, or log records in `logs`). */
+  /** How many items of the phase are done (jobs, events in `events`, or log records in `logs`). */
   readonly done: number;
   /** How many there are in all, as far as the move knows (0 when it does not count). */
   readonly total: number;
@@ -122,7 +125,11 @@ export interface MoveReport {
   readonly resumed: boolean;
   /** Unfinished jobs moved (scheduled, available, waiting; running ones once they ended or their lease lapsed). */
   readonly jobs: number;
-  /** Finished jobs moved (0 without `history`). */
+  /**
+   * Finished jobs moved: with `history`, every one; without, only the
+   * finished children that moved workflows wait for (their `invoke` steps
+   * read how each ended when they resume).
+   */
   readonly history: number;
   /** The jobs moved by queue and state, as verified on the target before any was removed from the source. */
   readonly byQueue: JobTally;
@@ -158,6 +165,8 @@ export interface MoveReport {
    * move would pause.
    */
   readonly sourcePaused: readonly string[];
+  /** Events the source keeps for workflows that were copied to the target (new there). With `dryRun`: those it keeps. */
+  readonly events: number;
   /** Retained logs copied: log partitions, records and consumer groups' offsets. */
   readonly logs: { readonly partitions: number; readonly records: number; readonly consumerOffsets: number };
   /** Whether every job was read back from the target as the source had it, and the counts agreed. */

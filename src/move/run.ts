@@ -46,6 +46,14 @@ export interface MoveState {
   readonly uniqueConflicts: number;
   readonly schedules: number;
   readonly partitions: number;
+  /**
+   * What the target adds to the source's event sequence numbers (chosen
+   * before the first job is written, so that they come after every number
+   * the target gave before), or null until chosen.
+   */
+  readonly eventShift: number | null;
+  /** Events copied that were new to the target. */
+  readonly events: number;
   readonly logs: { readonly partitions: number; readonly records: number; readonly consumerOffsets: number };
 }
 
@@ -69,6 +77,8 @@ export function newState(now: number, history: boolean, pausedBefore: readonly s
     uniqueConflicts: 0,
     schedules: 0,
     partitions: 0,
+    eventShift: null,
+    events: 0,
     logs: { partitions: 0, records: 0, consumerOffsets: 0 },
   };
 }
@@ -132,7 +142,7 @@ export function checkAborted(run: MoveRun): void {
 }
 
 /** The phases in order, to compare how far a move got. */
-const ORDER: readonly MovePhase[] = ["prepare", "copy", "verify", "commit", "logs", "done"];
+const ORDER: readonly MovePhase[] = ["prepare", "copy", "verify", "commit", "events", "logs", "done"];
 
 /** Whether the run's phase is before `phase`. */
 export function before(run: MoveRun, phase: MovePhase): boolean {

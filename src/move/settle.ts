@@ -11,7 +11,9 @@
  *   the lapsed lease, so a worker that finishes meanwhile wins;
  * - continuations whose parents are all finished are resolved (available,
  *   or cancelled after a failed parent), so that none waits on the target
- *   for a parent that stays behind (finished jobs move only with `history`).
+ *   for a parent that stays behind (finished jobs move only with `history`);
+ *   so are workflows waiting for a child they invoked that finished (the
+ *   child moves with them: they read how it ended when they resume).
  *
  * @module
  */
@@ -19,6 +21,7 @@ import { StateError } from "../base/errors.ts";
 import { failedFinish, namedError } from "../running/outcome.ts";
 import { sleep } from "../base/clock.ts";
 import { checkAborted, type MoveRun, progress, saveState } from "./run.ts";
+import type { MovedJob } from "../store/moves.ts";
 
 const BATCH = 500;
 /** Most waiting children one resolving call looks at. */
@@ -84,9 +87,15 @@ async function rescueLapsed(run: MoveRun): Promise<number> {
   return rescued;
 }
 
+/** The children that `job`'s waiting invoke steps wait for. */
+export function waitingChildren(job: MovedJob): string[] {
+  return job.steps.flatMap((s) => s.type === "invoke" && s.state === "waiting" && s.childId ? [s.childId] : []);
+}
+
 /**
- * Resolves the source's continuations whose parents all finished: page by
- * page of waiting jobs, the waiting children of their parents (so that a
+ * Resolves the source's continuations whose parents all finished, and
+ * workflows whose invoked child finished: page by page of waiting jobs,
+ * the waiting children of their parents and invoked children (so that a
  * long run of waiting jobs whose parents still run never hides a later
  * one), then the children of each job that resolving cancelled.
  */
@@ -94,7 +103,7 @@ async function resolveWaiting(run: MoveRun): Promise<void> {
   for (let after: string | null = null;;) {
     const page = await run.from.jobExport({ states: ["waiting"], after, limit: run.options.batchSize });
     if (page.length === 0) return;
-    await resolveChildren(run, [...new Set(page.flatMap((j) => j.parents))]);
+    await resolveChildren(run, [...new Set(page.flatMap((j) => [...j.parents, ...waitingChildren(j)]))]);
     after = page[page.length - 1].id;
   }
 }

@@ -76,6 +76,7 @@ export type FinishOutcome =
   | "retried"
   | "failed"
   | "snoozed"
+  | "suspended"
   | "cancelled"
   | "interrupted"
   | "lost";
@@ -196,6 +197,29 @@ export class Telemetry {
         "Records appended that the consumer group has not consumed, over the topic's partitions (shared).",
         ["topic", "group"],
       ),
+      steps: r.counter(
+        "errand_workflow_steps_total",
+        "Workflow step functions run on this instance, by how the try ended (completed or failed).",
+        ["kind", "outcome"],
+      ),
+      suspensions: r.counter(
+        "errand_workflow_suspensions_total",
+        "Workflow runs this instance suspended, by what they wait for (sleep, event, invoke).",
+        ["kind", "type"],
+      ),
+      eventsSent: r.counter("errand_events_sent_total", "Events this instance sent (duplicates by id not counted).", [
+        "event",
+      ]),
+      eventsDelivered: r.counter(
+        "errand_events_delivered_total",
+        "Event waits answered: by a send that resumed a waiting workflow, or by a kept event when the wait came.",
+        ["event"],
+      ),
+      eventsExpired: r.counter(
+        "errand_event_waits_expired_total",
+        "Event waits that timed out with no event, as the workflow's next run found them.",
+        ["event"],
+      ),
       rateWait: r.histogram(
         "errand_rate_limit_wait_seconds",
         "How long this instance's workers waited for a rate window before starting jobs a rate limit held back.",
@@ -204,6 +228,27 @@ export class Telemetry {
       ),
     };
     this.#m.leader.set({}, 0);
+  }
+
+  /** A try of a workflow step's function of kind `kind` ended with `outcome`. */
+  stepTried(kind: string, outcome: "completed" | "failed"): void {
+    this.#m.steps.inc({ kind, outcome });
+  }
+
+  /** A run of kind `kind` suspended on a step of `type`. */
+  suspended(kind: string, type: "sleep" | "event" | "invoke"): void {
+    this.#m.suspensions.inc({ kind, type });
+  }
+
+  /** An event was sent (not a duplicate) and resumed `resumed` waiting workflows. */
+  eventSent(event: string, resumed: number): void {
+    this.#m.eventsSent.inc({ event });
+    if (resumed) this.#m.eventsDelivered.inc({ event }, resumed);
+  }
+
+  /** A wait took a kept event (`taken`), or found its timeout passed (`expired`). */
+  eventWaitEnded(event: string, how: "taken" | "expired"): void {
+    (how === "taken" ? this.#m.eventsDelivered : this.#m.eventsExpired).inc({ event });
   }
 
   /** Jobs `rows` were enqueued with `results` (`inserted: false` for unique-key matches). */

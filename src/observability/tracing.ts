@@ -43,9 +43,9 @@ interface Api {
       startSpan(
         name: string,
         options: {
-          kind: number;
-          root: boolean;
-          links: { context: SpanContext }[];
+          kind?: number;
+          root?: boolean;
+          links?: { context: SpanContext }[];
           attributes: Record<string, string | number>;
         },
         context: unknown,
@@ -72,6 +72,8 @@ export interface RunSpan {
   readonly carrier: string | null;
   /** Runs `fn` with this span active. */
   wrap<T>(fn: () => T): T;
+  /** Runs a workflow step's function `fn` in a span of its own, a child of this one, ended when `fn` settles. */
+  step<T>(name: string, fn: () => Promise<T>): Promise<T>;
   /** Ends the span with the run's outcome. */
   end(outcome: FinishOutcome, error: RunError | null): void;
 }
@@ -81,6 +83,7 @@ const NO_SPAN: RunSpan = {
   spanId: undefined,
   carrier: null,
   wrap: (fn) => fn(),
+  step: (_name, fn) => fn(),
   end: () => {},
 };
 
@@ -144,9 +147,28 @@ export class Tracing {
       spanId: context.spanId,
       carrier: carrierOf(context),
       wrap: (fn) => api.context.with(active, fn),
+      step: async (name, fn) => {
+        const stepSpan = tracer.startSpan(`step ${name}`, {
+          attributes: { "errand.step.name": name, "messaging.message.id": claim.id },
+        }, active);
+        try {
+          return await api.context.with(api.trace.setSpan(active, stepSpan), fn);
+        } catch (err) {
+          stepSpan.setAttribute("error.type", err instanceof Error ? err.name : "Error");
+          stepSpan.setStatus({
+            code: api.SpanStatusCode.ERROR,
+            message: err instanceof Error ? err.message : String(err),
+          });
+          throw err;
+        } finally {
+          stepSpan.end();
+        }
+      },
       end: (outcome, error) => {
         span.setAttribute("errand.job.outcome", outcome);
-        if (error && outcome !== "interrupted" && outcome !== "lost" && outcome !== "snoozed") {
+        if (
+          error && outcome !== "interrupted" && outcome !== "lost" && outcome !== "snoozed" && outcome !== "suspended"
+        ) {
           span.setAttribute("error.type", error.name);
           span.setStatus({ code: api.SpanStatusCode.ERROR, message: error.message });
         }

@@ -29,10 +29,19 @@ import { type AnyPayloadValidator, checkPayload } from "../jobs/validate.ts";
 import { encodeResult } from "../encoding/codec.ts";
 import { ProgressReporter } from "./progress.ts";
 import type { Decided, Handler, JobContext } from "./handler.ts";
+import {
+  type InvokeOptions,
+  type StepOptions,
+  type WaitForEventOptions,
+  type WorkflowEnv,
+  WorkflowRun,
+} from "../workflows/workflow_run.ts";
 
 /** What the executor needs from the rest of errand: each collaborator is an object with one role. */
-export interface ExecutorEnv<TTx>
-  extends ServiceDeps<Pick<Store, "groupPause" | "inTransaction" | "jobGet" | "jobProgress">> {
+export interface ExecutorEnv<TTx> extends
+  ServiceDeps<
+    Pick<Store, "groupPause" | "inTransaction" | "jobGet" | "jobProgress" | "stepList" | "stepSuspend">
+  > {
   readonly context: unknown;
   /** How long a claim holds; a handler's write in its own transaction renews it there. */
   readonly leaseMs: number;
@@ -44,8 +53,14 @@ export interface ExecutorEnv<TTx>
   readonly enqueuer: HandlerEnqueuer<TTx>;
   /** Starts the trace span of each run. */
   readonly tracing: { startRun(claim: ClaimedJob): RunSpan };
-  /** Most bytes of a stored result. */
+  /** Counts workflow steps, suspensions and event waits. */
+  readonly telemetry: WorkflowEnv["telemetry"];
+  /** Stores workflow steps in batches across the instance's runs (one writer per instance). */
+  readonly stepWriter: WorkflowEnv["stepWriter"];
+  /** Most bytes of a stored result (and of a step's stored value). */
   readonly maxResultBytes: number;
+  /** How long sent events are kept for event waits reached later, in ms. */
+  readonly eventRetentionMs: number;
   /** Least time between two writes of one run's progress. */
   readonly progressIntervalMs: number;
   /** Told when a job's progress changed, so waiters in this process look at once. */
@@ -106,6 +121,12 @@ type Decision =
 /** How an execution can be stopped from outside: shutdown, a lost lease, or an operator's cancel. */
 export type StopReason = "interrupted" | "lost" | "cancelled";
 
+/** How a run's `job` ends the run from inside: a suspension, or a step write that found the job lost. */
+interface RunControl {
+  settle(ending: Ending): void;
+  stop(reason: StopReason): void;
+}
+
 /** A job being run. */
 export interface Execution {
   readonly claim: ClaimedJob;
@@ -123,8 +144,10 @@ interface RunDecision {
   note: string | undefined;
   /** The completion `job.complete(tx)` wrote in the application's transaction (which may yet roll back). */
   completedInTx: { readonly finish: JobFinish; readonly applied: FinishedJob } | undefined;
-  /** The run's progress, from its first `job.progress()`. */
+  /** The run's progress, from its first `job.progress()` (or a workflow's first step reported as progress). */
   progress: ProgressReporter | undefined;
+  /** Whether the handler called `job.progress()`: then its steps are not reported as progress. */
+  reported: boolean;
 }
 
 /**
@@ -161,6 +184,10 @@ class RunContext<TTx> implements JobContext<unknown, TTx, JobDefinitions, unknow
   declare readonly parentResults: () => Promise<unknown[]>;
   declare readonly enqueue: Enqueuer<JobDefinitions, TTx>["enqueue"];
   declare readonly enqueueAfter: Enqueuer<JobDefinitions, TTx>["enqueueAfter"];
+  declare readonly step: <T>(name: string, fn: () => T | Promise<T>, options?: StepOptions<TTx>) => Promise<T>;
+  declare readonly sleep: (name: string, until: Duration | Date) => Promise<void>;
+  declare readonly invoke: (name: string, kind: string, payload: unknown, options?: InvokeOptions) => Promise<unknown>;
+  declare readonly waitForEvent: <T = unknown>(event: string, options?: WaitForEventOptions) => Promise<T | null>;
   readonly #controller: AbortController;
 
   constructor(
@@ -169,8 +196,27 @@ class RunContext<TTx> implements JobContext<unknown, TTx, JobDefinitions, unknow
     controller: AbortController,
     span: RunSpan,
     decided: RunDecision,
+    control: RunControl,
   ) {
     this.#controller = controller;
+    let workflow: WorkflowRun | undefined;
+    const steps = () =>
+      workflow ??= new WorkflowRun(claim, {
+        ...env,
+        enqueueChild: (kind, payload, options) =>
+          env.enqueuer.enqueue(undefined, kind, payload, options, undefined, span.carrier),
+      }, {
+        signal: controller.signal,
+        traced: (name, fn) => span.step(name, fn),
+        // A long run's steps show in watch() as its progress, unless the handler reports its own; a run shorter
+        // than the interval writes none (its outcome or suspension is the news).
+        stepDone: (step, steps) => {
+          if (decided.reported || env.clock.now() - claim.startedAt < env.progressIntervalMs) return;
+          (decided.progress ??= new ProgressReporter(claim.id, claim.fence, env)).report({ step, steps });
+        },
+        lost: () => control.stop("lost"),
+        suspended: (finish, applied) => control.settle({ type: "suspended", finish, applied }),
+      });
     const decide = (next: Decision): Decided => {
       if (decided.decision) {
         throw new StateError(
@@ -214,8 +260,10 @@ class RunContext<TTx> implements JobContext<unknown, TTx, JobDefinitions, unknow
       discard: (reason: string) => decide({ type: "discard", reason: checkText("discard", reason) }),
       retryIn: (delay: Duration) => decide({ type: "retryIn", delayMs: parseDuration(delay, "retryIn") }),
       explain: (message: string) => void (decided.note = checkText("explain", message)),
-      progress: (value: unknown) =>
-        (decided.progress ??= new ProgressReporter(claim.id, claim.fence, env)).report(value),
+      progress: (value: unknown) => {
+        decided.reported = true;
+        (decided.progress ??= new ProgressReporter(claim.id, claim.fence, env)).report(value);
+      },
       parentResults: () => env.parentResults(claim.id),
       enqueue: async (kind: string, payload: unknown, options?: EnqueueOptions<TTx>) => {
         await holdClaimIn(env, claim, options, "job.enqueue()");
@@ -230,6 +278,12 @@ class RunContext<TTx> implements JobContext<unknown, TTx, JobDefinitions, unknow
         await holdClaimIn(env, claim, options, "job.enqueueAfter()");
         return await env.enqueuer.enqueue(parents, kind, payload, options, claim, span.carrier);
       },
+      step: <T>(name: string, fn: () => T | Promise<T>, options?: StepOptions<TTx>) => steps().step(name, fn, options),
+      sleep: (name: string, until: Duration | Date) => steps().sleep(name, until),
+      invoke: (name: string, kind: string, payload: unknown, options?: InvokeOptions) =>
+        steps().invoke(name, kind, payload, options),
+      waitForEvent: (event: string, options?: WaitForEventOptions) => steps().waitForEvent(event, options),
+      // waitForEvent's type parameter only names what the sender sends: the data is whatever was sent.
     });
   }
 
@@ -246,6 +300,7 @@ interface HandedOff {
 
 type Ending =
   | { type: "ok"; value: unknown }
+  | { type: "suspended"; finish: JobFinish; applied: FinishedJob }
   | { type: "error"; error: unknown }
   | { type: "interrupted" }
   | { type: "lost" }
@@ -290,7 +345,7 @@ export function execute<TTx>(claim: ClaimedJob, env: ExecutorEnv<TTx>): Executio
     settle({ type: reason });
     controller.abort(namedError(...STOP_ERRORS[reason]));
   };
-  const handedOff = run(claim, env, controller, ending, settle, () => settled);
+  const handedOff = run(claim, env, controller, ending, { settle, stop }, () => settled);
   return { claim, stop, done: handedOff.then(() => undefined), saved: handedOff.then((h) => h.saved) };
 }
 
@@ -299,9 +354,10 @@ async function run<TTx>(
   env: ExecutorEnv<TTx>,
   controller: AbortController,
   ending: Promise<Ending>,
-  settle: (e: Ending) => void,
+  control: RunControl,
   ended: () => boolean,
 ): Promise<HandedOff> {
+  const { settle } = control;
   const kind = env.kinds.runnable<TTx>(claim.kind, claim.version);
   if (!kind) return { saved: env.runEnds.finished(interruptedFinish(claim, env.clock.now()), claim) };
   if (claim.unreadable !== undefined) {
@@ -329,8 +385,14 @@ async function run<TTx>(
     controller.abort(error);
   }, timeoutMs);
   const span = env.tracing.startRun(claim);
-  const decided: RunDecision = { decision: undefined, note: undefined, completedInTx: undefined, progress: undefined };
-  const jobContext = new RunContext(claim, env, controller, span, decided);
+  const decided: RunDecision = {
+    decision: undefined,
+    note: undefined,
+    completedInTx: undefined,
+    progress: undefined,
+    reported: false,
+  };
+  const jobContext = new RunContext(claim, env, controller, span, decided, control);
   Promise.resolve()
     // A run stopped before its handler starts (claimed once its worker was stopping) never starts it. Not read
     // from the controller's signal: Node makes that object on first read, a cost every run would pay.
@@ -344,6 +406,11 @@ async function run<TTx>(
     const { finish, applied } = decided.completedInTx;
     span.end("completed", null);
     return { saved: env.runEnds.finished(finish, claim, applied) };
+  }
+  if (end.type === "suspended") {
+    // The store wrote the suspension with the step; the progress reported so far stays with the job.
+    span.end("suspended", null);
+    return { saved: env.runEnds.finished(end.finish, claim, end.applied) };
   }
   const now = env.clock.now();
   if (end.type === "lost" || end.type === "cancelled") {
@@ -369,7 +436,7 @@ async function run<TTx>(
 /** The finish of a run that ended by `end` (not a lost lease or a cancel), after the handler's decision if it made one. */
 function finishOf(
   claim: ClaimedJob,
-  end: Exclude<Ending, { type: "lost" | "cancelled" }>,
+  end: Exclude<Ending, { type: "lost" | "cancelled" | "suspended" }>,
   decision: Decision | undefined,
   note: string | undefined,
   retry: RetryPolicy,

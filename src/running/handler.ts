@@ -6,7 +6,8 @@
  */
 import type { Duration } from "../base/duration.ts";
 import type { Enqueuer, KindKey } from "../enqueue/enqueue.ts";
-import type { JobDefinitions, ResultOf } from "../jobs/job.ts";
+import type { JobDefinitions, PayloadOf, ResultOf } from "../jobs/job.ts";
+import type { InvokeOptions, StepOptions, WaitForEventOptions } from "../workflows/workflow_run.ts";
 
 /**
  * What `job.snooze()`, `job.pauseGroup()`, `job.discard()` and
@@ -221,6 +222,111 @@ export interface JobContext<Ctx = unknown, TTx = unknown, J extends JobDefinitio
    * ```
    */
   parentResults<K extends KindKey<J>>(): Promise<ResultOf<J[K]>[]>;
+  /**
+   * A durable step: runs `fn` until it succeeds once and keeps what it
+   * returns (plain data, encoded like a payload, at most `maxResultBytes`),
+   * written fenced by this run's claim. When the job runs again (a retry
+   * after a later step failed, a rescue after a crash, a resume after a
+   * sleep, an event or a child), the handler starts from the top and a
+   * completed step returns its kept value without running. Code between
+   * steps may run several times; only steps run once.
+   *
+   * A step that throws fails the run under the kind's retry policy, after
+   * its own `attempts` within the run. Names are unique within a run (build
+   * them in loops: `` `page-${i}` ``), and a replay must call the same steps
+   * in the same order: one that no longer matches fails the run naming the
+   * first step that differs. A run that takes longer than
+   * `progressInterval` reports its completed steps as its progress
+   * (`{ step, steps }`, the latest step's name and the count, seen by
+   * `watch()`), unless the handler reports progress of its own.
+   * @throws {StateError} When the name was used already in this run, the replay no longer matches, or the run made 10,000 step calls.
+   * @throws {ValidationError} When the name is empty or over 200 characters, or the value cannot be stored.
+   * @throws {LeaseLostError} When this run no longer holds the job (the run stops).
+   *
+   * @example Steps that run once each
+   * ```ts
+   * import type { Handler } from "@errand/errand";
+   *
+   * const crm = { create: async (userId: number) => ({ email: `user${userId}@example.com`, plan: "free" }) };
+   * const mail = { send: async (_to: string) => {} };
+   * const onboard: Handler<{ userId: number }, { plan: string }> = async ({ userId }, job) => {
+   *   const account = await job.step("create-account", () => crm.create(userId)); // runs once; kept
+   *   await job.step("welcome-email", () => mail.send(account.email), { attempts: 3 });
+   *   return { plan: account.plan };
+   * };
+   * ```
+   */
+  step<T>(name: string, fn: () => T | Promise<T>, options?: StepOptions<TTx>): Promise<T>;
+  /**
+   * Sleeps durably until `until` (a duration from now, or a `Date`): the run
+   * ends here without using an attempt, its worker slot and every
+   * flow-control slot are freed, and the job is `scheduled` until then, when
+   * it runs again from the top and this call returns. A sleep already over
+   * returns at once.
+   * @throws {ValidationError} When `until` is not a duration or a valid Date.
+   *
+   * @example Wait three days between two steps
+   * ```ts
+   * import type { Handler } from "@errand/errand";
+   *
+   * const followUp: Handler<{ userId: number }> = async ({ userId }, job) => {
+   *   await job.step("welcome", () => console.log(`welcome ${userId}`));
+   *   await job.sleep("welcome-wait", "3d");
+   *   await job.step("check-in", () => console.log(`how is it going, ${userId}?`));
+   * };
+   * ```
+   */
+  sleep(name: string, until: Duration | Date): Promise<void>;
+  /**
+   * Runs a child job of kind `kind` once and waits for it: the child is
+   * enqueued (its id kept as this step's record), the run ends, freeing its
+   * slot, and the job resumes with the child's result when the child
+   * completes. Cancelling this job cancels its unfinished children.
+   * @throws {JobFailedError} When the child failed or was cancelled (a retry of this job then runs a new child).
+   * @throws {ValidationError} When the kind, payload or an option is invalid.
+   *
+   * @example Provision a host in a child job
+   * ```ts
+   * import { defineJobs, type Handler, job } from "@errand/errand";
+   *
+   * const jobs = defineJobs({
+   *   onboard: job<{ userId: number }>(),
+   *   provision: job<{ userId: number }, { host: string }>(),
+   * });
+   * const onboard: Handler<{ userId: number }, void, unknown, unknown, typeof jobs> = async ({ userId }, job) => {
+   *   const { host } = await job.invoke("provision", "provision", { userId });
+   *   console.log(`user ${userId} runs on ${host}`);
+   * };
+   * ```
+   */
+  invoke<K extends KindKey<J>>(
+    name: string,
+    kind: K,
+    payload: PayloadOf<J[K]>,
+    options?: InvokeOptions,
+  ): Promise<ResultOf<J[K]>>;
+  /**
+   * Waits durably for the event `event` with `options.key`, sent by
+   * `errand.sendEvent()` from any process: the run ends, freeing its slot,
+   * and the job is `waiting` until the event comes (it resumes with the
+   * event's data) or `timeout` passes (it resumes with `null`). An event
+   * sent before the wait is reached is kept for `eventRetention` (24 hours
+   * by default) and taken when the wait comes. The step is named after the
+   * event (`"name#2"` for its second wait in a run) unless `options.step` names it.
+   * @throws {ValidationError} When the name, key or timeout is invalid.
+   *
+   * @example Wait up to seven days for a survey answer
+   * ```ts
+   * import type { Handler } from "@errand/errand";
+   *
+   * const survey: Handler<{ userId: number }> = async ({ userId }, job) => {
+   *   const answer = await job.waitForEvent<{ score: number }>("survey", { key: String(userId), timeout: "7d" });
+   *   if (answer === null) return console.log("no answer");
+   *   if (answer.score < 5) await job.step("escalate", () => console.log(`call ${userId}`));
+   * };
+   * ```
+   */
+  waitForEvent<T = unknown>(event: string, options?: WaitForEventOptions): Promise<T | null>;
 }
 
 /**

@@ -11,6 +11,7 @@ import { storableText } from "../checks/limits.ts";
 import { checkRetryPolicy, retryDelay, type RetryPolicy } from "../jobs/retry.ts";
 import type { JobFinish } from "../store/records.ts";
 import type { RunError } from "../base/types.ts";
+import { MAX_MESSAGE_LENGTH, toRunError } from "../jobs/run_error.ts";
 
 /** What the rules need to know about a claimed run. */
 export interface RunRef {
@@ -145,10 +146,6 @@ function runAgain(run: RunRef, now: number, delayMs: number) {
 
 /** Longest note kept from `job.explain()`: history, not logs. */
 const MAX_NOTE_LENGTH = 2_000;
-/** Longest error name and message kept in history. */
-const MAX_MESSAGE_LENGTH = 2_000;
-/** Longest error stack kept in history. */
-const MAX_STACK_LENGTH = 8_000;
 
 /** The history entry of a run that ended at `now`, with the handler's note if it left one. */
 function record(run: RunRef, now: number, note?: string) {
@@ -158,28 +155,6 @@ function record(run: RunRef, now: number, note?: string) {
     finishedAt: now,
     ...(note === undefined ? {} : { note: storableText(note, MAX_NOTE_LENGTH) }),
   };
-}
-
-/**
- * Converts anything thrown into the error stored in run history, as text
- * every store can hold. Never throws, whatever was thrown (a getter that
- * throws, a revoked Proxy).
- */
-export function toRunError(error: unknown): RunError {
-  try {
-    if (error instanceof Error) {
-      const stack = error.stack;
-      return {
-        name: storableText(String(error.name), MAX_MESSAGE_LENGTH),
-        message: storableText(String(error.message), MAX_MESSAGE_LENGTH),
-        ...(stack ? { stack: storableText(String(stack), MAX_STACK_LENGTH) } : {}),
-      };
-    }
-    const message = typeof error === "string" ? error : safeString(error);
-    return { name: "Error", message: storableText(message, MAX_MESSAGE_LENGTH) };
-  } catch {
-    return { name: "Error", message: "The handler threw a value that cannot be read" };
-  }
 }
 
 /** Whether a thrown value is a {@link PermanentError} (false for one that cannot be inspected, such as a revoked Proxy). */
@@ -196,14 +171,6 @@ export function namedError(name: string, message: string): Error {
   const error = new Error(message);
   error.name = name;
   return error;
-}
-
-function safeString(value: unknown): string {
-  try {
-    return JSON.stringify(value) ?? String(value);
-  } catch {
-    return String(value);
-  }
 }
 
 function parseStoredPolicy(json: string): RetryPolicy | undefined {

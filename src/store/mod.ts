@@ -32,6 +32,7 @@ export type * from "./partitions.ts";
 export type * from "./runs.ts";
 export type * from "./schedules.ts";
 export type * from "./schema.ts";
+export type * from "./steps.ts";
 export type * from "./watch.ts";
 export type * from "./records.ts";
 export type { RunError, RunRecord } from "../base/types.ts";

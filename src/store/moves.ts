@@ -1,8 +1,8 @@
 /**
  * The store operations that moving a store uses ({@link MoveStore}): jobs
- * exported and imported with every field they have, a move's record of its
- * progress, partition sequences, retained logs' records and consumer
- * offsets. The rules of a move live in `src/move/`; a store only says how
+ * exported and imported with every field they have and their workflow
+ * steps, kept events, a move's record of its progress, partition
+ * sequences, retained logs' records and consumer offsets. The rules of a move live in `src/move/`; a store only says how
  * to do each operation atomically. **Unstable**, as the rest of the seam.
  * Operations are in alphabetical order of their names, case ignored; each
  * takes one `XxxParams` (none for one that reads everything), declared here
@@ -12,6 +12,7 @@
  */
 import type { JobState } from "../base/types.ts";
 import type { ConsumerOffsetRow, JobRow, JobRunSettings, LogRecordRow } from "./records.ts";
+import type { StepRow } from "./steps.ts";
 
 /**
  * A job with every field a store keeps about it, as a move carries it from
@@ -33,6 +34,26 @@ export interface MovedJob extends Omit<JobRow, "result">, JobRunSettings {
   readonly hasChildren: boolean;
   /** The jobs it waits (or waited) for, by id. */
   readonly parents: readonly string[];
+  /** When it waits on an event with a timeout: the timeout, or null. */
+  readonly wakeAt: number | null;
+  /** Its workflow steps, in `seq` order (then by name). */
+  readonly steps: readonly StepRow[];
+}
+
+/** A kept event (see `StepStore.eventSend`), as a move carries it. */
+export interface MovedEvent {
+  /** Its sequence number in its store. */
+  readonly seq: number;
+  /** Its id, unique in its namespace. */
+  readonly id: string;
+  /** Its name. */
+  readonly event: string;
+  /** Its key. */
+  readonly key: string;
+  /** Its encoded data. */
+  readonly data: Uint8Array;
+  /** When it was sent. */
+  readonly sentAt: number;
 }
 
 /** What identifies a job's version for {@link MoveStore.jobDeleteMoved}: it has not changed while these hold. */
@@ -89,6 +110,32 @@ export interface LogSequence {
 export interface ConsumerImportParams {
   /** Consumer groups' committed offsets and epochs, written as given, with no owner and no lease. */
   readonly offsets: readonly ConsumerOffsetRow[];
+}
+
+/** Parameters of {@link MoveStore.eventExport}. */
+export interface EventExportParams {
+  /** Only events numbered above this (the last of the previous page), or null from the first. */
+  readonly after: number | null;
+  /** Most events to read. */
+  readonly limit: number;
+}
+
+/** Parameters of {@link MoveStore.eventImport}. */
+export interface EventImportParams {
+  /** Events to keep, each at its `seq`, in one transaction (one whose id the namespace keeps already is left out). */
+  readonly events: readonly MovedEvent[];
+  /** Every event the store keeps afterwards, in any namespace, gets a sequence number above this. */
+  readonly lastSeq: number;
+  /** The current time (when a resumed wait completes). */
+  readonly now: number;
+}
+
+/** What {@link MoveStore.eventImport} did. */
+export interface EventImported {
+  /** How many of the events were new to the namespace (and were kept). */
+  readonly kept: number;
+  /** The jobs it resumed, by id. */
+  readonly resumed: readonly string[];
 }
 
 /** Parameters of {@link MoveStore.jobDeleteMoved}. */
@@ -172,14 +219,31 @@ export interface PartitionImportParams {
 export interface MoveStore {
   /** Writes consumer groups' offsets and epochs, with no owner and an ended lease, where the target has none yet (a rerun never moves a target's offsets back). */
   consumerImport(params: ConsumerImportParams): Promise<void>;
+  /** Reads the namespace's kept events numbered above `after`, in `seq` order. */
+  eventExport(params: EventExportParams): Promise<MovedEvent[]>;
+  /**
+   * In one transaction, serialised with event waits and sends as
+   * `StepStore.eventSend` is: keeps each event at its `seq` unless the
+   * namespace keeps one with its id, and raises the store's counter so
+   * that later events are numbered above `lastSeq`. Each event kept
+   * resumes, as a send would, the jobs in state `waiting` on a waiting
+   * event step of its name and key that it would have resumed had it been
+   * sent here: the step began at or before the event was sent, and the job
+   * took no event of that name and key numbered as high (the earliest such
+   * event completes the step).
+   */
+  eventImport(params: EventImportParams): Promise<EventImported>;
+  /** The highest sequence number the store has given an event, or raised its counter to, in any namespace (0 for none). */
+  eventLastSeq(): Promise<number>;
   /**
    * Deletes, in one transaction, each job of `jobs` that is still in the
    * stamped state under the stamped fence and not running, with its links
-   * to its parents, except a job that a waiting job of the namespace waits
-   * for (it goes once its waiting children are gone). Returns the ids deleted.
+   * to its parents and its steps, except a job that a waiting job of the
+   * namespace waits for, or that an unfinished job's waiting invoke step
+   * names as its child (it goes once those jobs are gone). Returns the ids deleted.
    */
   jobDeleteMoved(params: JobDeleteMovedParams): Promise<string[]>;
-  /** Reads jobs with every field, in id order. */
+  /** Reads jobs with every field and their steps, in id order. */
   jobExport(params: JobExportParams): Promise<MovedJob[]>;
   /**
    * Writes jobs as given, in one transaction: a job the namespace holds
@@ -187,7 +251,7 @@ export interface MoveStore {
    * inserted unless another job holds its unique key or its id is taken in
    * another namespace (both reported). Each job's links to its `parents` are
    * written too (kept when present), and the parents it has here are marked
-   * as having children.
+   * as having children. Each written job's steps become those given.
    */
   jobImport(params: JobImportParams): Promise<JobImportResult>;
   /** Writes records of a log's partition at their offsets (keeping those there) and raises its counter to `nextOffset`. */

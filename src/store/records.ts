@@ -153,8 +153,11 @@ export interface JobFinish {
   readonly id: string;
   /** The fence of the claim this outcome belongs to. */
   readonly fence: number;
-  /** The job's next state. */
-  readonly state: "completed" | "failed" | "scheduled" | "available";
+  /**
+   * The job's next state. `waiting` only describes a suspension that
+   * `StepStore.stepSuspend` wrote; `jobFinishMany` is never given it.
+   */
+  readonly state: "completed" | "failed" | "scheduled" | "available" | "waiting";
   /** When the run ended. */
   readonly at: number;
   /** The next run time, for `scheduled` and `available`. */

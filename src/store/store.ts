@@ -12,7 +12,8 @@
  * (`inserts.ts`), {@link JobsStore} (`jobs.ts`), {@link LogStore} (`logs.ts`),
  * {@link MoveStore} (`moves.ts`), {@link PartitionStore} (`partitions.ts`),
  * {@link RunStore} (`runs.ts`), {@link ScheduleStore} (`schedules.ts`),
- * {@link SchemaStore} (`schema.ts`) and {@link WatchStore} (`watch.ts`).
+ * {@link SchemaStore} (`schema.ts`), {@link StepStore} (`steps.ts`) and
+ * {@link WatchStore} (`watch.ts`).
  * Operations are named noun first, listed alphabetically within their slice
  * (case ignored), and take one `XxxParams` each, declared beside their
  * slice. This file only composes them: a service of the core declares the
@@ -31,6 +32,7 @@ import type { PartitionStore } from "./partitions.ts";
 import type { RunStore } from "./runs.ts";
 import type { ScheduleStore } from "./schedules.ts";
 import type { SchemaStore } from "./schema.ts";
+import type { StepStore } from "./steps.ts";
 import type { WatchStore } from "./watch.ts";
 
 /**
@@ -38,9 +40,14 @@ import type { WatchStore } from "./watch.ts";
  * ({@link Store.inTransaction}), committed with it: an append that rolls
  * back leaves no gap in its log, and renewed leases are held by the
  * application's transaction until it ends (a handler's write there is
- * fenced by it).
+ * fenced by it); a step saved or an event sent there counts only if it commits,
+ * and a step's reads go through it (on a database with one connection, the
+ * transaction holds it).
  */
-export type TransactionStore = Pick<Store, "jobFinishMany" | "jobInsertMany" | "jobRenewLeases" | "logAppend">;
+export type TransactionStore = Pick<
+  Store,
+  "eventSend" | "jobFinishMany" | "jobInsertMany" | "jobRenewLeases" | "logAppend" | "stepList" | "stepSave"
+>;
 
 /** The database operations errand needs, every slice; one implementation per dialect in `adapters/`. */
 export interface Store
@@ -56,6 +63,7 @@ export interface Store
     RunStore,
     ScheduleStore,
     SchemaStore,
+    StepStore,
     WatchStore {
   /** The namespace this store's operations are confined to. */
   readonly namespace: string;

@@ -10,7 +10,10 @@
  * from its event stream without reloading. A retained log's consumer group,
  * stuck on a record its handler throws on, shows its lag on the overview
  * and its log's page, where "Skip record N" (confirmed) moves its committed
- * offset past the record and "Seek to earliest" back to the start. The page
+ * offset past the record and "Seek to earliest" back to the start. A
+ * workflow's page shows its steps' timeline at 1440 and 390 px wide and what
+ * it waits for, and its "Send event" (data typed in) resumes it, the page
+ * following it to completion; the overview counts the waits by event. The page
  * must run under its
  * Content-Security-Policy with no violation. A screenshot is saved and its
  * path printed. Runs on Node (playwright-core is a Node library).
@@ -24,7 +27,7 @@ import { after, before, describe, it } from "node:test";
 import type { Dialog } from "playwright-core";
 import { createClient } from "@libsql/client";
 import { Hono } from "hono";
-import { createErrand, defineJobs, defineLogs, log } from "../../mod.ts";
+import { backoff, createErrand, defineJobs, defineLogs, job, log } from "../../mod.ts";
 import { adminRouter } from "../../adapters/hono/mod.ts";
 import { libsqlStore } from "../../adapters/libsql/mod.ts";
 import { FakeClock } from "../../src/testing.ts";
@@ -316,6 +319,120 @@ describe(
         finish();
         await browser.close();
         await errand.shutdown({ drain: "5s" });
+        await server.close();
+      }
+    });
+
+    it("a workflow's page shows its steps as a timeline at 1440 and 390 px, and its Send event resumes it", async () => {
+      let tries = 0;
+      const errand = createErrand({
+        jobs: defineJobs({
+          approve: job<{ order: string }, { approved: unknown }>(),
+          provision: job<{ order: string }, { host: string }>(),
+          charge: job<{ order: string }>({ attempts: 1 }),
+        }),
+        store: libsqlStore(createClient({ url: ":memory:" })),
+        mode: "manual",
+        logger: quietLogger(),
+        handlers: {
+          approve: async ({ order }, job) => {
+            await job.step("reserve-stock", () => {
+              if (tries++ === 0) throw new Error("warehouse <b>busy</b>");
+              return order;
+            }, { attempts: 2, retry: backoff.fixed(0) });
+            const { host } = await job.invoke("provision", "provision", { order });
+            await job.sleep("cool-off", "50ms");
+            const answer = await job.waitForEvent("approval", { key: order, timeout: "1d" });
+            return { approved: answer, host };
+          },
+          provision: ({ order }) => ({ host: `host-${order}` }),
+          charge: async (_payload, job) => {
+            await job.step("charge-card", () => {
+              throw new Error("card <b>declined</b>");
+            });
+          },
+        },
+      });
+      const { id } = await errand.enqueue("approve", { order: "o-1" });
+      const charge = await errand.enqueue("charge", { order: "o-1" });
+      // reserve-stock fails once and completes on its second try; the sleep passes; the workflow waits. charge fails.
+      await eventually(async () => {
+        await errand.step();
+        return (await errand.get(id))?.state === "waiting";
+      }, "the workflow to wait for its approval");
+      const child = (await errand.get(id))!.steps.find((s) => s.type === "invoke")!.childId!;
+      const server = await listen(new Hono().route("/jobs", adminRouter(errand, { insecure: true })));
+      const { browser, page, problems } = await openPage((d) => void d.accept('{"approved": true}'));
+      try {
+        await page.setViewportSize({ width: 1440, height: 900 });
+        await page.goto(`${server.url}/jobs/`);
+        assert.equal((await page.textContent('#event-waits tr[data-event="approval"] td.num'))?.trim(), "1");
+
+        await page.goto(`${server.url}/jobs/job/${id}`);
+        await page.waitForSelector("h2 .state-waiting");
+        assert.match(
+          (await page.textContent("#waiting-for")) ?? "",
+          /^Waiting for event approval, key o-1, until \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC at most\./,
+        );
+        const steps = page.locator("#steps ol.timeline li.step");
+        assert.deepEqual(await steps.evaluateAll((items) => items.map((li) => [li.dataset.step, li.dataset.state])), [
+          ["reserve-stock", "completed"],
+          ["provision", "completed"],
+          ["cool-off", "completed"],
+          ["approval", "waiting"],
+        ]);
+        const facts = async (name: string) =>
+          (await page.textContent(`li[data-step="${name}"] dl.step-facts`))?.replace(/\s+/g, " ").trim();
+        assert.match(
+          (await facts("reserve-stock")) ?? "",
+          /^attempt 2 started \d{4}-\d\d-\d\d \d\d:\d\d:\d\d took \d+ ms$/,
+        );
+        assert.match((await facts("cool-off")) ?? "", / wakes \d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/);
+        assert.match(
+          (await facts("approval")) ?? "",
+          / took [\d.]+ m?s so far event approval, key o-1 timeout \d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/,
+        );
+        assert.equal(
+          await page.getAttribute('li[data-step="provision"] a.job-link', "href"),
+          `/jobs/job/${encodeURIComponent(child)}`,
+        );
+        // The timeline, each of its rows and the page fit the window at both widths (nothing scrolls sideways).
+        const fits = () =>
+          page.evaluate<boolean>(`(() => {
+            const steps = document.getElementById("steps");
+            return steps.scrollWidth <= steps.clientWidth && document.documentElement.scrollWidth <= innerWidth &&
+              [...steps.querySelectorAll("li")].every((li) => li.getBoundingClientRect().right <= innerWidth);
+          })()`);
+        assert.equal(await fits(), true, "the timeline fits 1440 px");
+        const wide = `${tmpdir()}/errand-workflow-1440-${Date.now()}.png`;
+        await page.screenshot({ path: wide, fullPage: true });
+        await page.setViewportSize({ width: 390, height: 844 });
+        assert.equal(await fits(), true, "the timeline fits 390 px");
+        const narrow = `${tmpdir()}/errand-workflow-390-${Date.now()}.png`;
+        await page.screenshot({ path: narrow, fullPage: true });
+        console.log(`workflow screenshots: ${wide} ${narrow}`);
+
+        // A failed step shows its error, as text.
+        await page.goto(`${server.url}/jobs/job/${charge.id}`);
+        await page.waitForSelector('li[data-step="charge-card"][data-state="failed"]');
+        const error = page.locator('li[data-step="charge-card"] .step-error');
+        assert.equal(await error.textContent(), "Error: card <b>declined</b>");
+        assert.equal(await error.locator("b").count(), 0, "no markup from the error reached the page");
+
+        await page.goto(`${server.url}/jobs/job/${id}`);
+        await page.click("#send-event");
+        await new Promise((r) => setTimeout(r, 1500));
+        await page.locator("#status", { hasText: /^Sent/ }).waitFor();
+        assert.equal(await page.textContent("#status"), "Sent approval (key o-1): 1 resumed");
+        await errand.step();
+        await page.waitForSelector("h2 .state-completed");
+        await page.waitForSelector('li[data-step="approval"][data-state="completed"]');
+        assert.equal(await page.locator("#waiting-for").count(), 0);
+        assert.deepEqual(await errand.result(id), { approved: { approved: true }, host: "host-o-1" });
+        assert.deepEqual(problems, [], "no script errors or CSP violations");
+      } finally {
+        await browser.close();
+        await errand.shutdown({ drain: 0 });
         await server.close();
       }
     });

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import { createClient } from "@libsql/client";
-import { createErrand, defineJobs, job, type Observer, PermanentError } from "../../mod.ts";
+import { backoff, createErrand, defineJobs, job, type Observer, PermanentError } from "../../mod.ts";
 import { libsqlStore } from "../../adapters/libsql/mod.ts";
 import { FakeClock } from "../../src/testing.ts";
 import { eventually, quietLogger } from "../support/wait.ts";
@@ -205,6 +205,48 @@ describe("metrics and observer", () => {
     } finally {
       await errand.shutdown();
     }
+  });
+
+  it("workflows: step tries, suspensions, and events sent, delivered and expired", async () => {
+    const clock = new FakeClock();
+    let tries = 0;
+    const errand = createErrand({
+      jobs: defineJobs({ flow: job<{ wait: boolean }>({ attempts: 1 }) }),
+      store: libsqlStore(createClient({ url: ":memory:" })),
+      mode: "manual",
+      clock,
+      logger: quietLogger(),
+      handlers: {
+        flow: async ({ wait }, job) => {
+          await job.step("flaky", () => {
+            if (++tries === 1) throw new Error("first try");
+          }, { attempts: 2, retry: backoff.fixed(0) });
+          await job.sleep("nap", "1m");
+          if (wait) await job.waitForEvent("go", { key: "a", timeout: "1h" });
+          else await job.waitForEvent("late", { timeout: "1s" });
+        },
+      },
+    });
+    await errand.enqueue("flow", { wait: true });
+    await errand.enqueue("flow", { wait: false });
+    await errand.step();
+    clock.advance(60_000);
+    await errand.step();
+    await errand.sendEvent("go", { key: "a" });
+    await errand.sendEvent("go", { key: "nobody" });
+    clock.advance(1_000);
+    await errand.step();
+    const { samples } = parseMetrics(await errand.metrics());
+    const value = (name: string, labels: Record<string, string>) =>
+      samples.find((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))?.value;
+    assert.equal(value("errand_workflow_suspensions_total", { kind: "flow", type: "sleep" }), 2);
+    assert.equal(value("errand_workflow_suspensions_total", { kind: "flow", type: "event" }), 2);
+    assert.equal(value("errand_events_sent_total", { event: "go" }), 2);
+    assert.equal(value("errand_events_delivered_total", { event: "go" }), 1);
+    assert.equal(value("errand_event_waits_expired_total", { event: "late" }), 1);
+    assert.equal(value("errand_workflow_steps_total", { kind: "flow", outcome: "failed" }), 1);
+    assert.equal(value("errand_workflow_steps_total", { kind: "flow", outcome: "completed" }), 2);
+    await errand.shutdown();
   });
 
   it("bounds label values: past 256 distinct queues, new ones read other", async () => {

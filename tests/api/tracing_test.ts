@@ -45,6 +45,7 @@ const jobs = defineJobs({
   receipt: job<{ n: number }>(),
   broken: job<null>({ attempts: 1 }),
   slow: job<null>({ attempts: 1, timeout: "1s" }),
+  flow: job<null>({ attempts: 1 }),
 });
 
 describe("OpenTelemetry API without an SDK", () => {
@@ -150,6 +151,30 @@ describe("OpenTelemetry traces", () => {
     assert.deepEqual(broken.links, [], "enqueued outside any span: nothing to link");
     const slow = exporter.getFinishedSpans().find((s) => s.attributes["errand.job.kind"] === "slow")!;
     assert.equal(slow.attributes["error.type"], "Timeout");
+    await errand.shutdown();
+  });
+
+  it("each workflow step function runs in a span of its own, a child of the run's span", async () => {
+    const { errand } = manual({
+      flow: async (_p, job) => {
+        await job.step("fetch", () => 1);
+        await job.step("store", () => {
+          throw new Error("disk full");
+        }).catch(() => {});
+      },
+    });
+    await errand.enqueue("flow", null);
+    await errand.step();
+    const spans = exporter.getFinishedSpans();
+    const run = spans.find((s) => s.attributes["errand.job.kind"] === "flow")!;
+    const steps = spans.filter((s) => s.name.startsWith("step "));
+    assert.deepEqual(steps.map((s) => s.name), ["step fetch", "step store"]);
+    for (const step of steps) {
+      assert.equal(step.parentSpanContext?.spanId, run.spanContext().spanId);
+      assert.equal(step.spanContext().traceId, run.spanContext().traceId);
+    }
+    assert.equal(steps[1].status.code, SpanStatusCode.ERROR);
+    assert.equal(steps[1].attributes["error.type"], "Error");
     await errand.shutdown();
   });
 });

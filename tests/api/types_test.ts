@@ -88,6 +88,45 @@ describe("types", () => {
     client.close();
   });
 
+  it("workflow steps, children and events carry their types", async () => {
+    const client = createClient({ url: ":memory:" });
+    const flowJobs = defineJobs({
+      onboard: job<{ userId: number }, { plan: string }>(),
+      provision: job<{ userId: number }, { host: string }>(),
+    });
+    const errand = createErrand({
+      jobs: flowJobs,
+      store: libsqlStore(client),
+      mode: "enqueue",
+      handlers: {
+        onboard: async ({ userId }, job) => {
+          const account = await job.step("create", () => ({ plan: "pro", seats: 3 }));
+          const seats: number = account.seats;
+          const { host } = await job.invoke("provision", "provision", { userId });
+          const hostname: string = host;
+          // @ts-expect-error: provision's payload has no "name"
+          void (() => job.invoke("p2", "provision", { name: "x" }));
+          // @ts-expect-error: there is no kind "deploy"
+          void (() => job.invoke("p3", "deploy", { userId }));
+          const answer = await job.waitForEvent<{ score: number }>("survey", { key: String(userId), timeout: "7d" });
+          const score: number | undefined = answer?.score;
+          // @ts-expect-error: the answer may be null (a timeout)
+          void answer.score;
+          await job.sleep("rest", new Date(0));
+          void [seats, hostname, score];
+          return { plan: account.plan };
+        },
+      },
+    });
+    const sent = await errand.sendEvent("survey", { key: "1", data: { score: 3 } });
+    const resumed: number = sent.resumed;
+    void resumed;
+    const details = await errand.get("01J9ZQ4V7K3M8N2P5R6S7T8V9W");
+    const names: string[] | undefined = details?.steps.map((s) => s.name);
+    void names;
+    client.close();
+  });
+
   it("a handler must return its kind's result type, and result() has it", async () => {
     const client = createClient({ url: ":memory:" });
     const resultJobs = defineJobs({

@@ -202,6 +202,66 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
       );
     });
 
+    it("get shows a workflow's steps and wait; events counts waits by event; send-event resumes them", async () => {
+      const ids: string[] = [];
+      await seeded(async (app) => {
+        for (const order of ["o-1", "o-2"]) ids.push((await app.enqueue("approve", { order })).id);
+      });
+      const shown = await errand([...dbArgs, "get", ids[0]]);
+      assert.equal(shown.code, 0, shown.stderr);
+      assert.match(shown.stdout, /^state\s+waiting$/m);
+      assert.match(shown.stdout, /^waiting for\s+event approval key "o-1", times out in (23|24)h$/m);
+      assert.match(shown.stdout, /^Steps \(2\)\nstep\s+type\s+state\s+attempt\s+started\s+took\s+detail$/m);
+      assert.match(shown.stdout, /^reserve\s+step\s+completed\s+1\s+(now|\d+s ago)\s+\d+ms$/m);
+      assert.match(
+        shown.stdout,
+        /^approval\s+event\s+waiting\s+0\s+(now|\d+s ago)\s+waiting\s+event approval key "o-1", timeout in (23|24)h$/m,
+      );
+      const details = await json<JobDetails>([...dbArgs, "get", ids[0]]);
+      assert.deepEqual(details.steps.map((s) => [s.name, s.type, s.state]), [
+        ["reserve", "step", "completed"],
+        ["approval", "event", "waiting"],
+      ]);
+      assert.deepEqual({ ...details.waitingFor, timeoutAt: null }, {
+        type: "event",
+        event: "approval",
+        key: "o-1",
+        timeoutAt: null,
+      });
+
+      assert.deepEqual(await json([...dbArgs, "events"]), [{ event: "approval", jobs: 2 }]);
+      assert.deepEqual(await json([...dbArgs, "events", "--event", "survey"]), []);
+      const table = await errand([...dbArgs, "events"]);
+      assert.match(table.stdout, /^event\s+waiting\napproval\s+2$/m);
+      failed(await errand([...dbArgs, "events", "--event", "a b"]), 2, /Invalid event name/);
+
+      failed(await errand([...dbArgs, "send-event", "approval", "--data", "{nope"]), 2, /Give JSON/);
+      const sent = await errand([
+        ...dbArgs,
+        "send-event",
+        "approval",
+        "--key",
+        "o-1",
+        "--data",
+        '{"ok":true}',
+        "--id",
+        "e-1",
+      ]);
+      assert.equal(sent.code, 0, sent.stderr);
+      assert.equal(sent.stdout.trim(), "sent approval (key o-1) as e-1: resumed 1 workflow");
+      assert.deepEqual(await json([...dbArgs, "send-event", "approval", "--key", "o-1", "--id", "e-1"]), {
+        id: "e-1",
+        duplicate: true,
+        resumed: 0,
+      });
+      assert.deepEqual(await json([...dbArgs, "events"]), [{ event: "approval", jobs: 1 }]);
+      await seeded(async () => {});
+      const done = await json<JobDetails>([...dbArgs, "get", ids[0]]);
+      assert.equal(done.state, "completed");
+      assert.deepEqual(done.result, { approved: { ok: true } });
+      assert.equal(done.waitingFor, null);
+    });
+
     it("retry, cancel and delete change one job by id, and every job a filter matches", async () => {
       const ids: Record<string, string> = {};
       await seeded(async (app) => {

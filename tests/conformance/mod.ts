@@ -27,6 +27,7 @@ import { topicCases } from "./topics.ts";
 import { transactionCases } from "./transactions.ts";
 import { uniqueCases } from "./unique.ts";
 import { versionCases } from "./versions.ts";
+import { workflowCases } from "./workflows.ts";
 
 /** Registers the whole suite for `kind`, or one skipped test saying why. */
 export function runConformance(kind: StoreKind<unknown>): void {
@@ -57,5 +58,6 @@ export function runConformance(kind: StoreKind<unknown>): void {
     consumerCases(kind);
     drainCases(kind);
     moveCases(kind);
+    workflowCases(kind);
   });
 }

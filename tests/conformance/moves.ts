@@ -1,6 +1,15 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { createErrand, type MoveProgress, moveStore, StateError, ValidationError } from "../../mod.ts";
+import {
+  createErrand,
+  defineJobs,
+  type Errand,
+  job,
+  type MoveProgress,
+  moveStore,
+  StateError,
+  ValidationError,
+} from "../../mod.ts";
 import type { Store } from "../../src/store/mod.ts";
 import { FakeClock } from "../../src/testing.ts";
 import type { StoreKind, TestDatabase } from "../support/stores.ts";
@@ -81,6 +90,57 @@ async function advanceUntil(clock: FakeClock, promise: Promise<unknown>): Promis
   }
 }
 
+const HOUR = 3_600_000;
+
+/** The workflows of the move tests: each suspends in its own way before the move. */
+const flows = defineJobs({
+  flow: job<{ key: string; mode: "waits" | "timeout" | "invoke" | "invoked" | "late" }, { got: unknown[] }>(),
+  child: job<{ n: number }, { doubled: number }>(),
+});
+
+/**
+ * An errand running {@link flows} on `store`, counting in `ran` each run of
+ * a step's function, by job key and step (and of each child, by `n`). A
+ * flow runs step "before", then by mode: "waits" takes an event, sleeps an
+ * hour and takes another; "timeout" waits two hours at most for one;
+ * "invoke" waits for a child delayed 90 minutes; "invoked" for a child
+ * delayed 10 minutes; "late" waits for an event. Then it runs step "after".
+ */
+function flowErrand(store: Store, clock: FakeClock, ran: Map<string, number>): Errand<typeof flows, unknown> {
+  const count = (name: string) => ran.set(name, (ran.get(name) ?? 0) + 1);
+  return createErrand({
+    jobs: flows,
+    store,
+    clock,
+    mode: "manual",
+    queues: { held: {} },
+    logger: { debug() {}, info() {}, warn() {}, error() {} },
+    handlers: {
+      flow: async ({ key, mode }, job) => {
+        const got: unknown[] = [await job.step("before", () => (count(`${key} before`), `${key} before`))];
+        if (mode === "waits") {
+          got.push(await job.waitForEvent("paid", { key }));
+          await job.sleep("nap", "1h");
+          got.push(await job.waitForEvent("paid", { key }));
+        } else if (mode === "timeout") {
+          got.push(await job.waitForEvent("paid", { key, timeout: "2h" }));
+        } else if (mode === "late") {
+          got.push(await job.waitForEvent("paid", { key }));
+        } else {
+          const [n, delay] = mode === "invoke" ? [21, "90m"] as const : [5, "10m"] as const;
+          got.push(await job.invoke("call", "child", { n }, { delay }));
+        }
+        got.push(await job.step("after", () => (count(`${key} after`), `${key} after`)));
+        return { got };
+      },
+      child: ({ n }) => {
+        count(`child ${n}`);
+        return { doubled: 2 * n };
+      },
+    },
+  });
+}
+
 /** Moving a store into another of the same kind (the cross-kind moves are in tests/processes/move_test.ts). */
 export function moveCases(kind: StoreKind<unknown>): void {
   describe("moving a store", () => {
@@ -104,7 +164,7 @@ export function moveCases(kind: StoreKind<unknown>): void {
           batchSize: 7,
           onProgress: (p) => phases.at(-1) !== p.phase && phases.push(p.phase),
         });
-        assert.deepEqual(phases, ["prepare", "copy", "verify", "commit", "logs", "done"]);
+        assert.deepEqual(phases, ["prepare", "copy", "verify", "commit", "events", "logs", "done"]);
         assertCarried(before, await snapshot(to), true);
         for (const [id, job] of await read(to)) {
           const was = got.get(id)!;
@@ -145,6 +205,118 @@ export function moveCases(kind: StoreKind<unknown>): void {
         for (const [key, ns] of order) assert.deepEqual(ns, ns.map((_, i) => i), `key ${key} runs in order`);
         const counts = await to.jobCounts();
         assert.deepEqual(counts.filter((c) => c.state === "available"), [], "every due job ran on the target");
+      }));
+
+    it("moveStore() carries suspended workflows with their steps and kept events: each completes on the target, no completed step runs again", () =>
+      withTwo(kind, async (a, b) => {
+        const clock = new FakeClock(Date.now());
+        const from = a.store();
+        const to = b.store();
+        // An event of another namespace of the target: the target has numbered events before.
+        const neighbour = createErrand({ jobs: flows, store: b.store("other"), clock, mode: "enqueue" });
+        await neighbour.sendEvent("paid", { key: "waits", data: "not this one" });
+        await neighbour.shutdown();
+        const ran = new Map<string, number>();
+        const source = flowErrand(from, clock, ran);
+        const ids: Record<string, string> = {};
+        await source.sendEvent("paid", { key: "waits", data: { n: 1 } });
+        for (const mode of ["waits", "timeout", "invoke", "invoked", "late"] as const) {
+          ids[mode] =
+            (await source.enqueue("flow", { key: mode, mode }, { queue: mode === "invoked" ? "held" : "default" }))
+              .id;
+        }
+        const start = clock.now();
+        await source.step();
+        // "invoked"'s child runs; its queue paused, the workflow is resumed but does not run yet.
+        await source.pauseQueue("held");
+        clock.advance(10 * 60_000);
+        await source.step();
+        const states = async (store: Store) =>
+          Object.fromEntries(
+            await Promise.all(Object.entries(ids).map(async ([m, id]) => [m, (await store.jobGet({ id }))?.state])),
+          );
+        const suspended = {
+          waits: "scheduled",
+          timeout: "waiting",
+          invoke: "waiting",
+          invoked: "available",
+          late: "waiting",
+        };
+        assert.deepEqual(
+          await states(from),
+          suspended,
+          "each workflow is suspended, the one whose child ran resumed but not run yet",
+        );
+        const doneChild = (await from.stepList({ id: ids.invoked }))[1].childId!;
+        assert.equal((await from.jobGet({ id: doneChild }))?.state, "completed");
+        // Sent while "waits" sleeps, before it reaches its second wait: kept.
+        assert.equal((await source.sendEvent("paid", { key: "waits", data: { n: 2 } })).resumed, 0);
+        await source.shutdown();
+        const stepsBefore = new Map(
+          await Promise.all(Object.values(ids).map(async (id) => [id, await from.stepList({ id })] as const)),
+        );
+
+        const report = await moveStore(from, to, { clock, batchSize: 2 });
+        assert.equal(report.verified, true);
+        assert.equal(report.events, 2, "the two events the source kept");
+        assert.equal(report.history, 1, "the finished child that a moved workflow waits for");
+        assert.deepEqual(await states(to), suspended, "each workflow as it was on the source");
+        assert.deepEqual(await from.jobCounts(), [], "nothing is left on the source, not even the finished child");
+        assert.equal((await to.jobGet({ id: doneChild }))?.state, "completed");
+        const [timing] = await to.jobExport({ ids: [ids.timeout] });
+        assert.equal(timing.wakeAt, start + 2 * HOUR, "the event wait's timeout");
+        for (const [id, steps] of stepsBefore) {
+          const moved = await to.stepList({ id });
+          assert.deepEqual(
+            moved.map((s) => [s.name, s.type, s.state, s.wakeAt, s.childId, s.result && [...s.result]]),
+            steps.map((s) => [s.name, s.type, s.state, s.wakeAt, s.childId, s.result && [...s.result]]),
+            `job ${id}'s steps`,
+          );
+        }
+
+        // Sent to the source after the move, to a workflow that waits on the target: a rerun delivers it.
+        const straggler = createErrand({ jobs: flows, store: from, clock, mode: "enqueue" });
+        assert.equal((await straggler.sendEvent("paid", { key: "late", data: { n: 3 } })).resumed, 0);
+        await straggler.shutdown();
+        const again = await moveStore(from, to, { clock });
+        assert.equal(again.events, 1);
+        assert.equal((await to.jobGet({ id: ids.late }))?.state, "available", "the late event resumed its waiter");
+
+        const target = flowErrand(to, clock, ran);
+        try {
+          await target.resumeQueue("held");
+          await target.step();
+          for (let i = 0; i < 5; i++) {
+            clock.advance(HOUR / 2);
+            await target.step();
+            await target.step();
+          }
+          assert.deepEqual(await target.result(ids.waits), {
+            got: ["waits before", { n: 1 }, { n: 2 }, "waits after"],
+          }, "the second wait takes the event kept before the move, not the one the first took");
+          assert.deepEqual(await target.result(ids.timeout), { got: ["timeout before", null, "timeout after"] });
+          assert.deepEqual(await target.result(ids.invoke), {
+            got: ["invoke before", { doubled: 42 }, "invoke after"],
+          });
+          assert.deepEqual(await target.result(ids.invoked), {
+            got: ["invoked before", { doubled: 10 }, "invoked after"],
+          });
+          assert.deepEqual(await target.result(ids.late), { got: ["late before", { n: 3 }, "late after"] });
+        } finally {
+          await target.shutdown();
+        }
+        const once = Object.fromEntries([...ran].sort());
+        assert.deepEqual(
+          once,
+          Object.fromEntries(
+            [
+              ...Object.keys(ids).flatMap((k) => [`${k} before`, `${k} after`]),
+              "child 21",
+              "child 5",
+            ].sort().map((k) => [k, 1]),
+          ),
+          "every step's function and every child ran once, across both stores",
+        );
       }));
 
     it("moveStore() stopped at any batch and run again never loses or duplicates a job", () =>

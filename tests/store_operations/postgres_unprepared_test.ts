@@ -2,7 +2,7 @@ import { postgresKind } from "../support/stores.ts";
 import { runStoreOperations } from "./mod.ts";
 
 // postgres.js with `prepare: false`, as behind PgBouncer in transaction mode. Its statements are those of the
-// prepared mode, and the behavioural suite runs this mode on every runtime; here Node alone keeps `npm test` short
+// prepared mode; Node alone runs it, as it runs the behavioural suite of this mode, which keeps `npm test` short
 // (each case builds a fresh schema: about two minutes per runtime).
 const kind = postgresKind({ prepare: false });
 const onNode = !("Deno" in globalThis) && !process.versions.bun;

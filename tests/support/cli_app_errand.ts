@@ -2,7 +2,9 @@
  * The application of the command line's tests: its kinds and an errand
  * instance of it on a store. `greet` completes, `fail` fails for good,
  * `slow` takes `ms` (ignoring its signal, so that a drain has something to
- * wait for). tests/support/cli_app.ts is its module for `errand work`.
+ * wait for), `approve` is a workflow that reserves, then waits for the
+ * event "approval" of its order. tests/support/cli_app.ts is its module for
+ * `errand work`.
  */
 import { createErrand, defineJobs, type ErrandMode, job, PermanentError } from "../../mod.ts";
 import type { StoreFor } from "../../src/store/mod.ts";
@@ -12,6 +14,7 @@ export const jobs = defineJobs({
   greet: job<{ name: string }>(),
   fail: job<{ why: string }>({ queue: "mail", attempts: 1 }),
   slow: job<{ ms: number }>({ queue: "slow" }),
+  approve: job<{ order: string }, { approved: unknown }>(),
 });
 
 /** The test application's errand on `store` in `mode`. */
@@ -28,6 +31,10 @@ export function appErrand<TTx>(store: StoreFor<TTx>, mode: ErrandMode) {
         throw new PermanentError(why);
       },
       slow: ({ ms }) => new Promise<void>((resolve) => setTimeout(resolve, ms)),
+      approve: async ({ order }, job) => {
+        await job.step("reserve", () => order);
+        return { approved: await job.waitForEvent("approval", { key: order, timeout: "1d" }) };
+      },
     },
   });
 }

@@ -202,6 +202,7 @@ export function comparable(job: MovedJob): unknown {
     ...job,
     payload: [...job.payload],
     result: job.result && [...job.result],
+    steps: job.steps.map((s) => ({ ...s, result: s.result && [...s.result] })),
     runs: job.runs.map((r) => Object.fromEntries(Object.entries(r).sort(([a], [b]) => (a < b ? -1 : 1)))),
     parents: [...job.parents].sort(),
   }));

@@ -8,7 +8,7 @@
  * ms when given), and a sleep its handlers abort.
  */
 import process from "node:process";
-import { createClient } from "@libsql/client";
+import { type Client, createClient } from "@libsql/client";
 import postgres from "postgres";
 import { libsqlStore } from "errand/libsql";
 import { postgresStore } from "errand/postgres";
@@ -17,8 +17,14 @@ import type { StoreFor } from "errand/store";
 /** The environment variable `name`, or `fallback` when it is unset or empty. */
 export const env = (name: string, fallback = ""): string => process.env[name] || fallback;
 
-/** The process's store, and `close()` to end its driver once errand has shut down. */
-export function openWorkerStore(): { store: StoreFor<unknown>; close(): Promise<void> } {
+/**
+ * The driver a worker's store is made on, for its handlers' own writes: an application transaction
+ * passed as `{ tx }` must be one of the store's own client.
+ */
+export type WorkerDriver = { readonly sql: postgres.Sql; readonly schema: string } | { readonly client: Client };
+
+/** The process's store, the driver it is made on, and `close()` to end that driver once errand has shut down. */
+export function openWorkerStore(): { store: StoreFor<unknown>; driver: WorkerDriver; close(): Promise<void> } {
   if (env("CHAOS_STORE") === "postgres") {
     const sql = postgres(env("CHAOS_URL"), {
       max: Number(env("CHAOS_POOL", "4")),
@@ -32,11 +38,16 @@ export function openWorkerStore(): { store: StoreFor<unknown>; close(): Promise<
     });
     return {
       store: postgresStore(sql, { schema: env("CHAOS_SCHEMA") }) as StoreFor<unknown>,
+      driver: { sql, schema: env("CHAOS_SCHEMA") },
       close: () => sql.end({ timeout: 5 }),
     };
   }
   const client = createClient({ url: env("CHAOS_URL") });
-  return { store: libsqlStore(client) as StoreFor<unknown>, close: () => Promise.resolve(client.close()) };
+  return {
+    store: libsqlStore(client) as StoreFor<unknown>,
+    driver: { client },
+    close: () => Promise.resolve(client.close()),
+  };
 }
 
 /** Sleeps `ms`, or less when `signal` aborts; says whether it slept the whole time. */

@@ -21,6 +21,7 @@ export type StoreSlice =
   | "runs"
   | "schedules"
   | "schema"
+  | "steps"
   | "watch";
 
 /** An operation of the {@link Store}, by name. */

@@ -8,6 +8,7 @@
  */
 import { JOB_STATES, type JobState } from "../../base/types.ts";
 import type { ClaimedJob, JobInsertRow } from "../records.ts";
+import type { StepRow } from "../steps.ts";
 import type { Store } from "../store.ts";
 import type { StoreCaseEnv } from "./case.ts";
 import { checkEqual } from "./check.ts";
@@ -115,6 +116,47 @@ export async function claimIds(
   const claimed = await claim(store, { limit: ids.length, ...params });
   checkEqual(claimed.map((j) => j.id).sort(), [...ids].sort(), "the claimed jobs");
   return ids.map((id) => claimed.find((j) => j.id === id)!);
+}
+
+/** Inserts a job (of `fields`) and claims it: a run in progress. */
+export async function running(store: Store, fields: Partial<JobInsertRow> = {}): Promise<ClaimedJob> {
+  const [row] = await insert(store, jobRow(fields));
+  const [run] = await claimIds(store, [row.id]);
+  return run;
+}
+
+/** A step of a workflow: a completed `job.step()` named "s" at seq 0, unless `fields` say otherwise. */
+export function stepRow(fields: Partial<StepRow> = {}): StepRow {
+  return {
+    name: "s",
+    seq: 0,
+    type: "step",
+    state: "completed",
+    attempt: 1,
+    startedAt: T0,
+    finishedAt: T0 + 1,
+    result: new Uint8Array([0xa2, 0x6f, 0x6b]),
+    error: null,
+    wakeAt: null,
+    childId: null,
+    event: null,
+    key: null,
+    eventSeq: null,
+    ...fields,
+  };
+}
+
+/** A step a workflow suspends on: waiting, started at {@link T0}, nothing run (a sleep to `T0 + 60 s` unless `fields` say otherwise). */
+export function waitingStep(fields: Partial<StepRow> = {}): StepRow {
+  return stepRow({
+    type: "sleep",
+    state: "waiting",
+    attempt: 0,
+    finishedAt: null,
+    result: null,
+    wakeAt: T0 + 60_000,
+    ...fields,
+  });
 }
 
 /** Moves a job to `state` from any state, as an operator's change does, finished at `at` for a final state. */

@@ -19,6 +19,7 @@ import { partitionCases } from "./partitions.ts";
 import { runCases } from "./runs.ts";
 import { scheduleCases } from "./schedules.ts";
 import { schemaCases } from "./schema.ts";
+import { stepCases } from "./steps.ts";
 import { watchCases } from "./watch.ts";
 
 export type { StoreCase, StoreCaseEnv, StoreCaseSkip, StoreOperation, StoreSlice } from "./case.ts";
@@ -56,6 +57,7 @@ export function storeConformance(): StoreCase[] {
     ...runCases,
     ...scheduleCases,
     ...schemaCases,
+    ...stepCases,
     ...watchCases,
   ];
 }

@@ -1,16 +1,21 @@
 /**
- * Cases of the moves slice: jobs exported with every field and imported
- * back unchanged (idempotent, unique keys and other namespaces' ids
- * reported), stamped deletes, partition and log counters raised never
- * lowered, consumer offsets written where none are, and a move's record.
+ * Cases of the moves slice: jobs exported with every field and their steps
+ * and imported back unchanged (idempotent, unique keys and other
+ * namespaces' ids reported), stamped deletes that keep what waiting jobs
+ * need, kept events exported and imported at their sequence numbers
+ * (resuming the waits they would have resumed), partition, log and event
+ * counters raised never lowered, consumer offsets written where none are,
+ * and a move's record.
  *
  * @module
  */
-import type { MovedJob, MoveRecord } from "../moves.ts";
+import type { ClaimedJob } from "../records.ts";
+import type { MovedEvent, MovedJob, MoveRecord } from "../moves.ts";
+import type { StepRow } from "../steps.ts";
 import type { Store } from "../store.ts";
 import { cases, type StoreCase } from "./case.ts";
-import { checkEqual, checkFields, checkSameSet } from "./check.ts";
-import { claimIds, insert, jobRow, newId, ready, T0 } from "./fixtures.ts";
+import { check, checkEqual, checkFields, checkSameSet } from "./check.ts";
+import { claimIds, insert, jobRow, newId, ready, running, settle, stepRow, T0, waitingStep } from "./fixtures.ts";
 
 /** Every job of the store, with every field. */
 function exportAll(store: Store): Promise<MovedJob[]> {
@@ -38,6 +43,37 @@ async function family(store: Store): Promise<{ parent: string; child: string }> 
   });
   await store.jobProgress({ id: parent.id, fence: run.fence, progress: "0.5" });
   return { parent: parent.id, child: child.id };
+}
+
+/** Suspends `job`'s run on `step` (which the store must accept); returns the job's id. */
+async function suspendOn(store: Store, job: ClaimedJob, step: StepRow): Promise<string> {
+  const outcome = await store.stepSuspend({
+    id: job.id,
+    fence: job.fence,
+    step,
+    run: { attempt: job.attempt, startedAt: job.startedAt, finishedAt: T0 + 2, outcome: "suspended" },
+    now: T0 + 2,
+    afterSeq: null,
+    sentSince: 0,
+  });
+  checkEqual(outcome.status, "suspended", `the suspension of "${job.id}" on "${step.name}"`);
+  return job.id;
+}
+
+/** An event wait on "paid" with `key`, begun at {@link T0}, unless `fields` say otherwise. */
+function eventWait(key: string, fields: Partial<StepRow> = {}): StepRow {
+  return waitingStep({ name: "wait", seq: 1, type: "event", event: "paid", key, wakeAt: null, ...fields });
+}
+
+/** A kept event "paid" with `key`, sent at `T0 + 5`, unless `fields` say otherwise. */
+function movedEvent(seq: number, key: string, fields: Partial<MovedEvent> = {}): MovedEvent {
+  return { seq, id: `e${seq}`, event: "paid", key, data: new Uint8Array([seq % 256]), sentAt: T0 + 5, ...fields };
+}
+
+/** The job's stamp for `jobDeleteMoved`, as it is now. */
+async function stampOf(store: Store, id: string): Promise<{ id: string; state: MovedJob["state"]; fence: number }> {
+  const [job] = await store.jobExport({ ids: [id] });
+  return { id, state: job.state, fence: job.fence };
 }
 
 const record = (role: "source" | "target", phase: string): MoveRecord => ({
@@ -74,6 +110,96 @@ export const moveCases: StoreCase[] = cases("moves", [
       checkEqual(imported.leaseUntil < T0, true, "the imported lease has ended");
     },
   ],
+  ["eventExport", "eventExport() pages the namespace's kept events in seq order, with every field", async (env) => {
+    const store = await ready(env);
+    const other = await ready(env, "other");
+    const send = (s: Store, key: string, now: number) =>
+      s.eventSend({ id: newId(), event: "paid", key, data: new Uint8Array([now - T0]), now, notify: false });
+    await send(store, "k1", T0 + 1);
+    await send(other, "k1", T0 + 2);
+    await send(store, "k2", T0 + 3);
+    await send(store, "k1", T0 + 4);
+    const first = await store.eventExport({ after: null, limit: 2 });
+    checkEqual(first.map((e) => [e.key, e.sentAt, [...e.data]]), [["k1", T0 + 1, [1]], ["k2", T0 + 3, [3]]], "page 1");
+    check(first[0].seq < first[1].seq, `in seq order: ${first[0].seq}, ${first[1].seq}`);
+    checkFields(first[0], { event: "paid" }, "the first event");
+    const next = await store.eventExport({ after: first[1].seq, limit: 2 });
+    checkEqual(next.map((e) => e.sentAt), [T0 + 4], "page 2");
+    checkEqual(await store.eventExport({ after: next[0].seq, limit: 2 }), [], "page 3");
+  }],
+  [
+    "eventImport",
+    "eventImport() keeps events at their sequence numbers, leaves out a kept id, and raises the counter, never lowering it",
+    async (env) => {
+      const store = await ready(env);
+      const last = await store.eventLastSeq();
+      const a = movedEvent(last + 5, "k1");
+      const b = movedEvent(last + 7, "k2", { sentAt: T0 + 6 });
+      checkEqual(await store.eventImport({ events: [a, b], lastSeq: last + 20, now: T0 + 9 }), {
+        kept: 2,
+        resumed: [],
+      }, "the import");
+      const c = movedEvent(last + 9, "k1");
+      checkEqual(
+        await store.eventImport({ events: [{ ...a, seq: last + 8, key: "k9" }, c], lastSeq: last + 9, now: T0 + 9 }),
+        { kept: 1, resumed: [] },
+        "the import again, with a kept id",
+      );
+      checkEqual(await store.eventExport({ after: null, limit: 10 }), [a, b, c], "the kept events");
+      checkEqual(await store.eventLastSeq(), last + 20, "the counter, raised and not lowered");
+      await store.eventSend({ id: newId(), event: "paid", key: "k1", data: new Uint8Array(), now: T0, notify: false });
+      const sent = (await store.eventExport({ after: c.seq, limit: 10 }))[0];
+      check(sent.seq > last + 20, `the next event's sequence number is beyond the counter: ${sent.seq}`);
+    },
+  ],
+  [
+    "eventImport",
+    "eventImport() resumes a waiting job with the earliest event it would take, never one that began later or took as high",
+    async (env) => {
+      const store = await ready(env);
+      const last = await store.eventLastSeq();
+      const waiting = await suspendOn(store, await running(store), eventWait("k1", { wakeAt: T0 + 999 }));
+      const later = await suspendOn(store, await running(store), eventWait("k1", { startedAt: T0 + 6 }));
+      const other = await suspendOn(store, await running(store), eventWait("k2"));
+      const taker = await running(store);
+      const took = stepRow({ name: "paid", seq: 0, type: "event", event: "paid", key: "k1", eventSeq: last + 8 });
+      checkEqual(
+        await store.stepSave({ saves: [{ id: taker.id, fence: taker.fence, step: took }] }),
+        [true],
+        "the taken event's step",
+      );
+      const tookAsHigh = await suspendOn(store, taker, eventWait("k1"));
+      const [first, second] = [movedEvent(last + 3, "k1"), movedEvent(last + 4, "k1")];
+      const imported = await store.eventImport({ events: [second, first], lastSeq: last + 4, now: T0 + 20 });
+      checkEqual(imported, { kept: 2, resumed: [waiting] }, "the import");
+      const [job] = await store.jobExport({ ids: [waiting] });
+      checkFields(job, { state: "available", runAt: T0 + 20, wakeAt: null }, "the resumed job");
+      checkFields(
+        job.steps[0],
+        { state: "completed", result: first.data, eventSeq: first.seq, finishedAt: T0 + 20 },
+        "its wait",
+      );
+      for (const id of [later, other, tookAsHigh]) {
+        const [left] = await store.jobExport({ ids: [id] });
+        checkEqual([left.state, left.steps.at(-1)?.state], ["waiting", "waiting"], `job "${id}" still waits`);
+      }
+    },
+  ],
+  [
+    "eventLastSeq",
+    "eventLastSeq() reads the highest sequence number the store gave an event, in any namespace",
+    async (env) => {
+      const store = await ready(env);
+      const other = await ready(env, "other");
+      checkEqual(await store.eventLastSeq(), 0, "before any event");
+      const send = (s: Store) =>
+        s.eventSend({ id: newId(), event: "paid", key: "k", data: new Uint8Array(), now: T0, notify: false });
+      await send(store);
+      await send(other);
+      const [kept] = await other.eventExport({ after: null, limit: 1 });
+      checkEqual(await store.eventLastSeq(), kept.seq, "after an event of another namespace");
+    },
+  ],
   [
     "jobDeleteMoved",
     "jobDeleteMoved() deletes the stamped jobs that did not change and are not running",
@@ -102,6 +228,31 @@ export const moveCases: StoreCase[] = cases("moves", [
       "the parent's delete after it",
     );
   }],
+  [
+    "jobDeleteMoved",
+    "jobDeleteMoved() keeps a child that an unfinished job's waiting invoke step names, until that job is gone or finished",
+    async (env) => {
+      const store = await ready(env);
+      const invoke = (childId: string) => waitingStep({ name: "call", type: "invoke", wakeAt: null, childId });
+      const [child, doneChild] = [await running(store), await running(store)];
+      const parent = await suspendOn(store, await running(store), invoke(child.id));
+      const finished = await suspendOn(store, await running(store), invoke(doneChild.id));
+      for (const c of [child, doneChild]) await settle(store, c.id, "scheduled");
+      await settle(store, finished, "cancelled");
+      checkEqual(
+        await store.jobDeleteMoved({ jobs: [await stampOf(store, child.id), await stampOf(store, doneChild.id)] }),
+        [doneChild.id],
+        "the children's delete",
+      );
+      checkEqual(await store.jobDeleteMoved({ jobs: [await stampOf(store, parent)] }), [parent], "the parent's delete");
+      checkEqual(await store.stepList({ id: parent }), [], "its steps go with it");
+      checkEqual(
+        await store.jobDeleteMoved({ jobs: [await stampOf(store, child.id)] }),
+        [child.id],
+        "the child's delete after it",
+      );
+    },
+  ],
   ["jobExport", "jobExport() pages the jobs of some states in id order, with every field", async (env) => {
     const store = await ready(env);
     const { parent, child } = await family(store);
@@ -159,6 +310,34 @@ export const moveCases: StoreCase[] = cases("moves", [
     checkEqual(await store.jobImport({ jobs }), { held: [], foreign: [] }, "the import again");
     checkEqual(await exportAll(store), jobs, "the jobs after it again");
   }],
+  [
+    "jobImport",
+    "jobImport() writes a job's steps and event timeout back unchanged, replacing the steps the job had",
+    async (env) => {
+      const store = await ready(env);
+      const run = await running(store);
+      const done = stepRow({ name: "charge", seq: 0, attempt: 2, error: '{"name":"Error","message":"once"}' });
+      checkEqual(
+        await store.stepSave({ saves: [{ id: run.id, fence: run.fence, step: done }] }),
+        [true],
+        "the step's save",
+      );
+      const wait = waitingStep({ name: "paid", seq: 1, type: "event", event: "paid", key: "k", wakeAt: T0 + 500 });
+      await suspendOn(store, run, wait);
+      const [job] = await store.jobExport({ ids: [run.id] });
+      checkFields(job, { state: "waiting", wakeAt: T0 + 500, steps: [done, wait] }, "the exported job");
+      checkEqual(await store.jobDeleteMoved({ jobs: [job] }), [job.id], "the delete");
+      checkEqual(await store.stepList({ id: job.id }), [], "the steps after it");
+      checkEqual(await store.jobImport({ jobs: [job] }), { held: [], foreign: [] }, "the import");
+      checkEqual(await store.jobExport({ ids: [job.id] }), [job], "the job after it");
+      checkEqual(await store.stepList({ id: job.id }), [done, wait], "its steps");
+      const replaced = { ...job, steps: [{ ...done, result: new Uint8Array([7]) }] };
+      await store.jobImport({ jobs: [replaced] });
+      checkEqual(await store.stepList({ id: job.id }), replaced.steps, "its steps once replaced");
+      await store.jobImport({ jobs: [{ ...job, steps: [] }] });
+      checkEqual(await store.stepList({ id: job.id }), [], "its steps once none is given");
+    },
+  ],
   [
     "jobImport",
     "jobImport() reports a job whose unique key another job holds, and one whose id another namespace has",
