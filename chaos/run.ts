@@ -64,8 +64,6 @@ interface Line {
   seconds?: number;
   ok: boolean;
   broken?: string[];
-  /** Why errand is known to break the scenario on this store (`Scenario.knownBroken`). */
-  knownBroken?: string;
   skipped?: string;
   error?: string;
   figures: Figures;
@@ -77,8 +75,7 @@ const lines: Line[] = [];
 for (const scenario of scenarios.filter((s) => !names.length || names.includes(s.name))) {
   for (const store of scenario.stores.filter((s) => !onlyStore || s === onlyStore)) {
     const base = { scenario: scenario.name, store, harness: scenario.harness?.join(" ") };
-    const known = scenario.knownBroken?.[store];
-    const why = unavailable(store) ?? (quick && known ? `known broken: ${known}` : undefined);
+    const why = unavailable(store);
     if (why) {
       lines.push({ ...base, ok: true, skipped: why, figures: {} });
       print(lines.at(-1)!);
@@ -94,14 +91,6 @@ for (const scenario of scenarios.filter((s) => !names.length || names.includes(s
       const { figures, checks } = await scenario.run({ db, quick, dir, note });
       const broken = checks.filter((c) => !c.ok).map((c) => c.rule);
       line = { ...base, figures, seconds: secondsSince(started), ok: broken.length === 0, broken };
-      if (known) {
-        // Known broken: reported as such, not failed; a run that keeps every rule fails until the note goes.
-        line = broken.length ? { ...line, ok: true, knownBroken: known } : {
-          ...line,
-          ok: false,
-          broken: [`kept every rule, though noted as known broken ("${known}"): remove the note`],
-        };
-      }
     } catch (err) {
       line = {
         ...base,
@@ -123,10 +112,8 @@ for (const scenario of scenarios.filter((s) => !names.length || names.includes(s
 
 console.log(table(lines));
 const failed = lines.filter((l) => !l.ok);
-const known = lines.filter((l) => l.knownBroken);
 console.log(
-  `chaos: ${lines.length - failed.length - known.length} of ${lines.length} scenario runs kept every rule` +
-    (known.length ? `; known broken: ${known.map((l) => `${l.scenario} on ${l.store}`).join(", ")}` : "") +
+  `chaos: ${lines.length - failed.length} of ${lines.length} scenario runs kept every rule` +
     (failed.length ? `; broken: ${failed.map((l) => `${l.scenario} on ${l.store}`).join(", ")}` : ""),
 );
 process.exit(failed.length ? 1 : 0);
@@ -158,8 +145,6 @@ function table(rows: readonly Line[]): string {
       (l) =>
         l.skipped
           ? `skipped: ${l.skipped}`
-          : l.knownBroken
-          ? `KNOWN BROKEN (${l.knownBroken}): ${(l.broken ?? []).join("; ")}`
           : l.ok
           ? "ok"
           : `FAILED: ${[...(l.broken ?? []), l.error ?? ""].filter(Boolean).join("; ").split("\n")[0]}`,

@@ -5,8 +5,7 @@
  * its own transaction that takes SQLite's write lock first, never as a bare
  * autocommit statement, with SQLite's own busy wait set on the connection
  * that runs it; a write that still meets `SQLITE_BUSY` is retried for up to
- * `busyTimeout`. Operations run one at a time, each in a later turn of the
- * event loop.
+ * `busyTimeout`. Operations take turns (turns.ts).
  *
  * @module
  */
@@ -18,6 +17,7 @@ import {
   StoreUnavailableError,
   ValidationError,
 } from "../../src/base/errors.ts";
+import { runtimeTimers, Turns } from "./turns.ts";
 
 /**
  * How long SQLite itself waits for another writer per try; tries repeat up
@@ -69,7 +69,9 @@ export class LibsqlConnection {
   /** The application's client. */
   readonly client: Client;
   readonly #busyTimeoutMs: number;
-  #queue: Promise<void> = Promise.resolve();
+  readonly #turns = new Turns();
+  /** How many of the application's write transactions ({@link LibsqlConnection.applicationTransaction}) are queued or open. */
+  #applicationTransactions = 0;
   /** Set on the connection before each write: the busy wait and the `synchronous` level. */
   readonly #pragmas: string;
   /** {@link LibsqlConnection.#pragmas} for claims and lease renewals: no sync of the commit. */
@@ -122,9 +124,16 @@ export class LibsqlConnection {
     return await this.run(() => this.transaction((t) => t.batch(statements)));
   }
 
-  /** {@link LibsqlConnection.write} for claims and lease renewals: the commit is not synced. */
-  writeUnsynced(statement: InStatement): Promise<ResultSet> {
-    return this.run(() => this.transaction((t) => t.execute(statement), TAKE_WRITE_LOCK, false));
+  /**
+   * {@link LibsqlConnection.write} for claims and lease renewals: the commit
+   * is not synced. An `urgent` one (a renewal) runs before every operation
+   * waiting for its turn.
+   */
+  writeUnsynced(statement: InStatement, urgent = false): Promise<ResultSet> {
+    return this.#inTurn(
+      () => this.#attempt(() => this.transaction((t) => t.execute(statement), TAKE_WRITE_LOCK, false), true),
+      urgent,
+    );
   }
 
   /**
@@ -237,6 +246,41 @@ export class LibsqlConnection {
   }
 
   /**
+   * Runs the application's `fn` in a write transaction of its own, in turn
+   * with errand's operations: SQLite's busy wait blocks the event loop, so a
+   * write of this process that waited for the lock held by a transaction of
+   * this same process would stall the very loop that transaction needs to
+   * commit. Only taking the lock is retried while another process holds it;
+   * `fn` runs once, its errors reach the caller as they are, and the commit
+   * is synced at errand's level.
+   */
+  async applicationTransaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
+    this.#applicationTransactions++;
+    try {
+      return await this.#inTurn(async () => {
+        const deadline = Date.now() + this.#busyTimeoutMs;
+        for (let attempt = 0;; attempt++) {
+          const outcome = await this.#onOwnConnection(async (tx, restore) => {
+            try {
+              await tx.executeMultiple(`COMMIT; ${this.#pragmas} BEGIN; ${TAKE_WRITE_LOCK};`);
+            } catch (err) {
+              if (isBusy(err) && Date.now() < deadline) return undefined;
+              throw toErrandError(err);
+            }
+            const value = await fn(tx);
+            await tx.executeMultiple(`COMMIT; ${restore}`).catch((err) => Promise.reject(toErrandError(err)));
+            return { value };
+          });
+          if (outcome) return outcome.value;
+          await backOff(attempt);
+        }
+      });
+    } finally {
+      this.#applicationTransactions--;
+    }
+  }
+
+  /**
    * Runs `body` on a connection of the client's pool that it owns until it
    * returns: a driver transaction, begun deferred. `body` sets errand's
    * settings, writes, commits and runs `restore`; when it throws, the
@@ -268,15 +312,25 @@ export class LibsqlConnection {
    */
   run<T>(fn: () => Promise<T>, onClient = true): Promise<T> {
     if (!onClient) return this.#attempt(fn, false);
-    // One operation at a time: SQLite writes one at a time anyway, and the
-    // client's pool then keeps reusing one connection instead of opening up
-    // to its limit (each one with its own page cache and statements).
-    // Each starts in a later turn of the event loop: a local file answers
-    // without I/O, so a busy worker would otherwise hold the loop for a whole
-    // drain (no timers, no I/O, and no finalizers freeing native statements).
-    const result = this.#queue.then(nextTurn).then(() => this.#attempt(fn, true));
-    this.#queue = result.then(() => undefined, () => undefined);
-    return result;
+    return this.#inTurn(() => this.#attempt(fn, true));
+  }
+
+  /**
+   * Runs `fn` in its turn (see turns.ts). While the application's
+   * transaction is queued or open, an operation gives up after the busy
+   * timeout: an errand call made inside that transaction without `{ tx }`
+   * waits for it to end, which waits for the call, so it fails as it would
+   * have waiting for the lock instead of never ending.
+   */
+  #inTurn<T>(fn: () => Promise<T>, urgent = false): Promise<T> {
+    if (this.#applicationTransactions === 0) return this.#turns.take(fn, urgent);
+    return this.#turns.take(fn, urgent, {
+      ms: this.#busyTimeoutMs,
+      error: () =>
+        new StoreUnavailableError(
+          `An errand operation waited ${this.#busyTimeoutMs} ms for the application's write transaction (store.transaction()) to end; an errand call made inside that transaction must take it as { tx }`,
+        ),
+    });
   }
 
   async #attempt<T>(fn: () => Promise<T>, retryBusy: boolean): Promise<T> {
@@ -286,9 +340,7 @@ export class LibsqlConnection {
         return await fn();
       } catch (err) {
         if (retryBusy && isBusy(err) && Date.now() < deadline) {
-          // Writes hold the lock for well under a millisecond: retry at once a few times, then back off a little.
-          const ms = attempt < 20 ? 0 : Math.random() * Math.min(20, attempt - 19);
-          await new Promise<void>((resolve) => runtimeTimers.after(ms, resolve));
+          await backOff(attempt);
           continue;
         }
         throw toErrandError(err);
@@ -336,23 +388,11 @@ function toErrandError(err: unknown): Error {
 }
 
 /**
- * The runtime's own timers as they were when this module loaded: a test
- * framework that replaces the global timers with fakes afterwards does not
- * stall errand's operations.
+ * Waits before the next try of a write that met another writer. Writes hold
+ * the lock for well under a millisecond: retry at once a few times, then
+ * back off a little.
  */
-const runtimeTimers = (() => {
-  const runtime = globalThis as { setImmediate?: (fn: () => void) => unknown };
-  const immediate = runtime.setImmediate?.bind(globalThis);
-  const timeout = globalThis.setTimeout.bind(globalThis);
-  return {
-    /** Calls `fn` after `ms`. */
-    after: (ms: number, fn: () => void): void => void timeout(fn, ms),
-    /** Calls `fn` in a later turn of the event loop (`setImmediate` where the runtime has it). */
-    later: (fn: () => void): void => void (immediate ? immediate(fn) : timeout(fn, 0)),
-  };
-})();
-
-/** Resolves in a later turn of the event loop. */
-function nextTurn(): Promise<void> {
-  return new Promise((resolve) => runtimeTimers.later(resolve));
+function backOff(attempt: number): Promise<void> {
+  const ms = attempt < 20 ? 0 : Math.random() * Math.min(20, attempt - 19);
+  return new Promise((resolve) => runtimeTimers.after(ms, resolve));
 }

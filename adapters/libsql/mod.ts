@@ -11,14 +11,14 @@
  *
  * @module
  */
-import type { Client, Transaction } from "@libsql/client";
-import type { StoreFor } from "../../src/store/mod.ts";
+import type { Client } from "@libsql/client";
 import { type Duration, parseDuration } from "../../src/base/duration.ts";
 import { ValidationError } from "../../src/base/errors.ts";
 import { checkName, NAMESPACE_PATTERN } from "../../src/checks/names.ts";
-import { composeLibsqlStore } from "./store.ts";
+import { composeLibsqlStore, type LibsqlStore } from "./store.ts";
 
 export { LIBSQL_SCHEMA_VERSION, libsqlMigrationSql } from "./migrations.ts";
+export type { LibsqlStore } from "./store.ts";
 
 /** Options of {@link libsqlStore}. */
 export interface LibsqlStoreOptions {
@@ -83,7 +83,7 @@ export interface LibsqlStoreOptions {
  * const store = libsqlStore(createClient({ url: ":memory:" }));
  * ```
  */
-export function libsqlStore(client: Client, options: LibsqlStoreOptions = {}): StoreFor<Transaction> {
+export function libsqlStore(client: Client, options: LibsqlStoreOptions = {}): LibsqlStore {
   return composeLibsqlStore(client, {
     namespace: checkName("namespace", options.namespace ?? "default", NAMESPACE_PATTERN),
     migrate: options.migrate ?? true,

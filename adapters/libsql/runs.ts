@@ -131,7 +131,8 @@ export async function renewLeases(
             RETURNING id`,
     args: [p.leaseUntil, JSON.stringify(p.leases), namespace],
   };
-  const rs = tx ? await db.write(statement, tx) : await db.writeUnsynced(statement);
+  // Ahead of this process's other writes: a renewal that waits behind them comes too late.
+  const rs = tx ? await db.write(statement, tx) : await db.writeUnsynced(statement, true);
   return rs.rows.map((r) => String(r.id));
 }
 

@@ -12,7 +12,9 @@
  *   meets `SQLITE_BUSY` is retried for up to `busyTimeout`. A native wait
  *   blocks the event loop for at most a second per try: a write transaction
  *   the application holds open in the same process therefore stalls this
- *   process's event loop for up to a second before errand's write retries.
+ *   process's event loop for up to a second before errand's write retries,
+ *   unless it runs through {@link LibsqlStore.transaction}, in turn with
+ *   errand's writes.
  * - errand's operations on the client run one at a time, so the client's pool
  *   keeps reusing one connection.
  * - Every write runs in its own transaction that takes the write lock first,
@@ -68,15 +70,55 @@ import { ensureSchema } from "./schema.ts";
 import { listSteps, listWaitingEvents, pruneEvents, saveSteps, sendEvent, suspendStep } from "./steps.ts";
 import { listenForChanges, watchJobs } from "./watch.ts";
 
+/** The libSQL store: errand's {@link StoreFor} on a libSQL client, and write transactions for the application. */
+export interface LibsqlStore extends StoreFor<Transaction> {
+  /**
+   * Runs `fn` in a write transaction on the store's database, in turn with
+   * errand's own writes from this process: commits when `fn` returns, rolls
+   * back when it throws (its error reaches you unchanged). Use it for a
+   * transaction that errand joins as `{ tx }` (a workflow step, an enqueue,
+   * a completion): SQLite has one writer and its busy wait blocks the event
+   * loop, so several runs of one process each holding
+   * `client.transaction("write")` stall each other and errand's writes for
+   * up to a second per wait. Keep it short: errand's writes in this process
+   * wait for it. An errand call inside it must take `{ tx }`; one that does
+   * not waits for the transaction and fails after `busyTimeout`.
+   *
+   * @example A workflow step in the application's transaction
+   * ```ts
+   * import { createClient } from "@libsql/client";
+   * import { createErrand, defineJobs, job } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   *
+   * const client = createClient({ url: "file:app.db" });
+   * const store = libsqlStore(client);
+   * const errand = createErrand({
+   *   jobs: defineJobs({ settle: job<{ orderId: string }>() }),
+   *   store,
+   *   mode: "work",
+   *   handlers: {
+   *     settle: async ({ orderId }, job) => {
+   *       await store.transaction((tx) =>
+   *         job.step("book", () => tx.execute({ sql: "insert into ledger (order_id) values (?)", args: [orderId] }), { tx })
+   *       );
+   *     },
+   *   },
+   * });
+   * ```
+   */
+  transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>;
+}
+
 /**
- * A {@link StoreFor} on a libSQL client; nothing is read or written until
+ * A {@link LibsqlStore} on a libSQL client; nothing is read or written until
  * the first operation. Each operation hands off to the file of its slice,
  * in the slices' order.
  */
-export function composeLibsqlStore(client: Client, settings: LibsqlStoreSettings): StoreFor<Transaction> {
+export function composeLibsqlStore(client: Client, settings: LibsqlStoreSettings): LibsqlStore {
   const ctx: LibsqlContext = { db: new LibsqlConnection(client, settings), namespace: settings.namespace, settings };
   return {
     namespace: settings.namespace,
+    transaction: (fn) => ctx.db.applicationTransaction(fn),
     // cluster.ts
     leaderAcquire: (p) => acquireLeader(ctx, p),
     leaderRelease: (p) => releaseLeader(ctx, p),

@@ -38,12 +38,5 @@ export interface Scenario {
   readonly harness?: readonly string[];
   /** The stores it applies to. */
   readonly stores: readonly StoreName[];
-  /**
-   * Stores on which errand is known to break the scenario's rules, with why.
-   * There the full run still runs and prints its figures, and a broken run
-   * is reported as known rather than failed (one that keeps every rule fails,
-   * so that the note goes); `--quick` skips it, saying why.
-   */
-  readonly knownBroken?: Partial<Readonly<Record<StoreName, string>>>;
   run(context: ScenarioContext): Promise<Outcome>;
 }

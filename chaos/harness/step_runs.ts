@@ -9,6 +9,7 @@
  */
 import type { Client, Transaction } from "@libsql/client";
 import type postgres from "postgres";
+import type { LibsqlStore } from "errand/libsql";
 import type { WorkerDriver } from "../../tests/support/worker_env.ts";
 
 /** One run of a step's function. */
@@ -34,7 +35,7 @@ export interface StepRuns {
   record(run: StepRun): Promise<void>;
   /**
    * Runs `fn` in an application write transaction `tx` (postgres.js
-   * `sql.begin`, libSQL `client.transaction("write")`), with a `record` that
+   * `sql.begin`, on libSQL the errand store's `store.transaction`), with a `record` that
    * writes in it: commits when `fn` returns, rolls back when it throws.
    */
   transaction<T>(fn: (tx: unknown, record: RecordRun) => Promise<T>): Promise<T>;
@@ -53,7 +54,7 @@ const toRun = (r: Record<string, unknown>): StepRun => ({
 
 /** The table of step runs on the database of `driver` (whose owner closes it). */
 export function stepRuns(driver: WorkerDriver): StepRuns {
-  return "sql" in driver ? onPostgres(driver.sql, driver.schema) : onLibsql(driver.client);
+  return "sql" in driver ? onPostgres(driver.sql, driver.schema) : onLibsql(driver.client, driver.store);
 }
 
 function onPostgres(sql: postgres.Sql, schema: string): StepRuns {
@@ -79,63 +80,25 @@ function onPostgres(sql: postgres.Sql, schema: string): StepRuns {
   };
 }
 
-/** How long the application waits for another writer of the libSQL file before it gives up, in ms. */
-const BUSY_TIMEOUT_MS = 30_000;
-/** A statement that writes nothing but takes SQLite's write lock. */
-const TAKE_WRITE_LOCK = `DELETE FROM ${TABLE} WHERE 0`;
-
 /**
- * A write transaction on `client` that holds the file's write lock, waiting
- * for another writer in JavaScript: SQLite's own busy wait would block the
- * worker's event loop, and with it the worker's other jobs, its lease
- * renewals and, as errand's writes in this process share the file, maybe the
- * writer it waits for. The lock is taken by a script statement in a deferred
- * transaction, not by `BEGIN IMMEDIATE` (`client.transaction("write")`):
- * when that fails busy, @libsql/client leaves the statement active on the
- * connection, and the autocommit writes later made on it are never committed
- * (a row written so went missing here), as adapters/libsql/connection.ts says.
+ * On libSQL every write of the table runs in a write transaction of the
+ * errand store (`store.transaction`), in turn with errand's writes from the
+ * same process, as the workflows guide asks.
  */
-async function writeTransaction(client: Client): Promise<Transaction> {
-  const deadline = Date.now() + BUSY_TIMEOUT_MS;
-  for (;;) {
-    const tx = await client.transaction("deferred");
-    try {
-      await tx.executeMultiple(TAKE_WRITE_LOCK);
-      return tx;
-    } catch (err) {
-      tx.close();
-      if (!String((err as { code?: unknown })?.code).startsWith("SQLITE_BUSY") || Date.now() > deadline) throw err;
-      await new Promise((resolve) => setTimeout(resolve, 5 + Math.random() * 20));
-    }
-  }
-}
-
-function onLibsql(client: Client): StepRuns {
+function onLibsql(client: Client, store: LibsqlStore): StepRuns {
   const insert = (tx: Transaction, run: StepRun) =>
     tx.execute({
       sql: `INSERT INTO ${TABLE} (${COLUMNS}) VALUES (?, ?, ?, ?)`,
       args: [run.job, run.step, run.pid, run.at],
     });
-  /** Runs `fn` in a write transaction: commits when it returns, rolls back when it throws. */
-  const transaction = async <T>(fn: (tx: Transaction) => Promise<T>): Promise<T> => {
-    const tx = await writeTransaction(client);
-    try {
-      const result = await fn(tx);
-      await tx.commit();
-      return result;
-    } finally {
-      tx.close(); // rolls back unless committed
-    }
-  };
   return {
     async create() {
       await client.execute(
         `CREATE TABLE ${TABLE} (job_id TEXT NOT NULL, step INTEGER NOT NULL, pid INTEGER NOT NULL, at REAL NOT NULL)`,
       );
     },
-    // A statement of its own is a transaction of its own, for the same wait.
-    record: (run) => transaction((tx) => insert(tx, run)).then(() => {}),
-    transaction: (fn) => transaction((tx) => fn(tx, async (run) => void await insert(tx, run))),
+    record: (run) => store.transaction((tx) => insert(tx, run)).then(() => {}),
+    transaction: (fn) => store.transaction((tx) => fn(tx, async (run) => void await insert(tx, run))),
     async all() {
       return (await client.execute(`SELECT ${COLUMNS} FROM ${TABLE}`)).rows.map((r) => toRun(r));
     },

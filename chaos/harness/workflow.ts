@@ -45,7 +45,7 @@ type Log = (event: Record<string, unknown>) => void;
  * The handler of the kind `workflow`, recording step runs in `runs` and
  * logging to the run log: `start` at the top of each run, `step` (with
  * `step: i`) as a step's function begins, `suspend` just before the sleep
- * ends the run, `end` when it returns and `abort` when it throws.
+ * ends the run, `end` when it returns and `abort` (with its `error`) when it throws.
  */
 export function workflowHandler(
   runs: StepRuns,
@@ -95,7 +95,7 @@ export function workflowHandler(
       return { n, values };
     } catch (err) {
       // The run ends here (a lost lease, a failed write): the run log shows it ended, not cut by a kill.
-      event("abort");
+      event("abort", { error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) });
       throw err;
     }
   };

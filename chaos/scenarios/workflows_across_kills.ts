@@ -26,6 +26,7 @@
  *   (a rescue that came after the wake time sleeps no more).
  */
 import { createClient } from "@libsql/client";
+import { libsqlStore } from "errand/libsql";
 import { type Check, check, type Figures, type Scenario } from "../harness/scenario.ts";
 import { type DrainLog, drainUnderKills } from "../harness/drain_under_kills.ts";
 import { orchestrator } from "../harness/orchestrator.ts";
@@ -58,10 +59,6 @@ export const scenario: Scenario = {
   summary:
     "500 workflows of 5 steps and a sleep, 4 worker processes, 5 SIGKILLs: all complete, steps { tx } commit once, others run at most once more per kill",
   stores: ["libsql", "postgres"],
-  knownBroken: {
-    libsql:
-      "workflows stall and lose their leases: SQLite's native busy wait blocks a worker's event loop while a step { tx } of that same process holds the file's write lock (issue 42)",
-  },
   async run(context) {
     const { db, quick } = context;
     const jobs = quick ? 200 : 500;
@@ -72,7 +69,7 @@ export const scenario: Scenario = {
       .sort((a, b) => a - b);
     // The orchestrator's own connection: on PostgreSQL the scratch database's, on libSQL one to its file.
     const client = db.sql ? undefined : createClient({ url: db.env.CHAOS_URL });
-    const table = stepRuns(client ? { client } : { sql: db.sql!, schema: db.schema! });
+    const table = stepRuns(client ? { client, store: libsqlStore(client) } : { sql: db.sql!, schema: db.schema! });
     let ids: readonly string[] = [];
     try {
       return await drainUnderKills(context, {

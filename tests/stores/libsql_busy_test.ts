@@ -211,3 +211,121 @@ describe("libSQL busy handling", () => {
     }
   });
 });
+
+describe("store.transaction on libSQL", () => {
+  it("commits what its function wrote, errand's writes in it included, and rolls both back when it throws", async () => {
+    const db = tempDatabase();
+    const client = createClient({ url: `file:${db.path}` });
+    const store = libsqlStore(client);
+    const errand = createErrand({ jobs, mode: "enqueue", store, logger: quietLogger() });
+    try {
+      await errand.start();
+      await client.execute("create table orders (id integer primary key)");
+      const id = await store.transaction(async (tx) => {
+        await tx.execute("insert into orders (id) values (1)");
+        return (await errand.enqueue("note", { n: 1 }, { tx })).id;
+      });
+      const declined = new Error("payment declined");
+      await assert.rejects(
+        store.transaction(async (tx) => {
+          await tx.execute("insert into orders (id) values (2)");
+          await errand.enqueue("note", { n: 2 }, { tx });
+          throw declined;
+        }),
+        (err) => err === declined, // the function's own error, unchanged
+      );
+      assert.deepEqual((await client.execute("select id from orders")).rows.map((r) => r.id), [1]);
+      assert.deepEqual((await errand.list({ kind: "note" })).jobs.map((j) => j.id), [id]);
+    } finally {
+      await errand.shutdown();
+      client.close();
+      db.remove();
+    }
+  });
+
+  it("waits for another process's write lock, then runs its function once", async () => {
+    const db = tempDatabase();
+    const client = createClient({ url: `file:${db.path}` });
+    const store = libsqlStore(client, { busyTimeout: "20s" });
+    const errand = createErrand({ jobs, mode: "enqueue", store, logger: quietLogger() });
+    let holder: ChildProcess | undefined;
+    try {
+      await errand.start();
+      holder = await holdWriteLock(db.path, 1_500);
+      let calls = 0;
+      await store.transaction(async (tx) => {
+        calls++;
+        await errand.enqueue("note", { n: 1 }, { tx });
+      });
+      assert.equal(calls, 1);
+      assert.equal((await errand.list({ kind: "note" })).jobs.length, 1);
+    } finally {
+      holder?.kill();
+      await errand.shutdown();
+      client.close();
+      db.remove();
+    }
+  });
+
+  it("an errand call inside it without { tx } fails after busyTimeout instead of waiting for ever", async () => {
+    const db = tempDatabase();
+    const client = createClient({ url: `file:${db.path}` });
+    const store = libsqlStore(client, { busyTimeout: "200ms" });
+    const errand = createErrand({ jobs, mode: "enqueue", store, logger: quietLogger() });
+    try {
+      await errand.start();
+      await store.transaction(async () => {
+        await assert.rejects(
+          errand.enqueue("note", { n: 1 }),
+          (err: Error) => err.name === "StoreUnavailableError" && /must take it as \{ tx \}/.test(err.message),
+        );
+      });
+      // The call that gave up was never run, and errand's next call runs.
+      assert.equal((await errand.list({ kind: "note" })).jobs.length, 0);
+      await errand.enqueue("note", { n: 2 });
+      assert.equal((await errand.list({ kind: "note" })).jobs.length, 1);
+    } finally {
+      await errand.shutdown();
+      client.close();
+      db.remove();
+    }
+  });
+
+  it("workflow steps of concurrent runs of one process, each in store.transaction, each commit once", async () => {
+    const db = tempDatabase();
+    const client = createClient({ url: `file:${db.path}` });
+    const store = libsqlStore(client);
+    const flows = defineJobs({ settle: job<{ n: number }>() });
+    const errand = createErrand({
+      jobs: flows,
+      store,
+      logger: quietLogger(),
+      queues: { default: { concurrency: 8 } },
+      handlers: {
+        settle: async ({ n }, job) => {
+          for (let i = 0; i < 3; i++) {
+            await store.transaction((tx) =>
+              job.step(`book-${i}`, async () => {
+                await tx.execute({ sql: "insert into ledger (n, step) values (?, ?)", args: [n, i] });
+                await new Promise((resolve) => setTimeout(resolve, 2)); // a transaction that awaits
+              }, { tx })
+            );
+          }
+        },
+      },
+    });
+    try {
+      await client.execute("create table ledger (n integer not null, step integer not null)");
+      await errand.start();
+      const ids = await Promise.all(Array.from({ length: 16 }, (_, n) => errand.enqueue("settle", { n })));
+      await Promise.all(ids.map(({ id }) => errand.result(id)));
+      const rows = (await client.execute("select n, step, count(*) as c from ledger group by n, step")).rows;
+      assert.equal(rows.length, 16 * 3);
+      assert.ok(rows.every((r) => r.c === 1), "each step committed once");
+    } finally {
+      await errand.shutdown();
+      client.close();
+      db.remove();
+    }
+  });
+});

@@ -10,7 +10,7 @@
 import process from "node:process";
 import { type Client, createClient } from "@libsql/client";
 import postgres from "postgres";
-import { libsqlStore } from "errand/libsql";
+import { type LibsqlStore, libsqlStore } from "errand/libsql";
 import { postgresStore } from "errand/postgres";
 import type { StoreFor } from "errand/store";
 
@@ -21,7 +21,9 @@ export const env = (name: string, fallback = ""): string => process.env[name] ||
  * The driver a worker's store is made on, for its handlers' own writes: an application transaction
  * passed as `{ tx }` must be one of the store's own client.
  */
-export type WorkerDriver = { readonly sql: postgres.Sql; readonly schema: string } | { readonly client: Client };
+export type WorkerDriver =
+  | { readonly sql: postgres.Sql; readonly schema: string }
+  | { readonly client: Client; readonly store: LibsqlStore };
 
 /** The process's store, the driver it is made on, and `close()` to end that driver once errand has shut down. */
 export function openWorkerStore(): { store: StoreFor<unknown>; driver: WorkerDriver; close(): Promise<void> } {
@@ -43,9 +45,10 @@ export function openWorkerStore(): { store: StoreFor<unknown>; driver: WorkerDri
     };
   }
   const client = createClient({ url: env("CHAOS_URL") });
+  const store = libsqlStore(client);
   return {
-    store: libsqlStore(client) as StoreFor<unknown>,
-    driver: { client },
+    store: store as StoreFor<unknown>,
+    driver: { client, store },
     close: () => Promise.resolve(client.close()),
   };
 }
