@@ -91,7 +91,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
   #stopped: Promise<void> | undefined;
   #ready: Promise<void> | undefined;
   readonly #store: ClientDeps<TTx>["store"];
-  readonly #tracing = new Tracing();
+  readonly #tracing: Tracing;
   readonly #inserter: Inserter<TTx>;
   readonly #pool: WorkerPool<TTx>;
   readonly #jobs: JobCalls;
@@ -111,6 +111,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
     const resolved = resolveOptions(options);
     this.mode = resolved.mode;
     this.#store = options.store;
+    this.#tracing = new Tracing(resolved.sampleAll);
     const newId = idFactory();
     const workers = new Workers<TTx>(resolved.topics.size > 0);
     const timedStore = withDeadline(options.store, resolved.storeTimeoutMs);

@@ -7,7 +7,7 @@ import type { QueueFlow } from "../flow/claims.ts";
 import { checkRate, type RateLimit } from "../flow/limits.ts";
 import { type Clock, systemClock } from "../base/clock.ts";
 import { type Duration, parseDuration } from "../base/duration.ts";
-import { ValidationError } from "../base/errors.ts";
+import { describeValue, ValidationError } from "../base/errors.ts";
 import type { Handler } from "../running/handler.ts";
 import type { JobDefinitions, PayloadOf, ResultOf } from "../jobs/job.ts";
 import { checkLogTopics, type LogDefinitions, type NoLogs } from "../logs/log.ts";
@@ -180,6 +180,15 @@ export interface ErrandOptions<J extends JobDefinitions, Ctx, TTx, L extends Log
    * @default {promote: "1s", rescue: "5s", prune: "1m"}
    */
   maintenance?: { promote?: Duration; rescue?: Duration; prune?: Duration };
+  /**
+   * Whether OpenTelemetry records every run (each run's span is a root, so
+   * the tracer's sampler decides). `false` honours the enqueuer's decision:
+   * a run whose enqueuer's context was not sampled (flags `00`) is not
+   * recorded, and what its handler starts and enqueues stays unsampled; a run
+   * with a sampled enqueuer, or none, is left to the tracer's sampler.
+   * @default {true}
+   */
+  sampleAll?: boolean;
 }
 
 /** Options after checking, with every default filled in. */
@@ -215,6 +224,8 @@ export interface ResolvedOptions {
   readonly topics: ReadonlyMap<string, number>;
   /** The application's observer callbacks. */
   readonly observer: Observer | undefined;
+  /** Whether every run is traced, whatever its enqueuer's sampling decision. */
+  readonly sampleAll: boolean;
 }
 
 const DEFAULT_CONCURRENCY = 6;
@@ -298,6 +309,7 @@ export function resolveOptions<J extends JobDefinitions, Ctx, TTx, L extends Log
     ),
     retry: options.retry === undefined ? defaultRetryPolicy : checkRetryPolicy(options.retry),
     observer: checkObserver(options.observer),
+    sampleAll: checkSampleAll(options.sampleAll ?? true),
     retention: {
       completed: parseDuration(retention.completed ?? "24h", "retention.completed"),
       failed: parseDuration(retention.failed ?? "30d", "retention.failed"),
@@ -325,6 +337,13 @@ export function resolveOptions<J extends JobDefinitions, Ctx, TTx, L extends Log
 function atLeast(what: string, ms: number, min: number): number {
   if (ms < min) throw new ValidationError(`Option "${what}" must be at least ${min} ms, got "${ms}"`);
   return ms;
+}
+
+function checkSampleAll(sampleAll: boolean): boolean {
+  if (typeof sampleAll !== "boolean") {
+    throw new ValidationError(`Option "sampleAll" must be true or false, got ${describeValue(sampleAll)}`);
+  }
+  return sampleAll;
 }
 
 /** The observer, if its callbacks are functions. */

@@ -15,6 +15,7 @@ import { groupOf } from "../flow/limits.ts";
 import { type PartitionKey, partitionOf, type Placement } from "../topics/partition.ts";
 import { checkRetryPolicy, type RetryPolicy } from "../jobs/retry.ts";
 import type { JobInsertRow } from "../store/records.ts";
+import { checkTraceContext } from "../observability/trace_context.ts";
 import { checkUnique, uniqueKeyOf, type UniqueOptions } from "./unique.ts";
 
 /** Options of one enqueued job; each overrides the kind's default. */
@@ -39,6 +40,16 @@ export interface JobEnqueueOptions {
    * the payload.
    */
   unique?: UniqueOptions | true;
+  /**
+   * The W3C `traceparent` of the enqueuer, stored as given (errand checks it
+   * and never changes it): for an enqueuer that has the header but no
+   * active OpenTelemetry span, such as a worker behind another queue or an
+   * edge function. When given, it is stored instead of the active span's
+   * context. The handler reads it as `job.traceparent()`.
+   */
+  traceparent?: string;
+  /** The W3C `tracestate` that came with `traceparent` (which it needs), stored as given. */
+  tracestate?: string;
 }
 
 /** Options of `enqueue`: the job's options plus the application's transaction. */
@@ -197,7 +208,7 @@ export interface RowContext {
   readonly maxPayloadBytes: number;
   /** The partition count of each topic. */
   readonly topics: ReadonlyMap<string, number>;
-  /** The enqueuer's trace context to store with the job, or null. */
+  /** The enqueuer's trace context to store with the job unless the options give one, or null. */
   readonly trace: string | null;
 }
 
@@ -235,6 +246,7 @@ export async function buildInsertRow(
     : parseDuration(options.timeout, "timeout", MAX_TIMEOUT_MS);
   if (timeoutMs === 0) throw new ValidationError(`Option "timeout" must be greater than 0`);
   const unique = options.unique === undefined ? undefined : checkUnique(key, options.unique);
+  const trace = checkTraceContext(key, options.traceparent, options.tracestate) ?? ctx.trace;
   // Encoded first: it refuses what is not plain data, so later steps read only plain data.
   const encoded = encodePayload(key, payload, ctx.maxPayloadBytes);
   const topic = definition.topic?.name ?? placement?.topic ?? null;
@@ -266,7 +278,7 @@ export async function buildInsertRow(
       ? partitionOf(partitionKeyOf(key, definition.topic.key, payload), ctx.topics.get(definition.topic.name)!)
       : placement?.partition ?? null,
     group,
-    trace: ctx.trace,
+    trace,
   };
 }
 

@@ -4,17 +4,23 @@
  * without a registered tracer provider, every call here is a no-op.
  *
  * - An enqueue stores the W3C trace context (`traceparent`, `tracestate`) of
- *   the current span, or of the running job's span when a handler enqueues.
+ *   the current span, or of the running job's span when a handler enqueues
+ *   (unless the enqueue gives its own: see `trace_context.ts`). A run without
+ *   a span passes on the context its job was enqueued with.
  * - Each attempt is one span `process <queue>` of kind CONSUMER in a trace of
  *   its own, linked (not parented) to the enqueuer's context, with the
  *   messaging attributes and `errand.job.*`; a failure sets `error.type`
  *   (`Timeout` for timeouts). A drain interruption or a lost lease is not an error.
+ * - Unless every run is to be sampled (`sampleAll`), a run whose enqueuer's
+ *   context was not sampled gets no span: its handler runs in that context,
+ *   so what it starts and enqueues stays unsampled too.
  *
  * @module
  */
 import type { FinishOutcome } from "./telemetry.ts";
 import type { ClaimedJob } from "../store/records.ts";
 import type { RunError } from "../base/types.ts";
+import { carrierText, parseCarrier, TRACEPARENT } from "./trace_context.ts";
 
 /** The parts of a span context errand reads (as in `@opentelemetry/api`). */
 interface SpanContext {
@@ -53,6 +59,7 @@ interface Api {
     };
     getSpanContext(context: unknown): SpanContext | undefined;
     setSpan(context: unknown, span: Span): unknown;
+    setSpanContext(context: unknown, spanContext: SpanContext): unknown;
   };
   readonly context: { active(): unknown; with<T>(context: unknown, fn: () => T): T };
   isSpanContextValid(context: SpanContext): boolean;
@@ -68,7 +75,7 @@ export interface RunSpan {
   readonly traceId: string | undefined;
   /** The run's span id, or undefined without tracing. */
   readonly spanId: string | undefined;
-  /** The trace context jobs enqueued by this run carry, or null. */
+  /** The trace context jobs enqueued by this run carry (the run's span's, else its enqueuer's), or null. */
   readonly carrier: string | null;
   /** Runs `fn` with this span active. */
   wrap<T>(fn: () => T): T;
@@ -87,6 +94,11 @@ const NO_SPAN: RunSpan = {
   end: () => {},
 };
 
+/** A run without a span of its own: what it enqueues carries its job's trace context on, unchanged. */
+function unspanned(claim: ClaimedJob): RunSpan {
+  return claim.trace === null ? NO_SPAN : { ...NO_SPAN, carrier: claim.trace };
+}
+
 /** Loads `@opentelemetry/api` if the application installed it; resolves to null otherwise. */
 async function loadOtelApi(): Promise<Api | null> {
   try {
@@ -99,11 +111,16 @@ async function loadOtelApi(): Promise<Api | null> {
 /** Trace propagation and run spans, or no-ops without the API (and until it has been looked for). */
 export class Tracing {
   #api: Api | null = null;
+  readonly #sampleAll: boolean;
   /** Settles once `@opentelemetry/api` has been looked for (and loaded, if installed). */
   readonly loaded: Promise<void>;
 
-  /** Starts looking for `@opentelemetry/api`. */
-  constructor() {
+  /**
+   * Starts looking for `@opentelemetry/api`. With `sampleAll` false, a run
+   * whose enqueuer's context was not sampled is not recorded.
+   */
+  constructor(sampleAll = true) {
+    this.#sampleAll = sampleAll;
     this.loaded = loadOtelApi().then((api) => void (this.#api = api));
   }
 
@@ -118,10 +135,11 @@ export class Tracing {
   /** Starts the span of one attempt of `claim`. */
   startRun(claim: ClaimedJob): RunSpan {
     const api = this.#api;
-    if (!api) return NO_SPAN;
+    if (!api) return unspanned(claim);
+    const enqueuer = claim.trace === null ? null : spanContextOf(api, claim.trace);
+    if (enqueuer && !this.#sampleAll && (enqueuer.traceFlags & 1) === 0) return unsampled(api, claim, enqueuer);
     const tracer = api.trace.getTracer("errand");
     const links: { context: SpanContext }[] = [];
-    const enqueuer = claim.trace === null ? null : spanContextOf(api, claim.trace);
     if (enqueuer) links.push({ context: enqueuer });
     const span = tracer.startSpan(`process ${claim.queue}`, {
       kind: api.SpanKind.CONSUMER,
@@ -140,7 +158,7 @@ export class Tracing {
     const context = span.spanContext();
     // Without an OpenTelemetry SDK the API hands out spans that record nothing and carry no trace:
     // nothing to make active or end.
-    if (!api.isSpanContextValid(context)) return NO_SPAN;
+    if (!api.isSpanContextValid(context)) return unspanned(claim);
     const active = api.trace.setSpan(api.ROOT_CONTEXT, span);
     return {
       traceId: context.traceId,
@@ -178,31 +196,33 @@ export class Tracing {
   }
 }
 
+/**
+ * A run not recorded, as its enqueuer's context was not sampled: no span of
+ * its own, its handler runs in the enqueuer's context (so the spans it starts
+ * are not sampled under a parent-based sampler), and what it enqueues
+ * carries that context on.
+ */
+function unsampled(api: Api, claim: ClaimedJob, enqueuer: SpanContext): RunSpan {
+  const active = api.trace.setSpanContext(api.ROOT_CONTEXT, enqueuer);
+  return { ...unspanned(claim), wrap: (fn) => api.context.with(active, fn) };
+}
+
 function carrierOf(span: SpanContext): string {
   const flags = (span.traceFlags & 1) === 1 ? "01" : "00";
-  const carrier: Record<string, string> = { traceparent: `00-${span.traceId}-${span.spanId}-${flags}` };
-  const state = span.traceState?.serialize();
-  if (state) carrier.tracestate = state;
-  return JSON.stringify(carrier);
+  return carrierText(`00-${span.traceId}-${span.spanId}-${flags}`, span.traceState?.serialize());
 }
 
 /** The span context a stored carrier describes, or null when it is not a valid `traceparent`. */
 function spanContextOf(api: Api, stored: string): SpanContext | null {
-  let carrier: { traceparent?: unknown; tracestate?: unknown };
-  try {
-    carrier = JSON.parse(stored);
-  } catch {
-    return null;
-  }
-  const m = typeof carrier.traceparent === "string" &&
-    /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/.exec(carrier.traceparent);
-  if (!m) return null;
+  const carrier = parseCarrier(stored);
+  const m = carrier === undefined ? null : TRACEPARENT.exec(carrier.traceparent);
+  if (!carrier || !m) return null;
   const context: SpanContext = {
     traceId: m[1],
     spanId: m[2],
     traceFlags: parseInt(m[3], 16) & 1,
     isRemote: true,
-    traceState: typeof carrier.tracestate === "string" ? api.createTraceState(carrier.tracestate) : undefined,
+    traceState: carrier.tracestate === undefined ? undefined : api.createTraceState(carrier.tracestate),
   };
   return api.isSpanContextValid(context) ? context : null;
 }

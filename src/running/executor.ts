@@ -23,6 +23,7 @@ import type { Store } from "../store/store.ts";
 import type { ClaimedJob, FinishedJob, JobFinish } from "../store/records.ts";
 import { outcomeOf } from "../observability/telemetry.ts";
 import type { RunSpan } from "../observability/tracing.ts";
+import { parseCarrier } from "../observability/trace_context.ts";
 import type { EnqueueOptions, Enqueuer, EnqueueResult } from "../enqueue/enqueue.ts";
 import type { JobDefinitions } from "../jobs/job.ts";
 import { type AnyPayloadValidator, checkPayload } from "../jobs/validate.ts";
@@ -173,6 +174,8 @@ class RunContext<TTx> implements JobContext<unknown, TTx, JobDefinitions, unknow
   declare readonly createdAt: Date;
   declare readonly traceId: string | undefined;
   declare readonly spanId: string | undefined;
+  declare readonly traceparent: () => string | undefined;
+  declare readonly tracestate: () => string | undefined;
   declare readonly context: unknown;
   declare readonly complete: (tx: TTx, result?: unknown) => Promise<void>;
   declare readonly snooze: (delay: Duration) => Decided;
@@ -236,6 +239,8 @@ class RunContext<TTx> implements JobContext<unknown, TTx, JobDefinitions, unknow
       createdAt: new Date(claim.createdAt),
       traceId: span.traceId,
       spanId: span.spanId,
+      traceparent: () => parseCarrier(claim.trace)?.traceparent,
+      tracestate: () => parseCarrier(claim.trace)?.tracestate,
       context: env.context,
       complete: async (tx: TTx, result?: unknown) => {
         const stored = result === undefined ? undefined : encodeResult(claim.kind, result, env.maxResultBytes);

@@ -55,6 +55,16 @@ export interface JobContext<Ctx = unknown, TTx = unknown, J extends JobDefinitio
   readonly traceId: string | undefined;
   /** The span id of this run's span, when OpenTelemetry tracing is on. */
   readonly spanId: string | undefined;
+  /**
+   * The W3C `traceparent` of the job's enqueuer, as stored at enqueue: the
+   * `traceparent` option, else the span active there (for a job a handler
+   * enqueued, that run's span, or the context the run itself was enqueued
+   * with when it had no span); undefined when there was none. The same on
+   * every attempt and every run of a workflow. Not this run's span: see `traceId`.
+   */
+  traceparent(): string | undefined;
+  /** The W3C `tracestate` stored with {@link traceparent}, or undefined when there is none. */
+  tracestate(): string | undefined;
   /** The `context` given to `createErrand`. */
   readonly context: Ctx;
   /**

@@ -38,6 +38,8 @@ describe("errors", () => {
     assert.throws(() => createErrand({ jobs, store, queues: { default: { concurrency: -1 } } }), /concurrency/);
     // @ts-expect-error: not a mode
     assert.throws(() => createErrand({ jobs, store, mode: "serve" }), /"mode" must be "work", "enqueue" or "manual"/);
+    // @ts-expect-error: not a boolean
+    assert.throws(() => createErrand({ jobs, store, sampleAll: "no" }), /"sampleAll" must be true or false/);
     // @ts-expect-error: not a duration
     assert.throws(() => parseDuration("3 weeks"), ValidationError);
     assert.equal(parseDuration("1.5s"), 1500);

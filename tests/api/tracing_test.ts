@@ -11,7 +11,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { after, before, beforeEach, describe, it } from "node:test";
 import { type Context, context, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
-import { defineJobs, type ErrandOptions, job, PermanentError } from "../../mod.ts";
+import { defineJobs, type ErrandOptions, job, type JobContext, PermanentError } from "../../mod.ts";
 import { manualErrand } from "../support/manual.ts";
 
 /** The smallest context manager: the active context follows async calls through AsyncLocalStorage. */
@@ -39,6 +39,10 @@ class StorageContextManager {
     return this;
   }
 }
+
+/** A sampled enqueuer's context, and an unsampled one, as another service's request headers would carry them. */
+const GIVEN = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+const UNSAMPLED = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00";
 
 const jobs = defineJobs({
   order: job<{ n: number }>({ queue: "orders", attempts: 2 }),
@@ -152,6 +156,88 @@ describe("OpenTelemetry traces", () => {
     const slow = exporter.getFinishedSpans().find((s) => s.attributes["errand.job.kind"] === "slow")!;
     assert.equal(slow.attributes["error.type"], "Timeout");
     await errand.shutdown();
+  });
+
+  it("a traceparent given to enqueue is stored as given, even inside a span, and the run links to it", async () => {
+    const seen: Record<string, [string | undefined, string | undefined]> = {};
+    const { errand } = manual({
+      order: async ({ n }, job) => {
+        seen[`order ${n}`] = [job.traceparent(), job.tracestate()];
+        if (n === 1) await job.enqueue("receipt", { n });
+      },
+      receipt: (_p, job) => void (seen.receipt = [job.traceparent(), job.tracestate()]),
+    });
+    const request = await tracer().startActiveSpan("POST /orders", async (span) => {
+      await errand.enqueue("order", { n: 1 });
+      await errand.enqueue("order", { n: 2 }, { traceparent: GIVEN, tracestate: "rojo=00f067aa0ba902b7" });
+      span.end();
+      return span.spanContext();
+    });
+    await errand.enqueue("order", { n: 3 }, { traceparent: GIVEN });
+    await errand.step();
+    const spans = exporter.getFinishedSpans();
+    assert.deepEqual(seen["order 1"], [`00-${request.traceId}-${request.spanId}-01`, undefined], "the active span's");
+    assert.deepEqual(seen["order 2"], [GIVEN, "rojo=00f067aa0ba902b7"], "the given one wins over the active span");
+    assert.deepEqual(seen["order 3"], [GIVEN, undefined], "the given one, with no span active");
+    const links = spans.filter((s) => s.name === "process orders").map((s) =>
+      s.links.map((l) => [l.context.spanId, l.context.traceState?.serialize()])
+    );
+    assert.deepEqual(
+      links.sort(),
+      [
+        [["00f067aa0ba902b7", "rojo=00f067aa0ba902b7"]],
+        [["00f067aa0ba902b7", undefined]],
+        [[request.spanId, undefined]],
+      ].sort(),
+    );
+    // A job a run enqueues gets the run's span as its enqueuer, not the run's own enqueuer.
+    const run = spans.find((s) => s.name === "process orders" && s.links[0]?.context.spanId === request.spanId)!;
+    assert.deepEqual(seen.receipt, [`00-${run.spanContext().traceId}-${run.spanContext().spanId}-01`, undefined]);
+    await errand.shutdown();
+  });
+
+  it("sampleAll: false records no run of an unsampled enqueuer, and what that run starts or enqueues stays unsampled", async () => {
+    const seen: Record<string, string | undefined> = {};
+    const handlers = {
+      order: async ({ n }: { n: number }, job: JobContext) => {
+        seen[`order ${n} traceId`] = job.traceId;
+        await tracer().startActiveSpan(`query ${n}`, (span) => span.end());
+        await job.enqueue("receipt", { n });
+      },
+      receipt: ({ n }: { n: number }, job: JobContext) => void (seen[`receipt ${n}`] = job.traceparent()),
+    };
+    const { errand } = manualErrand({ jobs, handlers, sampleAll: false });
+    await errand.enqueue("order", { n: 1 }, { traceparent: UNSAMPLED });
+    await errand.step();
+    assert.deepEqual(exporter.getFinishedSpans().map((s) => s.name), [], "nothing recorded");
+    assert.equal(seen["order 1 traceId"], undefined, "the run has no span");
+    assert.equal(seen["receipt 1"], UNSAMPLED, "the unsampled context is passed on as it came");
+
+    await errand.enqueue("order", { n: 2 }, { traceparent: GIVEN }); // sampled
+    await errand.enqueue("order", { n: 3 }); // no enqueuer: the tracer's sampler records it
+    await errand.step();
+    const names = exporter.getFinishedSpans().map((s) => s.name).sort();
+    assert.deepEqual(names, [
+      "process default",
+      "process default",
+      "process orders",
+      "process orders",
+      "query 2",
+      "query 3",
+    ]);
+    await errand.shutdown();
+
+    // By default every run is recorded, whatever its enqueuer decided.
+    exporter.reset();
+    const { errand: sampling } = manualErrand({ jobs, handlers });
+    await sampling.enqueue("order", { n: 4 }, { traceparent: UNSAMPLED });
+    await sampling.step();
+    assert.deepEqual(exporter.getFinishedSpans().map((s) => s.name).sort(), [
+      "process default",
+      "process orders",
+      "query 4",
+    ]);
+    await sampling.shutdown();
   });
 
   it("each workflow step function runs in a span of its own, a child of the run's span", async () => {

@@ -24,6 +24,7 @@ import { retentionCases } from "./retention.ts";
 import { scheduleCases } from "./schedules.ts";
 import { statsCases } from "./stats.ts";
 import { topicCases } from "./topics.ts";
+import { traceContextCases } from "./trace_context.ts";
 import { transactionCases } from "./transactions.ts";
 import { uniqueCases } from "./unique.ts";
 import { versionCases } from "./versions.ts";
@@ -59,5 +60,6 @@ export function runConformance(kind: StoreKind<unknown>): void {
     drainCases(kind);
     moveCases(kind);
     workflowCases(kind);
+    traceContextCases(kind);
   });
 }
