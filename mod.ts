@@ -103,7 +103,7 @@ export type { InvokeOptions, StepOptions, WaitForEventOptions } from "./src/work
 export type { SendEventOptions, SendEventResult } from "./src/calls/events.ts";
 export type { EventWaitingRow } from "./src/store/steps.ts";
 export { backoff } from "./src/jobs/retry.ts";
-export type { RetryPolicy } from "./src/jobs/retry.ts";
+export type { ExponentialOptions, Jitter, RetryPolicy } from "./src/jobs/retry.ts";
 export { parseDuration } from "./src/base/duration.ts";
 export type { Duration } from "./src/base/duration.ts";
 export { systemClock } from "./src/base/clock.ts";

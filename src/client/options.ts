@@ -152,7 +152,9 @@ export interface ErrandOptions<J extends JobDefinitions, Ctx, TTx, L extends Log
    */
   resultPollInterval?: Duration;
   /**
-   * The retry policy of kinds that do not name one.
+   * The retry policy of kinds that do not name one. The default, 15 s
+   * doubling up to 6 h with equal jitter, retries a job with the default 25
+   * attempts for 1.8 to 3.6 days, through an outage of what it calls.
    * @default {backoff.exponential()}
    */
   retry?: RetryPolicy;

@@ -32,7 +32,7 @@ export interface JobEnqueueOptions {
   queue?: string;
   /** Its retry policy. */
   retry?: RetryPolicy;
-  /** Abort and count a failed attempt after this long. */
+  /** Abort and count a failed attempt after this long (for no timeout, give the kind `timeout: null`). */
   timeout?: Duration;
   /**
    * Make the job unique: while a job of the same kind holds the same key,

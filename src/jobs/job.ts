@@ -15,6 +15,20 @@ import type { PartitionKey } from "../topics/partition.ts";
 import { checkRetryPolicy, type RetryPolicy } from "./retry.ts";
 import { type AnyPayloadValidator, isPayloadValidator, type PayloadValidator } from "./validate.ts";
 
+/**
+ * The attempts of kinds that do not name theirs: with the default retry
+ * policy (15 s doubling up to 6 h), enough to retry through an outage of a
+ * day or more.
+ */
+export const DEFAULT_ATTEMPTS = 25;
+
+/**
+ * The timeout of kinds that do not name theirs: long enough for real work,
+ * short enough that a hung handler, which would otherwise renew its lease
+ * and hold its slot for good, is stopped and retried within the hour.
+ */
+export const DEFAULT_TIMEOUT = "15m";
+
 /** Options of one job kind; all are optional. */
 export interface JobOptions<T = unknown> {
   /**
@@ -33,19 +47,23 @@ export interface JobOptions<T = unknown> {
    */
   priority?: number;
   /**
-   * How many attempts a job may use before it fails.
-   * @default {10}
+   * How many attempts a job may use before it fails. With the default retry
+   * policy, 25 attempts retry a failing job for 1.8 to 3.6 days.
+   * @default {25}
    */
   attempts?: number;
   /**
    * How long to wait before retrying a failed attempt.
-   * @default {backoff.exponential()} 1 s doubling up to 1 h, ±10 % jitter
+   * @default {createErrand({ retry }), else backoff.exponential()} 15 s doubling up to 6 h, equal jitter
    */
   retry?: RetryPolicy;
   /**
-   * Abort `job.signal` and count a failed attempt after this long. Unset: no timeout.
+   * Abort `job.signal` and count a failed attempt after this long, so a hung
+   * handler frees its slot and is retried. `null`: no timeout, for handlers
+   * that may run longer (they hold their slot for as long as they run).
+   * @default {"15m"}
    */
-  timeout?: Duration;
+  timeout?: Duration | null;
   /**
    * The payload shape's version; a job's identity is (name, version).
    * @default {1}
@@ -94,7 +112,7 @@ export interface JobDefinition<T, R = void> {
   readonly attempts: number;
   /** Its retry policy, or undefined for the default. */
   readonly retry: RetryPolicy | undefined;
-  /** Its timeout in ms, or undefined for none. */
+  /** Its timeout in ms, or undefined for none (`timeout: null`). */
   readonly timeoutMs: number | undefined;
   /** The payload shape's version. */
   readonly version: number;
@@ -147,7 +165,7 @@ export type JobDefinitions = Readonly<Record<string, JobDefinition<unknown, unkn
  */
 export function job<T, R = void>(options: JobOptions<T> = {}): JobDefinition<T, R> {
   const name = options.name === undefined ? undefined : checkName("job name", options.name);
-  const attempts = checkCount("attempts", options.attempts ?? 10, 1);
+  const attempts = checkCount("attempts", options.attempts ?? DEFAULT_ATTEMPTS, 1);
   const priority = checkPriority(options.priority ?? 0);
   const version = checkCount("version", options.version ?? 1, 1);
   if (options.validate !== undefined && !isPayloadValidator(options.validate)) {
@@ -168,9 +186,9 @@ export function job<T, R = void>(options: JobOptions<T> = {}): JobDefinition<T, 
     priority,
     attempts,
     retry: options.retry === undefined ? undefined : checkRetryPolicy(options.retry),
-    timeoutMs: options.timeout === undefined
+    timeoutMs: options.timeout === null
       ? undefined
-      : positive(parseDuration(options.timeout, "timeout", MAX_TIMEOUT_MS), "timeout"),
+      : positive(parseDuration(options.timeout ?? DEFAULT_TIMEOUT, "timeout", MAX_TIMEOUT_MS), "timeout"),
     version,
     validate: options.validate as AnyPayloadValidator | undefined,
     topic: options.topic === undefined

@@ -8,6 +8,18 @@
 import { type Duration, MAX_DURATION_MS, parseDuration } from "../base/duration.ts";
 import { ValidationError } from "../base/errors.ts";
 
+/**
+ * How an exponential policy spreads its delays at random, so jobs that
+ * failed together do not all retry at the same moment:
+ * - `"full"`: anywhere from 0 to the delay;
+ * - `"equal"`: from half the delay to the delay, so a retry never comes
+ *   sooner than half of it;
+ * - `"none"`: exactly the delay;
+ * - a fraction from 0 to 1: the delay spread that much up or down (never
+ *   above the cap); `0.1` is ±10 %.
+ */
+export type Jitter = "full" | "equal" | "none" | number;
+
 /** A retry policy; build one with {@link backoff}. */
 export type RetryPolicy =
   | {
@@ -15,8 +27,8 @@ export type RetryPolicy =
     readonly baseMs: number;
     readonly factor: number;
     readonly capMs: number;
-    /** Fraction (0 to 1) by which each delay is randomly spread up or down. */
-    readonly jitter: number;
+    /** How each delay is spread; older versions stored only fractions, which keep their meaning. */
+    readonly jitter: Jitter;
   }
   | { readonly type: "fixed"; readonly delayMs: number }
   | { readonly type: "none" };
@@ -35,20 +47,28 @@ export type RetryPolicy =
  * ```
  */
 export const backoff: {
-  /** Waits base × factor^(attempt−1), at most `cap`, spread by ±10 % jitter. Defaults: 1s, 2, 1h. */
-  exponential(base?: Duration, factor?: number, cap?: Duration): RetryPolicy;
+  /**
+   * Waits base × factor^(attempt−1), at most `cap`, spread by `jitter`.
+   * Defaults: `"15s"`, 2, `"6h"`, equal jitter (the default policy).
+   */
+  exponential(base?: Duration, factor?: number, cap?: Duration, options?: ExponentialOptions): RetryPolicy;
   /** Waits the same delay after every failed attempt. */
   fixed(delay: Duration): RetryPolicy;
   /** Never retries: the first failure is final, whatever `attempts` says. */
   readonly none: RetryPolicy;
 } = {
-  exponential(base = "1s", factor = 2, cap = "1h") {
+  exponential(base = "15s", factor = 2, cap = "6h", options = {}) {
+    if (typeof options !== "object" || options === null) {
+      throw new ValidationError('backoff.exponential options must be an object such as { jitter: "full" }');
+    }
+    const jitter = options.jitter ?? "equal";
+    // "none" is stored as 0, the same thing, so that versions before jitter modes can read it.
     return checkRetryPolicy({
       type: "exponential",
       baseMs: parseDuration(base, "backoff.exponential base"),
       factor,
       capMs: parseDuration(cap, "backoff.exponential cap"),
-      jitter: 0.1,
+      jitter: jitter === "none" ? 0 : jitter,
     });
   },
   fixed(delay) {
@@ -57,7 +77,22 @@ export const backoff: {
   none: { type: "none" },
 };
 
-/** The policy used when neither the job nor its kind names one. */
+/** Options of {@link backoff.exponential}. */
+export interface ExponentialOptions {
+  /**
+   * How each delay is spread at random: `"full"`, `"equal"`, `"none"` or a
+   * fraction from 0 to 1 (see {@link Jitter}).
+   * @default {"equal"}
+   */
+  jitter?: Jitter;
+}
+
+/**
+ * The policy used when neither the job nor its kind names one: 15 s
+ * doubling up to 6 h, equal jitter. With the default 25 attempts, a job that
+ * always fails is retried for 1.8 to 3.6 days, so it outlasts an outage of
+ * what it depends on that lasts a day or more.
+ */
 export const defaultRetryPolicy: RetryPolicy = backoff.exponential();
 
 /**
@@ -88,8 +123,10 @@ export function checkRetryPolicy(policy: RetryPolicy): RetryPolicy {
         throw bad(`factor must be a finite number >= 1, got "${policy.factor}"`);
       }
       if (!(policy.capMs >= policy.baseMs)) throw bad(`capMs must be >= baseMs, got "${policy.capMs}"`);
-      if (!(policy.jitter >= 0 && policy.jitter <= 1)) {
-        throw bad(`jitter must be between 0 and 1, got "${policy.jitter}"`);
+      if (
+        !(typeof policy.jitter === "number" ? policy.jitter >= 0 && policy.jitter <= 1 : isJitterMode(policy.jitter))
+      ) {
+        throw bad(`jitter must be "full", "equal", "none" or a fraction from 0 to 1, got "${String(policy.jitter)}"`);
       }
       return policy;
     default:
@@ -110,8 +147,25 @@ export function retryDelay(policy: RetryPolicy, attempt: number, random: () => n
       return Math.min(MAX_DURATION_MS, policy.delayMs);
     case "exponential": {
       const raw = Math.min(policy.capMs, policy.baseMs * policy.factor ** Math.max(0, attempt - 1));
-      const spread = raw * policy.jitter * (random() * 2 - 1);
-      return Math.max(0, Math.round(Math.min(policy.capMs, MAX_DURATION_MS, raw + spread)));
+      return Math.max(0, Math.round(Math.min(policy.capMs, MAX_DURATION_MS, jittered(raw, policy.jitter, random()))));
     }
+  }
+}
+
+function isJitterMode(jitter: unknown): boolean {
+  return jitter === "full" || jitter === "equal" || jitter === "none";
+}
+
+/** `delay` spread by `jitter`, given a random number from 0 (inclusive) to 1. */
+function jittered(delay: number, jitter: Jitter, random: number): number {
+  switch (jitter) {
+    case "full":
+      return delay * random;
+    case "equal":
+      return delay / 2 + (delay / 2) * random;
+    case "none":
+      return delay;
+    default:
+      return delay + delay * jitter * (random * 2 - 1);
   }
 }

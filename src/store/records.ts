@@ -31,7 +31,7 @@ export interface JobFields {
 
 /** Fields that say how a job runs, stored with it so any worker process applies them. */
 export interface JobRunSettings {
-  /** Its timeout in ms, or null for the kind's. */
+  /** Its timeout in ms, or null for the kind's (none when the kind has `timeout: null`). */
   readonly timeoutMs: number | null;
   /** Its own retry policy as JSON, or null for the kind's. */
   readonly retry: string | null;

@@ -27,7 +27,7 @@ import { checkCount } from "../checks/limits.ts";
 import { checkOptions } from "../checks/arguments.ts";
 import { decodePayload, encodeStepValue } from "../encoding/codec.ts";
 import type { EnqueueResult, JobEnqueueOptions } from "../enqueue/enqueue.ts";
-import { checkRetryPolicy, defaultRetryPolicy, retryDelay, type RetryPolicy } from "../jobs/retry.ts";
+import { backoff, checkRetryPolicy, retryDelay, type RetryPolicy } from "../jobs/retry.ts";
 import type { ClaimedJob, FinishedJob, JobFinish } from "../store/records.ts";
 import type { StepRow, StepType } from "../store/steps.ts";
 import type { Store } from "../store/store.ts";
@@ -42,6 +42,12 @@ export const MAX_STEPS_PER_RUN = 10_000;
 /** Longest step name. */
 const MAX_STEP_NAME = 200;
 
+/**
+ * The wait between a step's tries within a run: short, unlike the job's
+ * default policy, since the run holds its slot and its timeout runs meanwhile.
+ */
+const STEP_RETRY = backoff.exponential("1s", 2, "1h", { jitter: 0.1 });
+
 /** Options of `job.step()`; `TTx` is the store's transaction type. */
 export interface StepOptions<TTx = unknown> {
   /**
@@ -50,7 +56,11 @@ export interface StepOptions<TTx = unknown> {
    * @default {1}
    */
   attempts?: number;
-  /** The wait between tries within the run. @default {the default exponential backoff} */
+  /**
+   * The wait between tries within the run, which holds the run's slot and
+   * counts against its timeout meanwhile.
+   * @default {backoff.exponential("1s", 2, "1h", { jitter: 0.1 })} 1 s, 2 s, 4 s, ... ±10 %
+   */
   retry?: RetryPolicy;
   /**
    * The application's transaction: the step's record is written in it, so
@@ -140,7 +150,7 @@ export class WorkflowRun {
     const attempts = opts.attempts === undefined
       ? 1
       : checkCount(`job.step("${name}") option "attempts"`, opts.attempts, 1);
-    const policy = opts.retry === undefined ? defaultRetryPolicy : checkRetryPolicy(opts.retry);
+    const policy = opts.retry === undefined ? STEP_RETRY : checkRetryPolicy(opts.retry);
     const prior = this.#check(await this.#load(opts.tx), call);
     if (prior?.state === "completed") return decodeStored(prior) as T;
     if (prior?.state === "failed" && this.#passed(prior)) throw storedError(prior);

@@ -1,6 +1,14 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { backoff, createErrand, defineJobs, job, type JobContext, PermanentError } from "../../mod.ts";
+import {
+  backoff,
+  createErrand,
+  defineJobs,
+  job,
+  type JobContext,
+  PermanentError,
+  type RetryPolicy,
+} from "../../mod.ts";
 import { FakeClock } from "../../src/testing.ts";
 import type { StoreKind } from "../support/stores.ts";
 import { eventually, quietLogger } from "../support/wait.ts";
@@ -235,6 +243,93 @@ export function executionCases(kind: StoreKind<unknown>): void {
         assert.equal(failed.attempt, 1);
         assert.match(failed.runs[0].error!.message, /stored payload cannot be decoded: Unsupported extension type 101/);
         assert.deepEqual(ran, ["after"]);
+      }));
+
+    it("a kind without retry options retries 25 attempts, 15 s doubling up to 6 h with equal jitter", () =>
+      withDatabase(kind, async (db, track) => {
+        const jobs = defineJobs({ flaky: job<null>() });
+        const { errand, clock } = errandOn(db, {
+          jobs,
+          mode: "manual",
+          handlers: { flaky: () => Promise.reject(new Error("down")) },
+        });
+        track(errand);
+        const { id } = await errand.enqueue("flaky", null);
+        for (let attempt = 1; attempt < 25; attempt++) {
+          assert.deepEqual((await errand.step()).ran.map((r) => r.outcome), ["retried"], `attempt ${attempt}`);
+          const j = (await errand.get(id))!;
+          const delay = Math.min(15_000 * 2 ** (attempt - 1), 6 * 3_600_000);
+          const waits = j.runAt.getTime() - clock.now();
+          assert.ok(
+            waits >= delay / 2 && waits <= delay,
+            `after attempt ${attempt}: ${waits} ms, not ${delay / 2} to ${delay}`,
+          );
+          clock.advance(waits);
+        }
+        assert.deepEqual((await errand.step()).ran.map((r) => r.outcome), ["failed"]);
+        const failed = (await errand.get(id))!;
+        assert.equal(failed.state, "failed");
+        assert.equal(failed.maxAttempts, 25);
+        assert.equal(failed.attempt, 25);
+      }));
+
+    it("a job's stored policy applies its jitter mode, and one stored with a fraction still does", () =>
+      withDatabase(kind, async (db, track) => {
+        const { errand, clock } = errandOn(db, {
+          jobs: testJobs,
+          mode: "manual",
+          handlers: { greet: () => Promise.reject(new Error("down")) },
+        });
+        track(errand);
+        const policies: [string, RetryPolicy, number, number][] = [
+          ["full", backoff.exponential("1m", 2, "1h", { jitter: "full" }), 0, 60_000],
+          ["equal", backoff.exponential("1m", 2, "1h", { jitter: "equal" }), 30_000, 60_000],
+          ["none", backoff.exponential("1m", 2, "1h", { jitter: "none" }), 60_000, 60_000],
+          // As an older version stored it: jitter only as a fraction.
+          ["0.1", { type: "exponential", baseMs: 60_000, factor: 2, capMs: 3_600_000, jitter: 0.1 }, 54_000, 66_000],
+        ];
+        const ids: string[] = [];
+        for (const [name, retry] of policies) ids.push((await errand.enqueue("greet", { name }, { retry })).id);
+        assert.equal((await errand.step()).ran.length, policies.length);
+        for (const [i, [name, , least, most]] of policies.entries()) {
+          const j = (await errand.get(ids[i]))!;
+          const waits = j.runAt.getTime() - clock.now();
+          assert.equal(j.runs[0].outcome, "retried");
+          assert.ok(waits >= least && waits <= most, `jitter ${name}: ${waits} ms, not ${least} to ${most}`);
+        }
+      }));
+
+    it("a kind without a timeout is stopped after 15 minutes; one with timeout: null runs on", () =>
+      withDatabase(kind, async (db, track) => {
+        const jobs = defineJobs({
+          hangs: job<null>({ attempts: 2, retry: backoff.fixed("1h") }),
+          endless: job<null>({ attempts: 2, retry: backoff.fixed("1h"), timeout: null }),
+        });
+        const signals = new Map<string, AbortSignal>();
+        const hang = (_p: null, j: JobContext) => {
+          signals.set(j.kind, j.signal);
+          return new Promise<void>(() => {});
+        };
+        // A lease longer than the test moves the clock: its renewals then cannot race a rescue.
+        const { errand, clock } = errandOn(db, { jobs, lease: "1h", handlers: { hangs: hang, endless: hang } });
+        track(errand);
+        await errand.start();
+        const hangs = await errand.enqueue("hangs", null);
+        const endless = await errand.enqueue("endless", null);
+        await eventually(() => signals.size === 2, "both to start");
+        clock.advance(15 * 60_000 - 1);
+        assert.equal(signals.get("hangs")!.aborted, false, "not before its 15 minutes");
+        clock.advance(1);
+        assert.equal(signals.get("hangs")!.aborted, true);
+        const timedOut = await eventually(async () => {
+          const j = await errand.get(hangs.id);
+          return j?.state === "scheduled" && j;
+        }, "the timeout");
+        assert.equal(timedOut.runs[0].error?.name, "Timeout");
+        assert.match(timedOut.runs[0].error!.message, /within its timeout of 900000 ms/);
+        clock.advance(15 * 60_000);
+        assert.equal(signals.get("endless")!.aborted, false);
+        assert.equal((await errand.get(endless.id))?.state, "running");
       }));
 
     it("a timeout aborts job.signal and counts a failed attempt", () =>
