@@ -52,18 +52,18 @@ pre { background: var(--panel); border: 1px solid var(--line); padding: .6rem; o
 .panel-head { display: flex; justify-content: space-between; align-items: baseline; gap: .6rem; }
 .panel-head h2 { margin-top: 0; }
 nav.window a { margin-left: .5rem; } nav.window a[aria-current] { color: var(--fg); font-weight: 600; }
-:root { --started: #0072b2; --completed: #009e73; --failed: #d55e00; }
-@media (prefers-color-scheme: dark) { :root { --started: #56b4e9; } }
+:root { --attempts: #0072b2; --completed: #009e73; --failed: #d55e00; }
+@media (prefers-color-scheme: dark) { :root { --attempts: #56b4e9; } }
 svg.chart { display: block; width: 100%; height: auto; font-size: 10px; }
 svg.chart text { fill: var(--muted); } svg.chart text.y-label { text-anchor: end; }
 svg.chart text.x-label { text-anchor: middle; }
 svg.chart line { stroke: var(--line); stroke-width: 1; }
 svg.chart rect.completed { fill: var(--completed); } svg.chart rect.failed { fill: var(--failed); }
-svg.chart path.started { fill: none; stroke: var(--started); stroke-width: 1.5; }
+svg.chart path.attempts { fill: none; stroke: var(--attempts); stroke-width: 1.5; }
 ul.legend { display: flex; flex-wrap: wrap; gap: .2rem 1rem; list-style: none; margin: .3rem 0 .6rem; padding: 0;
   font-size: 12px; }
 ul.legend .key { display: inline-block; width: .8rem; height: .6rem; margin-right: .3rem; }
-ul.legend .key.started { height: 0; border-top: 2px solid var(--started); vertical-align: middle; }
+ul.legend .key.attempts { height: 0; border-top: 2px solid var(--attempts); vertical-align: middle; }
 ul.legend .key.completed { background: var(--completed); } ul.legend .key.failed { background: var(--failed); }
 #status { min-height: 1.4rem; color: var(--muted); }
 #status.error { color: var(--bad); }

@@ -1,10 +1,11 @@
 /**
- * The overview's activity chart: jobs started, completed and failed per
+ * The overview's activity chart: attempts started (every run, retries
+ * included), jobs completed and failed per
  * second over the last 5 or 60 minutes, as an inline SVG with a y axis of
  * round rates, an x axis of minutes before now, a text legend, and links
  * that choose the window. Server-rendered: the page needs no script for it.
  *
- * Started is drawn as a line, completed and failed as stacked bars, so the
+ * Attempts are drawn as a line, completed and failed as stacked bars, so the
  * series differ by shape as well as colour; the SVG's title and description
  * say in words what it shows.
  *
@@ -52,7 +53,7 @@ export function activityChart(stats: ErrandStats): Html {
   const seconds = stats.bucketMs / 1000;
   const minutes = Math.round(stats.windowMs / 60_000);
   const perSecond = (n: number) => n / seconds;
-  const peak = Math.max(0, ...buckets.map((b) => perSecond(Math.max(b.started, b.completed + b.failed))));
+  const peak = Math.max(0, ...buckets.map((b) => perSecond(Math.max(b.attempts, b.completed + b.failed))));
   const ticks = rateTicks(peak);
   const top = ticks[ticks.length - 1];
   const width = PLOT_W / Math.max(1, buckets.length);
@@ -64,18 +65,18 @@ export function activityChart(stats: ErrandStats): Html {
       : html`<rect class="${cls}" x="${fixed(x(i) + width * 0.1)}" y="${fixed(y(from + rate))}" width="${
         fixed(width * 0.8)
       }" height="${fixed(y(from) - y(from + rate))}"></rect>`;
-  // Started as a step line: across each bucket at its rate.
-  const started = buckets
-    .map((b, i) => `${i === 0 ? "M" : "L"}${fixed(x(i))} ${fixed(y(perSecond(b.started)))}H${fixed(x(i + 1))}`)
+  // Attempts as a step line: across each bucket at its rate.
+  const attempts = buckets
+    .map((b, i) => `${i === 0 ? "M" : "L"}${fixed(x(i))} ${fixed(y(perSecond(b.attempts)))}H${fixed(x(i + 1))}`)
     .join("");
   const from = buckets[0]?.at ?? stats.at;
-  const most = (what: "started" | "completed" | "failed") =>
+  const most = (what: "attempts" | "completed" | "failed") =>
     amount(Math.max(0, ...buckets.map((b) => perSecond(b[what]))));
-  const description = `Jobs started (line), completed and failed (stacked bars) per second from ${clock(from)} to ${
-    clock(stats.at)
-  } UTC, in ${buckets.length} bars of ${seconds} s each. Most per second: ${most("started")} started, ${
-    most("completed")
-  } completed, ${most("failed")} failed.`;
+  const description = `Attempts started (line), jobs completed and failed (stacked bars) per second from ${
+    clock(from)
+  } to ${clock(stats.at)} UTC, in ${buckets.length} bars of ${seconds} s each. Most per second: ${
+    most("attempts")
+  } attempts, ${most("completed")} completed, ${most("failed")} failed.`;
   const base = TOP + PLOT_H;
   const grid = ticks.map((t) =>
     html`
@@ -102,11 +103,11 @@ export function activityChart(stats: ErrandStats): Html {
       <desc id="chart-desc">${description}</desc>
       <g class="grid">${grid}</g>
       <g class="bars">${bars}</g>
-      <path class="started" d="${started}"></path>
+      <path class="attempts" d="${attempts}"></path>
       <g class="x-axis"><line x1="${LEFT}" x2="${WIDTH - RIGHT}" y1="${base}" y2="${base}"></line>${xAxis}</g>
     </svg>
     <ul class="legend">
-      <li><span class="key started"></span>started</li>
+      <li><span class="key attempts"></span>attempts</li>
       <li><span class="key completed"></span>completed</li>
       <li><span class="key failed"></span>failed</li>
       <li class="muted">per second, each bar ${seconds} s</li>

@@ -21,7 +21,7 @@
  *   `EventSource` does not reconnect.
  * - The overview (`overview` events): the counts by state (`#counts`) and
  *   by queue (`#queues`) are set in place from each event; when the counts,
- *   the jobs started, completed, failed or enqueued in the window, the
+ *   the jobs started, completed, failed or enqueued or the attempts in the window, the
  *   workers or the logs' consumer lag change, the activity panel (the chart with it), workers,
  *   queues (a new queue), workflows waiting for events, schedules, topics and jobs table are replaced
  *   with the server's, at most once every `data-refresh` seconds, whatever
@@ -73,7 +73,7 @@ function errandLive(body, refresh) {
       const byState = counts.byQueue[row.dataset.queue] || {};
       for (const cell of row.querySelectorAll("td[data-state]")) cell.textContent = byState[cell.dataset.state] ?? 0;
     }
-    const sums = ["started", "completed", "failed", "enqueued"]
+    const sums = ["started", "attempts", "completed", "failed", "enqueued"]
       .map((what) => stats.throughput.reduce((n, second) => n + second[what], 0));
     const lags = (logs || []).map((l) => [l.log, l.groups.reduce((n, g) => n + g.lag, 0)]);
     const now = JSON.stringify([counts, sums, stats.workers.map((w) => w.id), lags]);

@@ -67,6 +67,9 @@ export async function overview(
       <dt>completed</dt><dd>${sum(stats, "completed")}</dd>
       <dt>failed</dt><dd>${sum(stats, "failed")}</dd>
       <dt>started</dt><dd>${sum(stats, "started")}</dd>
+      <dt title="Every run: a job retried in the window counts once per attempt">attempts</dt><dd>${
+    sum(stats, "attempts")
+  }</dd>
       <dt>enqueued</dt><dd>${sum(stats, "enqueued")}</dd>
       <dt>dispatch wait</dt><dd>avg ${duration(stats.dispatchWait.regular.avgMs)}, max ${
     duration(stats.dispatchWait.regular.maxMs)
@@ -76,6 +79,9 @@ export async function overview(
   }</dd>
       <dt title="PostgreSQL: errand's schema; libSQL: the whole database file">storage</dt><dd>${
     bytes(stats.storageBytes)
+  }</dd>
+      <dt title="PostgreSQL: the whole database, every schema; libSQL: the database file, as storage">database</dt><dd>${
+    bytes(stats.databaseBytes)
   }</dd>
     </dl></section>
   <section class="panel" id="workers"><h2>Workers <span class="muted">(${stats.workers.length} live, ${totalBusy} busy slots)</span></h2>
@@ -214,6 +220,6 @@ function textFilters(filters: ListOptions): Record<string, string> {
 }
 
 /** The window's total of `what` over the throughput buckets. */
-function sum(stats: ErrandStats, what: "completed" | "failed" | "started" | "enqueued"): number {
+function sum(stats: ErrandStats, what: "completed" | "failed" | "started" | "attempts" | "enqueued"): number {
   return stats.throughput.reduce((n, s) => n + s[what], 0);
 }

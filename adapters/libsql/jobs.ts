@@ -31,7 +31,7 @@ import { LISTED_STATES, LISTED_STATES_SQL } from "../sql/listed_states.ts";
 import { JOB_COLUMNS, JOB_DETAIL_COLUMNS, toActivityRow, toJobCount, toJobRow, toRelatives } from "../sql/rows.ts";
 import type { LibsqlConnection, LibsqlContext } from "./connection.ts";
 
-/** `jobActivity`: what happened in buckets since `p.since`, how long started jobs waited, and the database's size. */
+/** `jobActivity`: what happened in buckets since `p.since` (attempts included), how long started jobs waited, and the database's size. */
 export async function readActivity({ db, namespace }: LibsqlContext, p: JobActivityParams): Promise<ActivityRow> {
   const [events, waits, storageBytes] = await Promise.all([
     db.read({
@@ -42,7 +42,17 @@ export async function readActivity({ db, namespace }: LibsqlContext, p: JobActiv
                 WHERE namespace = ?1 AND started_at >= ?2 GROUP BY 2
               UNION ALL
               SELECT state, (finished_at - ?2) / ?3, count(*) FROM errand_jobs
-                WHERE namespace = ?1 AND finished_at >= ?2 GROUP BY 1, 2`,
+                WHERE namespace = ?1 AND finished_at >= ?2 GROUP BY 1, 2
+              UNION ALL
+              -- Every attempt: the latest start of each job started since then, and the earlier runs
+              -- recorded on it that started since then (a job's latest start is at or after its runs' starts).
+              SELECT 'attempts', (a.started_at - ?2) / ?3, count(*) FROM (
+                SELECT started_at FROM errand_jobs WHERE namespace = ?1 AND started_at >= ?2
+                UNION ALL
+                SELECT r.value ->> 'startedAt' FROM errand_jobs AS j, json_each(j.runs) AS r
+                  WHERE j.namespace = ?1 AND j.started_at >= ?2
+                    AND r.value ->> 'startedAt' >= ?2 AND r.value ->> 'startedAt' < j.started_at
+              ) AS a GROUP BY 2`,
       args: [namespace, p.since, p.bucketMs],
     }),
     db.read({
@@ -53,7 +63,9 @@ export async function readActivity({ db, namespace }: LibsqlContext, p: JobActiv
     }),
     readStorageBytes(db),
   ]);
-  return toActivityRow(events.rows, waits.rows, storageBytes);
+  // The database file is errand's storage and the whole database at once: SQLite measures a table's
+  // pages only by reading every one of them (dbstat), too slow for a dashboard that refreshes.
+  return toActivityRow(events.rows, waits.rows, { storageBytes, databaseBytes: storageBytes });
 }
 
 /** `jobCounts`: the number of jobs per queue, kind, version and state. */

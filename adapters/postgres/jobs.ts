@@ -30,12 +30,12 @@ import { LISTED_STATES, LISTED_STATES_SQL } from "../sql/listed_states.ts";
 import { JOB_COLUMNS, JOB_DETAIL_COLUMNS, toActivityRow, toJobCount, toJobRow, toRelatives } from "../sql/rows.ts";
 import type { PostgresConnection, PostgresContext, StoreTarget } from "./connection.ts";
 
-/** `jobActivity`: enqueues, starts and finishes per bucket since `p.since`, dispatch waits, and the schema's size. */
+/** `jobActivity`: enqueues, starts, attempts and finishes per bucket since `p.since`, dispatch waits, the schema's and the database's size. */
 export async function readActivity(
   { db, target, settings }: PostgresContext,
   p: JobActivityParams,
 ): Promise<ActivityRow> {
-  const [events, waits, storageBytes] = await Promise.all([
+  const [events, waits, storageBytes, wholeBytes] = await Promise.all([
     db.query(
       `SELECT 'enqueued' AS what, (created_at - $2) / $3::bigint AS bucket, count(*) AS count FROM ${target.tables.jobs}
          WHERE namespace = $1 AND created_at >= $2 GROUP BY 2
@@ -44,7 +44,17 @@ export async function readActivity(
          WHERE namespace = $1 AND started_at >= $2 GROUP BY 2
        UNION ALL
        SELECT state, (finished_at - $2) / $3::bigint, count(*) FROM ${target.tables.jobs}
-         WHERE namespace = $1 AND finished_at >= $2 GROUP BY 1, 2`,
+         WHERE namespace = $1 AND finished_at >= $2 GROUP BY 1, 2
+       UNION ALL
+       -- Every attempt: the latest start of each job started since then, and the earlier runs recorded
+       -- on it that started since then (a job's latest start is at or after each of its runs' starts).
+       SELECT 'attempts', (a.started_at - $2) / $3::bigint, count(*) FROM (
+         SELECT started_at FROM ${target.tables.jobs} WHERE namespace = $1 AND started_at >= $2
+         UNION ALL
+         SELECT r.started_at FROM ${target.tables.jobs} AS j,
+           LATERAL (SELECT (e ->> 'startedAt')::bigint AS started_at FROM jsonb_array_elements(j.runs) AS e) AS r
+           WHERE j.namespace = $1 AND j.started_at >= $2 AND r.started_at >= $2 AND r.started_at < j.started_at
+       ) AS a GROUP BY 2`,
       [target.namespace, p.since, p.bucketMs],
     ),
     db.query(
@@ -54,8 +64,15 @@ export async function readActivity(
       [target.namespace, p.since],
     ),
     schemaBytes(db, settings.schema),
+    databaseBytes(db),
   ]);
-  return toActivityRow(events, waits, storageBytes);
+  return toActivityRow(events, waits, { storageBytes, databaseBytes: wholeBytes });
+}
+
+/** The bytes the whole database takes: every schema, the application's tables too. */
+async function databaseBytes(db: PostgresConnection): Promise<number> {
+  const [row] = await db.query("SELECT pg_database_size(current_database()) AS bytes", []);
+  return Number(row.bytes);
 }
 
 /** The bytes the tables of `schema` take, with their indexes and TOAST. */

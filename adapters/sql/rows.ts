@@ -396,14 +396,14 @@ export function toPartitionRow(r: StoredRow): PartitionRow {
   };
 }
 
-/** An activity summary from its two result sets (events by second, and dispatch waits) and the tables' size. */
+/** An activity summary from its two result sets (events by bucket, and dispatch waits) and the sizes on disk. */
 export function toActivityRow(
   events: readonly StoredRow[],
   waits: readonly StoredRow[],
-  storageBytes: number | null,
+  sizes: Pick<ActivityRow, "storageBytes" | "databaseBytes">,
 ): ActivityRow {
   return {
-    storageBytes,
+    ...sizes,
     events: events.map((r) => ({ what: String(r.what), bucket: Number(r.bucket), count: Number(r.count) })),
     waits: waits.map((r) => ({
       partitioned: r.partitioned === true || Number(r.partitioned) === 1,

@@ -33,6 +33,7 @@ export interface StatsReport {
     readonly windowMs: number;
     readonly enqueued: number;
     readonly started: number;
+    readonly attempts: number;
     readonly completed: number;
     readonly failed: number;
     readonly cancelled: number;
@@ -42,6 +43,7 @@ export interface StatsReport {
   readonly schedules: readonly ScheduleInfo[];
   readonly topics: readonly TopicInfo[];
   readonly storageBytes: number | null;
+  readonly databaseBytes: number | null;
 }
 
 interface StatsOptions {
@@ -78,7 +80,7 @@ export function addStatsCommand(program: Command): void {
             errand.schedules(),
             errand.topics(),
           ]);
-          const sum = (what: "enqueued" | "started" | "completed" | "failed" | "cancelled") =>
+          const sum = (what: "enqueued" | "started" | "attempts" | "completed" | "failed" | "cancelled") =>
             stats.throughput.reduce((n, bucket) => n + bucket[what], 0);
           return {
             at: stats.at,
@@ -89,6 +91,7 @@ export function addStatsCommand(program: Command): void {
               windowMs: stats.windowMs,
               enqueued: sum("enqueued"),
               started: sum("started"),
+              attempts: sum("attempts"),
               completed: sum("completed"),
               failed: sum("failed"),
               cancelled: sum("cancelled"),
@@ -98,6 +101,7 @@ export function addStatsCommand(program: Command): void {
             schedules,
             topics,
             storageBytes: stats.storageBytes,
+            databaseBytes: stats.databaseBytes,
           };
         };
         if (!options.watch) {
@@ -152,16 +156,17 @@ export function renderStats(out: Output, report: StatsReport, database: string):
   const seconds = t.windowMs / 1000;
   lines.push("", out.heading(`Throughput, last ${shortDuration(t.windowMs)}`));
   lines.push(out.table(
-    ["enqueued", "started", "completed", "failed", "cancelled", "completed/s"],
+    ["enqueued", "started", "attempts", "completed", "failed", "cancelled", "completed/s"],
     [[
       String(t.enqueued),
       String(t.started),
+      String(t.attempts),
       String(t.completed),
       String(t.failed),
       String(t.cancelled),
       (t.completed / seconds).toFixed(1),
     ]],
-    [0, 1, 2, 3, 4, 5],
+    [0, 1, 2, 3, 4, 5, 6],
   ));
   const wait = report.dispatchWait.regular;
   if (wait.count > 0) {
@@ -212,7 +217,10 @@ export function renderStats(out: Output, report: StatsReport, database: string):
       [1, 2, 3, 4],
     ));
   }
-  lines.push("", `${c.dim("storage")} ${bytes(report.storageBytes)}`);
+  lines.push(
+    "",
+    `${c.dim("storage")} ${bytes(report.storageBytes)}, ${c.dim("database")} ${bytes(report.databaseBytes)}`,
+  );
   return lines.join("\n");
 }
 

@@ -2,7 +2,8 @@
  * The calls on the namespace's activity: `stats()` (runs, outcomes and
  * throughput over a window, with the live instances) and `metrics()` (the
  * Prometheus text of this instance, with the namespace's queued jobs,
- * topics, held-back jobs and consumer lag, read at most every 15 s).
+ * topics and their partitions' depths, held-back jobs, consumer lag and
+ * live instances, read at most every 15 s).
  *
  * @module
  */
@@ -18,6 +19,7 @@ import type { JobCalls } from "./jobs.ts";
 import { type ErrandLimits, groupsHeld, heldBack } from "./limits.ts";
 import type { OffsetCalls } from "./offsets.ts";
 import type { PartitionCalls } from "./partitions.ts";
+import { toTopicInfo } from "../topics/partition.ts";
 
 /** How long `metrics()` reuses what it read from the store. */
 const SHARED_METRICS_MS = 15_000;
@@ -36,7 +38,7 @@ export interface MetricsCallsEnv {
   /** The job counts. */
   readonly jobs: Pick<JobCalls, "counts">;
   /** The topics' partitions. */
-  readonly partitions: Pick<PartitionCalls, "topics">;
+  readonly partitions: Pick<PartitionCalls, "byTopic">;
   /** The consumer groups' lag. */
   readonly offsets: Pick<OffsetCalls, "lagByGroup">;
   /** Resolves once the store's schema is ready. */
@@ -48,7 +50,7 @@ export class MetricsCalls {
   readonly #env: MetricsCallsEnv;
   /** What `metrics()` last read from the store, and when. */
   #shared:
-    | { at: number; value: Promise<Pick<Snapshot, "queued" | "topics" | "held" | "consumerLag">> }
+    | { at: number; value: Promise<Omit<Snapshot, "queues">> }
     | undefined;
 
   /** The calls over `env`. */
@@ -83,12 +85,21 @@ export class MetricsCalls {
     const now = env.clock.now();
     if (!this.#shared || now - this.#shared.at >= SHARED_METRICS_MS) {
       const value = (async () => {
-        const [counts, groups] = await Promise.all([env.jobs.counts(), groupsHeld(env.store, env.limits, now)]);
+        const [counts, groups, workers] = await Promise.all([
+          env.jobs.counts(),
+          groupsHeld(env.store, env.limits, now),
+          liveWorkers(env.store, now),
+        ]);
+        const byTopic = env.topics.size > 0 ? await env.partitions.byTopic(now, workers) : [];
         return {
           queued: counts.byQueue,
-          topics: env.topics.size > 0 ? await env.partitions.topics() : [],
+          topics: byTopic.map(({ topic, count, partitions }) => toTopicInfo(topic, count, partitions)),
           held: heldBack(env.limits, counts.byQueue, groups),
           consumerLag: await env.offsets.lagByGroup(),
+          liveWorkers: workers.length,
+          partitionDepths: byTopic.flatMap(({ topic, partitions }) =>
+            partitions.filter((p) => p.depth > 0).map((p) => ({ topic, partition: p.partition, depth: p.depth }))
+          ),
         };
       })();
       this.#shared = { at: now, value };

@@ -91,11 +91,21 @@ export class PartitionCalls {
   async topics(): Promise<TopicInfo[]> {
     await this.#env.ready();
     const now = this.#env.clock.now();
-    const workers = await liveWorkers(this.#env.store, now);
-    return await Promise.all(
-      [...this.#env.topics].map(async ([topic, count]) =>
-        toTopicInfo(topic, count, await this.#describe(topic, now, workers))
-      ),
+    const described = await this.byTopic(now, await liveWorkers(this.#env.store, now));
+    return described.map(({ topic, count, partitions }) => toTopicInfo(topic, count, partitions));
+  }
+
+  /** Every configured topic with its partition count and its partitions at `now`, with owners among `workers`. */
+  byTopic(
+    now: number,
+    workers: WorkerInfo[],
+  ): Promise<{ topic: string; count: number; partitions: PartitionInfo[] }[]> {
+    return Promise.all(
+      [...this.#env.topics].map(async ([topic, count]) => ({
+        topic,
+        count,
+        partitions: await this.#describe(topic, now, workers),
+      })),
     );
   }
 

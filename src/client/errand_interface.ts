@@ -710,9 +710,11 @@ export interface Errand<J extends JobDefinitions, TTx, L extends LogDefinitions 
   topics(): Promise<TopicInfo[]>;
   /**
    * Activity over the last 60 s, read from the store (so every instance sees
-   * the same): jobs enqueued, started and finished per second, dispatch wait,
-   * live workers and the storage the store takes (`storageBytes`: errand's
-   * schema on PostgreSQL, the whole file on libSQL). With `{ minutes: 5 }` or
+   * the same): jobs enqueued, started and finished and attempts started per
+   * second, dispatch wait, live workers, the storage errand's tables take
+   * (`storageBytes`: errand's schema on PostgreSQL, the whole file on libSQL)
+   * and the whole database's (`databaseBytes`: every schema on PostgreSQL, the
+   * same file on libSQL). With `{ minutes: 5 }` or
    * `{ minutes: 60 }` it covers the last 5 minutes or the last hour, still
    * in 60 buckets (of 5 s or 1 min: `bucketMs`).
    *

@@ -72,7 +72,7 @@ export class Services<TTx> {
     this.completer = new Completer(base);
     this.#stepWriter = new StepWriter(base);
     this.afterRun = new AfterRun({ ...base, completer: this.completer, kinds, workers, telemetry, watchers, releases });
-    this.leases = new LeaseKeeper(base, options.leaseMs);
+    this.leases = new LeaseKeeper(base, options.leaseMs, (outcome, n) => telemetry.leasesRenewed(outcome, n));
     this.maintenance = new Maintenance({
       ...base,
       retention: options.retention,

@@ -1,10 +1,11 @@
 /**
  * What happened in the last 1, 5 or 60 minutes, for operators and the
- * dashboard: jobs enqueued, started and finished in 60 equal buckets (a
- * second each in the last minute, 5 s in the last 5 minutes, a minute in
- * the last hour), how long due jobs waited for a worker, the live workers
- * and the storage the store takes (`storageBytes`). Everything is read from the store, so every
- * instance sharing the database reports the same.
+ * dashboard: jobs enqueued, started and finished, and attempts started, in
+ * 60 equal buckets (a second each in the last minute, 5 s in the last 5
+ * minutes, a minute in the last hour), how long due jobs waited for a
+ * worker, the live workers, the storage errand's tables take
+ * (`storageBytes`) and the whole database's (`databaseBytes`). Everything is
+ * read from the store, so every instance sharing the database reports the same.
  *
  * @module
  */
@@ -52,6 +53,11 @@ export interface ThroughputSecond {
   readonly enqueued: number;
   /** Jobs started (by their latest start). */
   readonly started: number;
+  /**
+   * Attempts started: every run by its own start, so a job retried within
+   * the window counts once per run (and in `started` once).
+   */
+  readonly attempts: number;
   /** Jobs that completed. */
   readonly completed: number;
   /** Jobs that failed for good. */
@@ -89,11 +95,18 @@ export interface ErrandStats {
   /** The live `"work"` instances with their busy slots. */
   readonly workers: readonly WorkerInfo[];
   /**
-   * Bytes on disk, or null when the store cannot tell: on PostgreSQL the
-   * tables of errand's schema with their indexes (every namespace in it), on
-   * libSQL the whole database file (the application's tables too, if they share it).
+   * Bytes on disk errand's tables take, or null when the store cannot tell:
+   * on PostgreSQL the tables of errand's schema with their indexes (every
+   * namespace in it), on libSQL the whole database file (the application's
+   * tables too, if they share it).
    */
   readonly storageBytes: number | null;
+  /**
+   * Bytes on disk the whole database takes, or null when the store cannot
+   * tell: on PostgreSQL `pg_database_size` of the current database (every
+   * schema), on libSQL the database file (the same as `storageBytes`).
+   */
+  readonly databaseBytes: number | null;
 }
 
 /** Builds the stats of the window of `windowMs` that starts at `since` from what the store read in buckets of `bucketMs`. */
@@ -108,6 +121,7 @@ export function toStats(
     at: new Date(since + i * bucketMs),
     enqueued: 0,
     started: 0,
+    attempts: 0,
     completed: 0,
     failed: 0,
     cancelled: 0,
@@ -129,5 +143,6 @@ export function toStats(
     dispatchWait: { regular: wait(false), partitioned: wait(true) },
     workers,
     storageBytes: activity.storageBytes,
+    databaseBytes: activity.databaseBytes,
   };
 }

@@ -9,7 +9,7 @@
 import type { Logger } from "../base/logger.ts";
 import { type Metric, Registry } from "./metrics.ts";
 import type { ClaimedJob, JobFinish } from "../store/records.ts";
-import type { RunError, RunOutcome } from "../base/types.ts";
+import type { JobState, RunError, RunOutcome } from "../base/types.ts";
 
 /** A job as observer events describe it. */
 export interface ObservedJob {
@@ -94,6 +94,12 @@ export function outcomeOf(finish: JobFinish): FinishOutcome {
 /** Upper bounds of the run and wait histograms, in seconds. */
 const SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800];
 
+/** Upper bounds of the job duration histogram, in seconds: a job's retries can stretch over hours. */
+const JOB_SECONDS_BUCKETS = [...SECONDS_BUCKETS, 3600, 21600, 86400];
+
+/** How the lease of a running job fared at a renewal: renewed, found lost, or not renewed because the write failed. */
+export type RenewalOutcome = "renewed" | "lost" | "failed";
+
 /** A scrape-time view of state that lives elsewhere (workers, the store). */
 export interface Snapshot {
   /** Per local queue: slots and busy slots. */
@@ -111,6 +117,14 @@ export interface Snapshot {
   readonly held: readonly { readonly queue: string; readonly limit: HeldLimit; readonly jobs: number }[];
   /** Per log's topic and consumer group: records appended that the group has not consumed. */
   readonly consumerLag: readonly { readonly topic: string; readonly group: string; readonly lag: number }[];
+  /** The live `"work"` instances of the namespace, by their heartbeats. */
+  readonly liveWorkers: number;
+  /** Per topic, its partitions that have unfinished jobs with how many. */
+  readonly partitionDepths: readonly {
+    readonly topic: string;
+    readonly partition: number;
+    readonly depth: number;
+  }[];
 }
 
 /**
@@ -220,6 +234,33 @@ export class Telemetry {
         "Event waits that timed out with no event, as the workflow's next run found them.",
         ["event"],
       ),
+      jobDuration: r.histogram(
+        "errand_job_duration_seconds",
+        "How long jobs that ended for good on this instance took from enqueue to that end, across retries.",
+        ["kind", "outcome"],
+        JOB_SECONDS_BUCKETS,
+      ),
+      transitions: r.counter(
+        "errand_job_transitions_total",
+        "Jobs this instance moved into a state: by inserting, claiming or ending a run (each retry counts).",
+        ["queue", "to"],
+      ),
+      claims: r.counter(
+        "errand_claims_total",
+        "Claims this instance's workers made, by whether they took jobs (claimed) or found none (empty).",
+        ["outcome"],
+      ),
+      renewals: r.counter(
+        "errand_lease_renewals_total",
+        "Leases of running jobs this instance renewed, found lost, or failed to renew (the write failed).",
+        ["outcome"],
+      ),
+      workersLive: r.gauge("errand_workers_live", "Live work instances of the namespace, by heartbeat (shared)."),
+      partitionDepth: r.gauge(
+        "errand_topic_partition_depth",
+        "Unfinished jobs of each partition of the topic that has any (shared).",
+        ["topic", "partition"],
+      ),
       rateWait: r.histogram(
         "errand_rate_limit_wait_seconds",
         "How long this instance's workers waited for a rate window before starting jobs a rate limit held back.",
@@ -253,32 +294,37 @@ export class Telemetry {
 
   /** Jobs `rows` were enqueued with `results` (`inserted: false` for unique-key matches). */
   enqueued(
-    rows: readonly { readonly kind: string; readonly queue: string }[],
+    rows: readonly { readonly kind: string; readonly queue: string; readonly state: JobState }[],
     results: readonly { readonly id: string; readonly inserted: boolean }[],
   ): void {
-    // Counted per (queue, kind) first: a bulk enqueue touches each series once.
-    const counts = new Map<string, { queue: string; kind: string; n: number }>();
+    // Counted per (queue, kind, state) first: a bulk enqueue touches each series a few times, not once a job.
+    const counts = new Map<string, { queue: string; kind: string; state: JobState; n: number }>();
     let duplicates = 0;
     for (let i = 0; i < rows.length; i++) {
       if (!results[i].inserted) {
         duplicates++;
         continue;
       }
-      const { queue, kind } = rows[i];
-      const key = `${queue}\u0000${kind}`;
+      const { queue, kind, state } = rows[i];
+      const key = `${queue}\u0000${kind}\u0000${state}`;
       const count = counts.get(key);
       if (count) count.n++;
-      else counts.set(key, { queue, kind, n: 1 });
+      else counts.set(key, { queue, kind, state, n: 1 });
     }
-    for (const { queue, kind, n } of counts.values()) this.#m.enqueued.inc({ queue, kind }, n);
+    for (const { queue, kind, state, n } of counts.values()) {
+      this.#m.enqueued.inc({ queue, kind }, n);
+      this.#m.transitions.inc({ queue, to: state }, n);
+    }
     if (duplicates) this.#m.duplicates.inc({}, duplicates);
     if (!this.#observer.enqueued) return;
     rows.forEach(({ kind, queue }, i) => this.#tell("enqueued", { ...results[i], kind, queue }));
   }
 
-  /** A worker claimed `claims` at `now`. */
+  /** A worker claimed `claims` at `now` (none: its claim found nothing due). */
   claimed(claims: readonly ClaimedJob[], now: number): void {
+    this.#m.claims.inc({ outcome: claims.length ? "claimed" : "empty" });
     for (const c of claims) {
+      this.#m.transitions.inc({ queue: c.queue, to: "running" });
       const waitMs = Math.max(0, now - c.runAt);
       this.#m.wait.observe({}, waitMs / 1000);
       if (c.topic !== null) this.#m.topicClaims.inc({ topic: c.topic });
@@ -288,18 +334,28 @@ export class Telemetry {
 
   /**
    * A run of `claim` ended at `at` with `outcome`, as the store applied it
-   * (`lost` when it did not); `unsaved`: its outcome was given up on.
+   * (`lost` when it did not), moving its job to `state` when it wrote one;
+   * `unsaved`: its outcome was given up on.
    */
   runEnded(
     claim: ClaimedJob,
     at: number,
-    run: { readonly outcome: FinishOutcome; readonly error?: RunError | null; readonly runAt?: number },
+    run: {
+      readonly outcome: FinishOutcome;
+      readonly error?: RunError | null;
+      readonly runAt?: number;
+      readonly state?: JobState;
+    },
     unsaved = false,
   ): void {
     const outcome = run.outcome;
     const durationMs = Math.max(0, at - claim.startedAt);
     this.#m.finished.inc({ queue: claim.queue, kind: claim.kind, outcome });
     this.#m.run.observe({ kind: claim.kind, outcome }, durationMs / 1000);
+    if (run.state) this.#m.transitions.inc({ queue: claim.queue, to: run.state });
+    if (outcome === "completed" || outcome === "failed" || outcome === "cancelled") {
+      this.#m.jobDuration.observe({ kind: claim.kind, outcome }, Math.max(0, at - claim.createdAt) / 1000);
+    }
     if (unsaved) this.#m.unsaved.inc();
     const event = { id: claim.id, kind: claim.kind, queue: claim.queue, attempt: claim.attempt, durationMs };
     if (outcome === "completed") this.#tell("completed", event);
@@ -307,6 +363,11 @@ export class Telemetry {
     if (outcome === "retried") {
       this.#tell("retried", { ...event, error: run.error ?? null, runAt: new Date(run.runAt ?? at) });
     }
+  }
+
+  /** A lease renewal found `n` leases `outcome`. */
+  leasesRenewed(outcome: RenewalOutcome, n: number): void {
+    if (n > 0) this.#m.renewals.inc({ outcome }, n);
   }
 
   /** A worker of `queue` started jobs a rate limit had held back for `ms`. */
@@ -363,8 +424,15 @@ export class Telemetry {
   /** The metrics in the Prometheus text format, with the gauges set from `snapshot`. */
   encode(snapshot: Snapshot): string {
     const { running, workers, queued, topicActive, topicBacklog, topicOldest, heldBack, consumerLag } = this.#m;
+    const { workersLive, partitionDepth } = this.#m;
     for (const gauge of [running, workers, queued, topicActive, topicBacklog, topicOldest, heldBack, consumerLag]) {
       gauge.reset();
+    }
+    partitionDepth.reset();
+    workersLive.set({}, snapshot.liveWorkers);
+    // Added rather than set: past the label bound, partitions that read `other` sum up.
+    for (const p of snapshot.partitionDepths) {
+      partitionDepth.inc({ topic: p.topic, partition: String(p.partition) }, p.depth);
     }
     for (const q of snapshot.queues) {
       running.set({ queue: q.queue }, q.busy);

@@ -75,7 +75,7 @@ export class AfterRun implements RunEnds {
     const written = saved.status === "applied" || saved.status === "replaced";
     const outcome = written ? outcomeOf(saved.finish) : "lost";
     const error = written ? saved.finish.run?.error ?? null : null;
-    const run = { outcome, error, runAt: saved.finish.runAt };
+    const run = { outcome, error, runAt: saved.finish.runAt, state: written ? saved.finish.state : undefined };
     if (written) env.watchers.changed(saved.finish.id);
     env.telemetry.runEnded(claim, saved.finish.at, run, saved.status === "unsaved");
     this.collecting?.push({ ...stepRun(claim), outcome, error });

@@ -2,7 +2,7 @@
  * Keeps the leases of this instance's running jobs alive: every third of
  * the lease time, one write renews them all. A claim the store no longer
  * recognises (rescued by another instance, fence moved on) is reported lost,
- * and its run is stopped.
+ * and its run is stopped. How each renewal fares is counted in the metrics.
  *
  * @module
  */
@@ -11,6 +11,7 @@ import type { Clock } from "../base/clock.ts";
 import type { Logger } from "../base/logger.ts";
 import { every, type Periodic } from "../time/periodic.ts";
 import type { RunStore } from "../store/runs.ts";
+import type { RenewalOutcome } from "../observability/telemetry.ts";
 
 interface Held {
   readonly fence: number;
@@ -26,8 +27,16 @@ export class LeaseKeeper {
   readonly #logger: Logger;
   readonly #leaseMs: number;
 
-  /** Creates a keeper for leases of `leaseMs`. */
-  constructor(deps: ServiceDeps<Pick<RunStore, "jobRenewLeases">>, leaseMs: number) {
+  /** Told how many leases each renewal renewed, found lost, or failed to renew. */
+  readonly #renewed: (outcome: RenewalOutcome, n: number) => void;
+
+  /** Creates a keeper for leases of `leaseMs`, telling `renewed` how renewals fare. */
+  constructor(
+    deps: ServiceDeps<Pick<RunStore, "jobRenewLeases">>,
+    leaseMs: number,
+    renewed: (outcome: RenewalOutcome, n: number) => void,
+  ) {
+    this.#renewed = renewed;
     this.#store = deps.store;
     this.#clock = deps.clock;
     this.#logger = deps.logger;
@@ -65,17 +74,22 @@ export class LeaseKeeper {
   async renew(): Promise<void> {
     if (this.#held.size === 0) return;
     const snapshot = [...this.#held].map(([id, held]) => ({ id, fence: held.fence, held }));
-    const kept = new Set(
-      await this.#store.jobRenewLeases({
-        leases: snapshot.map(({ id, fence }) => ({ id, fence })),
-        leaseUntil: this.#clock.now() + this.#leaseMs,
-      }),
-    );
+    const renewal = this.#store.jobRenewLeases({
+      leases: snapshot.map(({ id, fence }) => ({ id, fence })),
+      leaseUntil: this.#clock.now() + this.#leaseMs,
+    });
+    // A failed write is counted, then thrown on for the periodic task to log; the next renewal tries again.
+    renewal.catch(() => this.#renewed("failed", snapshot.length));
+    const kept = new Set(await renewal);
+    let lost = 0;
     for (const { id, held } of snapshot) {
       if (!kept.has(id) && this.#held.get(id) === held) {
         this.#held.delete(id);
+        lost++;
         held.onLost();
       }
     }
+    this.#renewed("renewed", kept.size);
+    this.#renewed("lost", lost);
   }
 }

@@ -253,12 +253,15 @@ export interface ActivityRow {
   /**
    * Counts by bucket of `bucketMs` (`bucket` counts from `since`, from 0):
    * jobs enqueued (`what` = "enqueued", by creation time), started
-   * ("started", by their latest start) and finished (`what` = the final
-   * state, by finish time).
+   * ("started", by their latest start), attempts started ("attempts": each
+   * job's latest start, and the earlier runs recorded on it, each by its own
+   * start) and jobs finished (`what` = the final state, by finish time).
    */
   readonly events: readonly { readonly what: string; readonly bucket: number; readonly count: number }[];
   /** The space the store's tables take on disk in bytes, or null when the database cannot tell. */
   readonly storageBytes: number | null;
+  /** The space the whole database takes on disk in bytes (the application's tables too), or null when it cannot tell. */
+  readonly databaseBytes: number | null;
   /** How long jobs started since then had been due (run time to start), partitioned jobs apart. */
   readonly waits: readonly {
     readonly partitioned: boolean;

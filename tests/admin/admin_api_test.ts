@@ -254,7 +254,7 @@ describe("admin API", () => {
       bucket: "5",
       x: ["-5m", "-4m", "-3m", "-2m", "-1m", "now"],
       y: "0",
-      legend: ["started", "completed", "failed"],
+      legend: ["attempts", "completed", "failed"],
       current: "5",
     });
     assert.ok(five.y.length >= 3 && five.y.slice(1).every((t) => /^[\d.]+k?\/s$/.test(t)), five.y.join(" "));

@@ -168,13 +168,13 @@ describe(
         assert.equal(y[0], "0");
         assert.ok(y.length >= 3 && y.slice(1).every((t) => /^[\d.]+k?\/s$/.test(t)), `y axis: ${y.join(" ")}`);
         // The legend is text, each name beside a key of its series' colour; the colours differ.
-        assert.deepEqual((await texts("#activity ul.legend li")).slice(0, 3), ["started", "completed", "failed"]);
+        assert.deepEqual((await texts("#activity ul.legend li")).slice(0, 3), ["attempts", "completed", "failed"]);
         const colour = (series: string, property: string) =>
           page.evaluate<string>(
             `getComputedStyle(document.querySelector("#activity .key.${series}")).getPropertyValue("${property}")`,
           );
         const keys = [
-          await colour("started", "border-top-color"),
+          await colour("attempts", "border-top-color"),
           await colour("completed", "background-color"),
           await colour("failed", "background-color"),
         ];

@@ -192,6 +192,78 @@ describe("metrics and observer", () => {
     }
   });
 
+  it("a job's whole time, state changes, claims, lease renewals, live instances and partition depths", async () => {
+    const clock = new FakeClock();
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const errand = createErrand({
+      jobs: defineJobs({
+        ok: job<{ n: number }>({ queue: "fast" }),
+        again: job<{ n: number }>({ attempts: 2, retry: backoff.fixed(0) }),
+        order: job<{ customer: string }>({ topic: "orders", partitionKey: (p) => p.customer }),
+      }),
+      store: libsqlStore(createClient({ url: ":memory:" })),
+      clock,
+      logger: quietLogger(),
+      topics: { orders: { partitions: 4 } },
+      handlers: {
+        ok: () => {},
+        again: (_, job) => {
+          if (job.attempt === 1) throw new Error("first try");
+        },
+        order: () => held,
+      },
+    });
+    try {
+      await errand.enqueue("ok", { n: 1 });
+      await errand.enqueue("again", { n: 1 });
+      await errand.enqueue("again", { n: 2 }, { delay: "1h" });
+      await errand.enqueueMany(["c", "c"].map((customer) => ({ kind: "order" as const, payload: { customer } })));
+      clock.advance(2_000); // enqueued 2 s before they end
+      await errand.start();
+      await eventually(async () => {
+        const c = (await errand.counts()).byState;
+        return c.completed === 2 && c.running === 1;
+      }, "the jobs to run, an order held");
+      clock.advance(10_000); // a third of the 30 s lease: the held order's lease is renewed
+      clock.advance(15_000); // the shared figures are read at most every 15 s
+      let samples: Sample[] = [];
+      const value = (name: string, labels: Record<string, string> = {}) =>
+        samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
+          .reduce((n, s) => n + s.value, 0);
+      await eventually(async () => {
+        samples = parseMetrics(await errand.metrics()).samples;
+        return value("errand_lease_renewals_total", { outcome: "renewed" }) >= 1;
+      }, "a lease renewal");
+      assert.equal(value("errand_job_duration_seconds_count", { kind: "ok", outcome: "completed" }), 1);
+      assert.equal(value("errand_job_duration_seconds_count", { kind: "again", outcome: "completed" }), 1);
+      assert.ok(value("errand_job_duration_seconds_sum", { kind: "again" }) >= 2, "from its enqueue, across its retry");
+      assert.equal(value("errand_job_duration_seconds_bucket", { kind: "again", le: "1" }), 0);
+      assert.equal(
+        value("errand_job_transitions_total", { queue: "default", to: "available" }),
+        4,
+        "3 enqueues, 1 retry",
+      );
+      assert.equal(value("errand_job_transitions_total", { queue: "default", to: "scheduled" }), 1, "the delayed one");
+      assert.equal(value("errand_job_transitions_total", { queue: "default", to: "running" }), 3, "each attempt");
+      assert.equal(value("errand_job_transitions_total", { queue: "default", to: "completed" }), 1);
+      assert.equal(value("errand_job_transitions_total", { queue: "fast", to: "completed" }), 1);
+      assert.ok(value("errand_claims_total", { outcome: "claimed" }) >= 3, "claims that took jobs");
+      assert.ok(value("errand_claims_total", { outcome: "empty" }) >= 1, "claims that found none");
+      assert.equal(value("errand_lease_renewals_total", { outcome: "lost" }), 0);
+      assert.equal(value("errand_lease_renewals_total", { outcome: "failed" }), 0);
+      assert.equal(value("errand_workers_live"), 1);
+      assert.deepEqual(
+        samples.filter((s) => s.name === "errand_topic_partition_depth").map((s) => [s.labels.partition, s.value]),
+        [[samples.find((s) => s.name === "errand_topic_partition_depth")!.labels.partition, 2]],
+        "the one partition with jobs, its two orders",
+      );
+    } finally {
+      release();
+      await errand.shutdown({ drain: 0 });
+    }
+  });
+
   it("docs/reference/metrics.md lists every metric metrics() exports, with its type", async () => {
     const errand = createErrand({
       jobs: defineJobs({}),

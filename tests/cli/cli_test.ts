@@ -376,7 +376,7 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
       assert.match(text.stdout, /^slow \(paused\)\s+1\s+0\s+0\s+0\s+0\s+0\s+0$/m);
       assert.match(
         text.stdout,
-        /^Throughput, last 1m\nenqueued\s+started\s+completed\s+failed\s+cancelled\s+completed\/s\n\s*4\s+2\s+1\s+1\s+0\s+0\.0$/m,
+        /^Throughput, last 1m\nenqueued\s+started\s+attempts\s+completed\s+failed\s+cancelled\s+completed\/s\n\s*4\s+2\s+2\s+1\s+1\s+0\s+0\.0$/m,
       );
       assert.match(text.stdout, /^Workers \(0 live\)$/m);
       assert.match(text.stdout, /^nightly\s+greet\s+default\s+0 3 \* \* \*\s+in \d+[hm]\s+-$/m);

@@ -190,6 +190,41 @@ export function leaseCases(kind: StoreKind<unknown>): void {
         assert.equal(j.attempt, 1);
         release();
         await eventually(async () => (await errand.get(id))?.state === "completed", "completion");
+        assert.match(await errand.metrics(), /^errand_lease_renewals_total\{outcome="renewed"\} ([1-9]\d*)$/m);
+      }));
+
+    it("a renewal that finds its job cancelled by another process stops the run and counts the lease lost", () =>
+      withDatabase(kind, async (db, track) => {
+        let started = false;
+        let stopped = false;
+        const { errand, clock } = errandOn(db, {
+          jobs,
+          lease: "30s",
+          handlers: {
+            work: (_, job) => {
+              started = true;
+              return new Promise<void>((resolve) =>
+                job.signal.addEventListener("abort", () => {
+                  stopped = true;
+                  resolve();
+                })
+              );
+            },
+          },
+        });
+        track(errand);
+        await errand.start();
+        const { id } = await errand.enqueue("work", { n: 1 });
+        await eventually(() => started, "start");
+        const other = errandOn(db, { jobs, mode: "enqueue" }).errand;
+        track(other);
+        await other.cancel(id);
+        clock.advance(10_000); // the next renewal, a third of the lease on
+        await eventually(() => stopped, "the run to stop");
+        const text = await errand.metrics();
+        assert.match(text, /^errand_lease_renewals_total\{outcome="lost"\} 1$/m);
+        assert.match(text, /^errand_jobs_finished_total\{queue="default",kind="work",outcome="lost"\} 1$/m);
+        assert.equal((await errand.get(id))?.state, "cancelled");
       }));
   });
 }

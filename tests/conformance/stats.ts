@@ -45,12 +45,12 @@ export function statsCases(kind: StoreKind<unknown>): void {
         assert.equal(stats.windowMs, 60_000);
         assert.equal(stats.bucketMs, 1_000);
         assert.equal(stats.throughput.length, 60);
-        const sumOf = (of: ErrandStats, what: "enqueued" | "started" | "completed" | "failed") =>
-          of.throughput.reduce((n, s) => n + s[what], 0);
-        const total = (what: "enqueued" | "started" | "completed" | "failed") => sumOf(stats, what);
+        type What = "enqueued" | "started" | "attempts" | "completed" | "failed";
+        const sumOf = (of: ErrandStats, what: What) => of.throughput.reduce((n, s) => n + s[what], 0);
+        const total = (what: What) => sumOf(stats, what);
         assert.deepEqual(
-          [total("enqueued"), total("started"), total("completed"), total("failed")],
-          [6, 5, 3, 1],
+          [total("enqueued"), total("started"), total("attempts"), total("completed"), total("failed")],
+          [6, 5, 5, 3, 1],
         );
         // Enqueued 2 s (and the clock's nudges) before now: in the 58th or 59th second of the window.
         assert.ok([56, 57, 58].some((i) => stats.throughput[i].enqueued === 6), "enqueued about 2 s ago");
@@ -59,6 +59,7 @@ export function statsCases(kind: StoreKind<unknown>): void {
         assert.equal(stats.dispatchWait.partitioned.count, 1);
         assert.equal(stats.workers.length, 1);
         assert.ok(stats.storageBytes === null || stats.storageBytes > 0);
+        assert.ok(stats.databaseBytes === null || stats.databaseBytes >= (stats.storageBytes ?? 1));
 
         const [orders] = await errand.topics();
         assert.deepEqual(

@@ -29,33 +29,80 @@ function eventsByBucket(activity: ActivityRow): ActivityRow["events"] {
 
 /** The cases of operator reads and changes. */
 export const jobCases: StoreCase[] = cases("jobs", [
-  ["jobActivity", "jobActivity() counts jobs enqueued, started and finished since since, by bucket", async (env) => {
-    const store = await ready(env);
-    const [a, b] = await insert(
-      store,
-      jobRow({ createdAt: T0 + 10, runAt: T0 + 10 }),
-      jobRow({ createdAt: T0 + 1_500, runAt: T0 + 1_500 }),
-      jobRow({ createdAt: T0 - 1, runAt: T0 + 60_000, state: "scheduled" }),
-    );
-    await claimIds(store, [a.id, b.id], { now: T0 + 2_100 });
-    await settle(store, a.id, "completed", T0 + 3_000);
-    const activity = await store.jobActivity({ since: T0, bucketMs: 1_000 });
-    checkEqual(
-      eventsByBucket(activity),
-      [
-        { what: "completed", bucket: 3, count: 1 },
-        { what: "enqueued", bucket: 0, count: 1 },
-        { what: "enqueued", bucket: 1, count: 1 },
-        { what: "started", bucket: 2, count: 2 },
-      ],
-      "events",
-    );
-    checkEqual(activity.waits, [{ partitioned: false, count: 2, totalMs: 2_090 + 600, maxMs: 2_090 }], "waits");
-    check(
-      activity.storageBytes === null || (typeof activity.storageBytes === "number" && activity.storageBytes > 0),
-      `storageBytes is null or a positive number: ${activity.storageBytes}`,
-    );
-  }],
+  [
+    "jobActivity",
+    "jobActivity() counts jobs enqueued, started and finished, and attempts, since since, by bucket",
+    async (env) => {
+      const store = await ready(env);
+      const [a, b] = await insert(
+        store,
+        jobRow({ createdAt: T0 + 10, runAt: T0 + 10 }),
+        jobRow({ createdAt: T0 + 1_500, runAt: T0 + 1_500 }),
+        jobRow({ createdAt: T0 - 1, runAt: T0 + 60_000, state: "scheduled" }),
+      );
+      await claimIds(store, [a.id, b.id], { now: T0 + 2_100 });
+      await settle(store, a.id, "completed", T0 + 3_000);
+      const activity = await store.jobActivity({ since: T0, bucketMs: 1_000 });
+      checkEqual(
+        eventsByBucket(activity),
+        [
+          { what: "attempts", bucket: 2, count: 2 },
+          { what: "completed", bucket: 3, count: 1 },
+          { what: "enqueued", bucket: 0, count: 1 },
+          { what: "enqueued", bucket: 1, count: 1 },
+          { what: "started", bucket: 2, count: 2 },
+        ],
+        "events",
+      );
+      checkEqual(activity.waits, [{ partitioned: false, count: 2, totalMs: 2_090 + 600, maxMs: 2_090 }], "waits");
+      check(
+        activity.storageBytes === null || (typeof activity.storageBytes === "number" && activity.storageBytes > 0),
+        `storageBytes is null or a positive number: ${activity.storageBytes}`,
+      );
+    },
+  ],
+  [
+    "jobActivity",
+    "jobActivity() counts attempts by their own start, retries and the run going on included, and the database's size",
+    async (env) => {
+      const store = await ready(env);
+      const [row] = await insert(store, jobRow({ createdAt: T0, runAt: T0 }));
+      // Two runs that fail and are retried at once, then a third that goes on; the first starts before `since`.
+      for (const startedAt of [T0 + 1_100, T0 + 2_100]) {
+        const [run] = await claimIds(store, [row.id], { now: startedAt });
+        const finishedAt = startedAt + 100;
+        await store.jobFinishMany({
+          finishes: [{
+            id: row.id,
+            fence: run.fence,
+            state: "available",
+            at: finishedAt,
+            run: { attempt: run.attempt, startedAt, finishedAt, outcome: "retried" },
+          }],
+        });
+      }
+      await claimIds(store, [row.id], { now: T0 + 3_100 });
+      const activity = await store.jobActivity({ since: T0 + 2_000, bucketMs: 1_000 });
+      checkEqual(
+        eventsByBucket(activity).filter((e) => e.what === "attempts" || e.what === "started"),
+        [
+          { what: "attempts", bucket: 0, count: 1 },
+          { what: "attempts", bucket: 1, count: 1 },
+          { what: "started", bucket: 1, count: 1 },
+        ],
+        "attempts and started",
+      );
+      const { storageBytes, databaseBytes } = activity;
+      check(
+        databaseBytes === null || (typeof databaseBytes === "number" && databaseBytes > 0),
+        `databaseBytes is null or a positive number: ${databaseBytes}`,
+      );
+      check(
+        storageBytes === null || databaseBytes === null || databaseBytes >= storageBytes,
+        `the whole database (${databaseBytes} bytes) holds errand's tables (${storageBytes} bytes)`,
+      );
+    },
+  ],
   ["jobCounts", "jobCounts() counts the namespace's jobs by queue, kind, version and state", async (env) => {
     const store = await ready(env);
     const other = await ready(env, "other");
