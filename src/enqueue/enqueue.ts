@@ -236,7 +236,9 @@ export async function buildInsertRow(
   if (timeoutMs === 0) throw new ValidationError(`Option "timeout" must be greater than 0`);
   const unique = options.unique === undefined ? undefined : checkUnique(key, options.unique);
   // Encoded first: it refuses what is not plain data, so later steps read only plain data.
-  const encoded = encodePayload(key, payload, ctx.maxPayloadBytes);
+  const encoded = encodePayload(key, payload, definition.maxPayloadBytes ?? ctx.maxPayloadBytes, {
+    kindLimit: definition.maxPayloadBytes !== undefined,
+  });
   const topic = definition.topic?.name ?? placement?.topic ?? null;
   const kind = definition.name ?? key;
   const group = definition.flow.group ? groupOf(kind, definition.flow.group, payload) : null;
