@@ -16,6 +16,7 @@ import { addEventCommands } from "./commands/events.ts";
 import { addJobCommands } from "./commands/jobs.ts";
 import { addMigrateCommand } from "./commands/migrate.ts";
 import { addQueueCommands } from "./commands/queues.ts";
+import { addRescueCommand } from "./commands/rescue.ts";
 import { addScheduleCommands } from "./commands/schedules.ts";
 import { addStatsCommand } from "./commands/stats.ts";
 import { addWorkCommand } from "./commands/work.ts";
@@ -68,6 +69,7 @@ export function buildProgram(): Command {
   addChangeCommands(program);
   addScheduleCommands(program);
   addQueueCommands(program);
+  addRescueCommand(program);
   addEventCommands(program);
   addDashboardCommand(program);
   addWorkCommand(program);

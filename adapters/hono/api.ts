@@ -1,5 +1,6 @@
 /**
- * The JSON admin API: jobs (one at a time and in bulk), counts, schedules,
+ * The JSON admin API: jobs (one at a time and in bulk), counts, workers and
+ * the rescue of their expired leases, schedules,
  * topics, stats, flow control's limits and groups, and the workflows
  * waiting on events (and sending one), each route a thin
  * call to the errand. Every state-changing route reports what it changed to
@@ -83,6 +84,11 @@ export function apiRoutes(errand: AdminErrand, settings: ApiSettings): Hono {
     async (c) => c.json(await errand.stats({ minutes: statsMinutes(c.req.query("minutes"), STATS_MINUTES, 1) })),
   );
   api.get("/workers", async (c) => c.json(await errand.workers()));
+  api.post("/rescue", async (c) => {
+    const count = await errand.rescueExpired();
+    await record(c, { action: "rescueExpired", count });
+    return c.json({ rescued: count });
+  });
 
   api.get("/schedules", async (c) => c.json((await errand.schedules()).map((s) => withoutPayload(s, showPayloads))));
   api.post("/schedules/:id/trigger", async (c) => {

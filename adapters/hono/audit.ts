@@ -25,6 +25,7 @@ export type AdminAction =
   | { readonly action: "cancelMany"; readonly filter: BulkFilter; readonly count: number }
   | { readonly action: "deleteMany"; readonly filter: BulkFilter; readonly count: number }
   | { readonly action: "triggerSchedule"; readonly schedule: string; readonly jobId: string }
+  | { readonly action: "rescueExpired"; readonly count: number }
   | {
     readonly action: "forceFailPartitionHead";
     readonly topic: string;

@@ -35,6 +35,7 @@ export type AdminErrand = Pick<
   | "deleteMany"
   | "counts"
   | "workers"
+  | "rescueExpired"
   | "schedules"
   | "trigger"
   | "topics"

@@ -30,3 +30,14 @@ export const consoleLogger: Logger = {
   warn: (message, fields) => console.warn(`errand: ${message}`, fields ?? ""),
   error: (message, fields) => console.error(`errand: ${message}`, fields ?? ""),
 };
+
+/** `logger` with `fields` added to every line's own (which win on a clash). */
+export function withFields(logger: Logger, fields: Record<string, unknown>): Logger {
+  const add = (own: Record<string, unknown> | undefined) => ({ ...fields, ...own });
+  return {
+    debug: (message, own) => logger.debug(message, add(own)),
+    info: (message, own) => logger.info(message, add(own)),
+    warn: (message, own) => logger.warn(message, add(own)),
+    error: (message, own) => logger.error(message, add(own)),
+  };
+}

@@ -16,3 +16,17 @@ export function checkName(what: string, value: unknown, pattern: RegExp = NAME_P
   }
   return value;
 }
+
+/** Instance ids (`workerId`): 1 to 100 printable ASCII characters, no spaces. */
+export const WORKER_ID_PATTERN: RegExp = /^[\x21-\x7e]{1,100}$/;
+
+/** Returns a chosen `workerId` when it matches {@link WORKER_ID_PATTERN}, else throws a {@link ValidationError}. */
+export function checkWorkerId(value: unknown): string {
+  if (typeof value !== "string" || !WORKER_ID_PATTERN.test(value)) {
+    const shown = typeof value === "string" ? JSON.stringify(value) : `a ${typeof value}`;
+    throw new ValidationError(
+      `Option "workerId" must be 1 to 100 printable ASCII characters without spaces (such as a host or pod name), got ${shown}`,
+    );
+  }
+  return value;
+}

@@ -87,6 +87,7 @@ type Phase = "new" | "started" | "stopping" | "stopped";
 
 class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions> implements Errand<J, TTx, L> {
   readonly mode: ErrandMode;
+  readonly workerId: string;
   #phase: Phase = "new";
   #stopped: Promise<void> | undefined;
   #ready: Promise<void> | undefined;
@@ -110,6 +111,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
   constructor(options: ErrandOptions<J, Ctx, TTx, L>) {
     const resolved = resolveOptions(options);
     this.mode = resolved.mode;
+    this.workerId = resolved.workerId;
     this.#store = options.store;
     this.#tracing = new Tracing(resolved.sampleAll);
     const newId = idFactory();
@@ -123,9 +125,9 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
       kinds: new KindRegistry(options.jobs, options.handlers, resolved.retry),
       limits: describeLimits(options.jobs, resolved),
       workers,
-      telemetry: new Telemetry(resolved.observer, resolved.logger),
+      telemetry: new Telemetry(resolved.observer, resolved.logger, resolved.workerId),
       tracing: this.#tracing,
-      workerId: newId(resolved.clock.now()).slice(-10),
+      workerId: resolved.workerId,
       watchers: new Watchers({
         store: timedStore,
         clock: resolved.clock,
@@ -289,6 +291,10 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
   deleteMany = (filter: BulkFilter) => this.#bulk.deleteMany(filter);
   counts = () => this.#jobs.counts();
   workers = () => this.#pool.workerCalls.workers();
+  rescueExpired = async () => {
+    await this.#ensureReady();
+    return await this.#pool.rescueExpired();
+  };
   pauseQueue = (queue: string) => this.#queues.pauseQueue(queue, true);
   resumeQueue = (queue: string) => this.#queues.pauseQueue(queue, false);
   pausedQueues = () => this.#queues.pausedQueues();

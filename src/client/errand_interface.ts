@@ -42,6 +42,8 @@ export interface ShutdownOptions {
 export interface Errand<J extends JobDefinitions, TTx, L extends LogDefinitions = NoLogs> extends Enqueuer<J, TTx> {
   /** The mode it was created in. */
   readonly mode: ErrandMode;
+  /** This instance's id: the `workerId` option, or a random one (as in `workers()`, logs and metrics). */
+  readonly workerId: string;
   /**
    * Prepares the store; in `"work"` mode also starts workers and maintenance. Calling it twice does nothing.
    * When it fails after the workers started (the store refused the wake-up listener), it stops them
@@ -492,6 +494,28 @@ export interface Errand<J extends JobDefinitions, TTx, L extends LogDefinitions 
    * ```
    */
   workers(): Promise<WorkerInfo[]>;
+  /**
+   * Rescues, now, the running jobs of this namespace whose lease expired
+   * (their worker died, hung, or lost the database), as maintenance does
+   * every `maintenance.rescue` on `"work"` instances; resolves to how many
+   * it rescued. Each run is recorded with error `LeaseExpired` and counts as
+   * an attempt: a job with attempts left is available at once (without its
+   * retry delay), one without fails. Jobs whose lease is live are left alone,
+   * and the stale worker's late outcome is refused as always. Works in
+   * every mode (an `"enqueue"` instance, `errand rescue`, the admin API).
+   *
+   * @example Rescue the jobs of a worker that was killed
+   * ```ts
+   * import { createClient } from "@libsql/client";
+   * import { createErrand, defineJobs, job } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   *
+   * const jobs = defineJobs({ sendWelcome: job<{ userId: number }>({ queue: "mail" }) });
+   * const errand = createErrand({ jobs, mode: "enqueue", store: libsqlStore(createClient({ url: ":memory:" })) });
+   * console.log(`${await errand.rescueExpired()} jobs are available again`);
+   * ```
+   */
+  rescueExpired(): Promise<number>;
   /**
    * Pauses a queue in every process: its jobs wait (still accepted) until {@link Errand.resumeQueue}.
    * Jobs already running finish.

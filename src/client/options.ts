@@ -13,9 +13,10 @@ import type { JobDefinitions, PayloadOf, ResultOf } from "../jobs/job.ts";
 import { checkLogTopics, type LogDefinitions, type NoLogs } from "../logs/log.ts";
 import { checkConsumers, type ConsumerGroup, type ConsumerGroups } from "../logs/consumer.ts";
 import { checkCount } from "../checks/limits.ts";
-import { consoleLogger, type Logger } from "../base/logger.ts";
+import { consoleLogger, type Logger, withFields } from "../base/logger.ts";
+import { idFactory } from "../encoding/ids.ts";
 import type { MaintenanceIntervals, Retention } from "../cluster/maintenance.ts";
-import { checkName } from "../checks/names.ts";
+import { checkName, checkWorkerId } from "../checks/names.ts";
 import { checkTopics, type TopicOptions } from "../topics/partition.ts";
 import { checkRetryPolicy, defaultRetryPolicy, type RetryPolicy } from "../jobs/retry.ts";
 import type { StoreFor } from "../store/store.ts";
@@ -89,10 +90,21 @@ export interface ErrandOptions<J extends JobDefinitions, Ctx, TTx, L extends Log
    */
   clock?: Clock;
   /**
-   * Where errand reports what it does.
+   * Where errand reports what it does; every line carries this instance's
+   * `workerId` among its fields.
    * @default {consoleLogger} warnings and errors only
    */
   logger?: Logger;
+  /**
+   * This instance's id among the instances of the namespace: in its
+   * heartbeat (`workers()`, the dashboard), its claims, every log line and
+   * the `errand_instance_info` metric. Give each instance its own (a host
+   * or pod name); two live instances with one id confuse leadership and
+   * partition ownership, and their heartbeats log an error saying so.
+   * 1 to 100 printable ASCII characters, no spaces.
+   * @default {a random 10-character id}
+   */
+  workerId?: string;
   /**
    * How long a claim holds without a heartbeat; renewed every third of it while the handler runs.
    * @default {"30s"}
@@ -197,7 +209,10 @@ export interface ErrandOptions<J extends JobDefinitions, Ctx, TTx, L extends Log
 export interface ResolvedOptions {
   readonly mode: ErrandMode;
   readonly clock: Clock;
+  /** The application's logger, every line with this instance's `workerId`. */
   readonly logger: Logger;
+  /** This instance's id: the one chosen, or a random one. */
+  readonly workerId: string;
   readonly leaseMs: number;
   readonly leaderLeaseMs: number;
   readonly pollMs: number;
@@ -291,10 +306,15 @@ export function resolveOptions<J extends JobDefinitions, Ctx, TTx, L extends Log
   }
   const retention = options.retention ?? {};
   const intervals = options.maintenance ?? {};
+  const clock = options.clock ?? systemClock;
+  const workerId = options.workerId === undefined
+    ? idFactory()(clock.now()).slice(-10)
+    : checkWorkerId(options.workerId);
   return {
     mode,
-    clock: options.clock ?? systemClock,
-    logger: options.logger ?? consoleLogger,
+    clock,
+    logger: withFields(options.logger ?? consoleLogger, { workerId }),
+    workerId,
     leaseMs: atLeast("lease", parseDuration(options.lease ?? "30s", "lease"), 100),
     leaderLeaseMs: atLeast("leaderLease", parseDuration(options.leaderLease ?? "10s", "leaderLease"), 2_000),
     pollMs: atLeast("pollInterval", parseDuration(options.pollInterval ?? "1s", "pollInterval"), 1),

@@ -84,6 +84,11 @@ export class WorkerPool<TTx> {
     return this.#services.consumers;
   }
 
+  /** `rescueExpired()`: maintenance's rescue, run now, retrying the rescued jobs at once. */
+  rescueExpired(): Promise<number> {
+    return this.#services.maintenance.rescue({ retryAtOnce: true });
+  }
+
   /** Mode "work": starts every service; mode "manual": makes the workers, which claim only in `step()`. */
   async start(): Promise<void> {
     const { mode } = this.#deps.options;
@@ -113,7 +118,8 @@ export class WorkerPool<TTx> {
     const listening = this.#deps.store.listen({ onWake: () => workers.wakeAll() });
     this.#unlisten = (await withinDeadline(listening, options.storeTimeoutMs, "listen", (late) => void late?.())) ??
       undefined;
-    logger.info("Started", { workerId: this.#deps.workerId, queues: Object.fromEntries(options.queues) });
+    // The logger adds this instance's workerId to every line.
+    logger.info("Started", { queues: Object.fromEntries(options.queues) });
   }
 
   /** Stops in the order of the module comment; running jobs get `drainMs`. Safe to call twice or before start. */

@@ -11,6 +11,15 @@
  * partitions of topics, and of its consumer groups' logs, among the live
  * instances after every beat.
  *
+ * Two live instances with one id (a `workerId` given to both) overwrite each
+ * other's record, so each beat first reads its own: a record under this id
+ * that beat later than this instance last did was written by another
+ * instance, which is logged as an error at each beat that sees it: a mistake
+ * of configuration errand cannot mend (leadership and partitions follow the
+ * id). Best effort: clocks that differ, or beats in one millisecond, can
+ * hide it. The record of a crashed instance with this id, last written
+ * before this one's first beat, is not taken for one.
+ *
  * @module
  */
 import type { ServiceDeps } from "../base/services.ts";
@@ -39,6 +48,8 @@ export class Heartbeat {
   readonly #env: HeartbeatEnv;
   /** When the first beat was, or undefined before it and after stop (a fake clock may start at 0). */
   #startedAt: number | undefined;
+  /** When this instance last beat. */
+  #beatAt = -Infinity;
   #task: Periodic | undefined;
 
   /** Creates the heartbeat; `start()` begins beating. */
@@ -68,10 +79,23 @@ export class Heartbeat {
   async beat(): Promise<void> {
     const { store, clock, id } = this.#env;
     const now = clock.now();
+    if (this.#startedAt !== undefined) await this.#checkOwnRecord(now);
     this.#startedAt ??= now;
+    this.#beatAt = now;
     const worker = { id, startedAt: this.#startedAt, beatAt: now, ...this.#env.describe() };
     await store.workerBeat({ worker, expiredBefore: now - WORKER_EXPIRY_MS });
     this.#env.onLive(await liveWorkers(store, now));
+  }
+
+  /** Logs an error when the record under this id beat after this instance last did: another instance's. */
+  async #checkOwnRecord(now: number): Promise<void> {
+    const { id, logger } = this.#env;
+    const own = (await liveWorkers(this.#env.store, now)).find((w) => w.id === id);
+    if (own && own.beatAt > this.#beatAt) {
+      logger.error(`Another live instance uses workerId "${id}"; give each instance its own workerId`, {
+        otherBeatAt: new Date(own.beatAt).toISOString(),
+      });
+    }
   }
 }
 

@@ -3,7 +3,8 @@
  * instances at once, so there is no leader:
  * - promotion: due scheduled jobs become available, and their queues' workers wake;
  * - rescue: running jobs whose lease expired (their worker died or hung) are
- *   recorded with error `LeaseExpired` and retried or failed like any error,
+ *   recorded with error `LeaseExpired` and retried or failed like any error
+ *   (an operator's `rescueExpired()` runs it at once, retrying without the delay),
  *   each write conditional on the lease still being expired under the same fence
  *   (and saved like any outcome, so one the store refuses stops no other);
  * - pruning: completed, failed and cancelled jobs older than their retention
@@ -115,8 +116,12 @@ export class Maintenance {
     await this.#env.releases.resolveAll();
   }
 
-  /** Retries or fails running jobs whose lease expired; returns how many. */
-  async rescue(): Promise<number> {
+  /**
+   * Retries or fails running jobs whose lease expired; returns how many.
+   * With `retryAtOnce`, a rescued job its retry policy retries is available
+   * at once instead of after the policy's delay.
+   */
+  async rescue(options: { readonly retryAtOnce?: boolean } = {}): Promise<number> {
     const { store, clock } = this.#env;
     let rescued = 0;
     for (;;) {
@@ -126,7 +131,12 @@ export class Maintenance {
       const error = namedError("LeaseExpired", "The worker running this job stopped renewing its lease");
       const outcomes = expired.map((job) => {
         const policy = this.#env.retryPolicy(job.kind, job.version);
-        return { finish: { ...failedFinish(job, error, now, policy), leaseExpiredBefore: now }, run: job, policy };
+        const finish = failedFinish(job, error, now, policy);
+        // Only the wait is skipped: a job the policy fails (no attempts left, backoff.none) still fails.
+        const next = options.retryAtOnce && finish.state === "scheduled"
+          ? { ...finish, state: "available", runAt: now } as const
+          : finish;
+        return { finish: { ...next, leaseExpiredBefore: now }, run: job, policy };
       });
       const changed = (await saveFinishes(this.#env, outcomes))
         .filter((s) => s.status === "applied" || s.status === "replaced")

@@ -18,14 +18,21 @@ export const MAX_PAYLOAD_DEPTH = 64;
 /**
  * Encodes a payload, refusing what msgpack would silently drop or mangle
  * (functions, symbols, class instances other than Date and Uint8Array, an
- * Invalid Date) and payloads over `maxBytes`.
+ * Invalid Date) and payloads over `maxBytes`: the kind's own limit when
+ * `kindLimit`, which the error then points to, else the instance's.
  * @throws {ValidationError} Naming the offending path or the size.
  */
-export function encodePayload(kind: string, payload: unknown, maxBytes: number): Uint8Array {
+export function encodePayload(
+  kind: string,
+  payload: unknown,
+  maxBytes: number,
+  { kindLimit = false }: { readonly kindLimit?: boolean } = {},
+): Uint8Array {
+  const option = kindLimit ? `the "maxPayloadBytes" of job "${kind}"` : `"maxPayloadBytes"`;
   return encodeValue(payload, maxBytes, {
     what: `The payload of "${kind}"`,
     path: "payload",
-    tooLarge: `store large data elsewhere and enqueue a reference, or raise "maxPayloadBytes"`,
+    tooLarge: `store large data elsewhere and enqueue a reference, or raise ${option}`,
   });
 }
 

@@ -248,7 +248,9 @@ export async function buildInsertRow(
   const unique = options.unique === undefined ? undefined : checkUnique(key, options.unique);
   const trace = checkTraceContext(key, options.traceparent, options.tracestate) ?? ctx.trace;
   // Encoded first: it refuses what is not plain data, so later steps read only plain data.
-  const encoded = encodePayload(key, payload, ctx.maxPayloadBytes);
+  const encoded = encodePayload(key, payload, definition.maxPayloadBytes ?? ctx.maxPayloadBytes, {
+    kindLimit: definition.maxPayloadBytes !== undefined,
+  });
   const topic = definition.topic?.name ?? placement?.topic ?? null;
   const kind = definition.name ?? key;
   const group = definition.flow.group ? groupOf(kind, definition.flow.group, payload) : null;

@@ -70,6 +70,12 @@ export interface JobOptions<T = unknown> {
    */
   version?: number;
   /**
+   * Largest encoded payload `enqueue` accepts for this kind, in bytes; it
+   * overrides `createErrand({ maxPayloadBytes })`, up or down. Unset: the
+   * instance's limit.
+   */
+  maxPayloadBytes?: number;
+  /**
    * Checks every payload: a Standard Schema validator (Zod, Valibot, ArkType,
    * ...) or a function that throws, or returns `false` or a message, when the
    * payload is invalid. `enqueue` rejects an invalid payload with nothing
@@ -116,6 +122,8 @@ export interface JobDefinition<T, R = void> {
   readonly timeoutMs: number | undefined;
   /** The payload shape's version. */
   readonly version: number;
+  /** Its largest encoded payload in bytes, or undefined for the instance's limit. */
+  readonly maxPayloadBytes: number | undefined;
   /** Its payload validator, if it has one. */
   readonly validate: AnyPayloadValidator | undefined;
   /** Its topic and partition key, if it has one. */
@@ -190,6 +198,9 @@ export function job<T, R = void>(options: JobOptions<T> = {}): JobDefinition<T, 
       ? undefined
       : positive(parseDuration(options.timeout ?? DEFAULT_TIMEOUT, "timeout", MAX_TIMEOUT_MS), "timeout"),
     version,
+    maxPayloadBytes: options.maxPayloadBytes === undefined
+      ? undefined
+      : checkCount("maxPayloadBytes", options.maxPayloadBytes, 1),
     validate: options.validate as AnyPayloadValidator | undefined,
     topic: options.topic === undefined
       ? undefined

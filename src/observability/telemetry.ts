@@ -142,8 +142,8 @@ export class Telemetry {
   #leader = false;
   readonly #m: Record<string, Metric>;
 
-  /** Telemetry reporting to `observer` (and logging its failures to `logger`). */
-  constructor(observer: Observer | undefined, logger: Logger) {
+  /** Telemetry of instance `workerId` reporting to `observer` (and logging its failures to `logger`). */
+  constructor(observer: Observer | undefined, logger: Logger, workerId: string) {
     this.#observer = observer ?? {};
     this.#logger = logger;
     const r = this.#registry;
@@ -269,6 +269,9 @@ export class Telemetry {
       ),
     };
     this.#m.leader.set({}, 0);
+    // The instance's id once, on a series of its own, rather than as a label on every series.
+    r.gauge("errand_instance_info", "Always 1: this instance's workerId, as a label.", ["worker_id"])
+      .set({ worker_id: workerId }, 1);
   }
 
   /** A try of a workflow step's function of kind `kind` ended with `outcome`. */

@@ -181,7 +181,12 @@ describe("admin API", () => {
     assert.ok(stats.throughput.reduce((n: number, s: { completed: number }) => n + s.completed, 0) >= 13);
     assert.equal(stats.workers.length, 1);
     assert.ok(stats.dispatchWait.regular.count >= 13);
-    assert.equal((await json("/jobs/api/workers")).body.length, 1);
+    assert.deepEqual((await json("/jobs/api/workers")).body.map((w: { id: string }) => w.id), [errand.workerId]);
+    assert.match(
+      await (await request("/jobs/")).text(),
+      new RegExp(`<td title="${errand.workerId}">`),
+      "the Workers panel",
+    );
     const metrics = await request("/jobs/metrics");
     assert.match(metrics.headers.get("content-type") ?? "", /^text\/plain; version=0.0.4/);
     assert.match(

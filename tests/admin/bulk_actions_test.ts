@@ -1,8 +1,9 @@
 /**
  * The admin API's bulk actions and its audit hook through a real HTTP
- * server and `fetch`: retry, cancel and delete by filter answer a count; a
- * bad filter or a refused request changes nothing; the audit hook gets every
- * state-changing request, and when it throws the change stands.
+ * server and `fetch`: retry, cancel and delete by filter answer a count, as
+ * does the rescue of expired leases; a bad filter or a refused request
+ * changes nothing; the audit hook gets every state-changing request, and
+ * when it throws the change stands.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
@@ -26,6 +27,7 @@ describe("admin API over HTTP: bulk actions and the audit hook", () => {
   let server: { url: string; close(): Promise<void> };
   const clock = new FakeClock();
   const audited: AdminAction[] = [];
+  const store = libsqlStore(createClient({ url: ":memory:" }));
 
   const call = async (path: string, body: unknown, headers: Record<string, string> = {}) => {
     const res = await fetch(`${server.url}/ops${path}`, {
@@ -43,7 +45,7 @@ describe("admin API over HTTP: bulk actions and the audit hook", () => {
   before(async () => {
     errand = createErrand({
       jobs: bulkJobs,
-      store: libsqlStore(createClient({ url: ":memory:" })),
+      store,
       mode: "manual",
       clock,
       logger: quietLogger(),
@@ -107,6 +109,29 @@ describe("admin API over HTTP: bulk actions and the audit hook", () => {
       { action: "deleteMany", filter: { state: "cancelled", after: new Date(0) }, count: 2 },
       { action: "retryMany", filter: { state: "failed" }, count: 0 },
     ]);
+  });
+
+  it("POST /api/rescue retries the jobs whose lease expired, answers { rescued } and is audited", async () => {
+    const { id } = await errand.enqueue("greet", { name: "lost" });
+    // A worker that claimed it and then vanished: its 10 ms lease runs out.
+    const now = clock.now();
+    await store.jobClaim({
+      queue: "default",
+      kinds: ["greet@1"],
+      limit: 1,
+      now,
+      leaseUntil: now + 10,
+      workerId: "gone",
+      heads: null,
+      limits: null,
+    });
+    clock.advance(20);
+    assert.deepEqual(await call("/api/rescue", {}), { status: 200, body: { rescued: 1 } });
+    assert.equal((await errand.get(id))?.state, "available");
+    assert.deepEqual(await call("/api/rescue", {}), { status: 200, body: { rescued: 0 } });
+    assert.deepEqual(audited.splice(0), [{ action: "rescueExpired", count: 1 }, { action: "rescueExpired", count: 0 }]);
+    await errand.step();
+    assert.equal((await errand.get(id))?.state, "completed");
   });
 
   it("a bad filter or a refused request answers 4xx, changes nothing and is not audited", async () => {

@@ -335,6 +335,32 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
       }
     });
 
+    it("rescue retries at once the jobs whose lease expired and says how many", async () => {
+      const app = appErrand(db.store(), "enqueue");
+      try {
+        const { id } = await app.enqueue("greet", { name: "lost" });
+        // A worker that claimed it and vanished: its lease ended a second ago.
+        const now = Date.now();
+        await db.store().jobClaim({
+          queue: "default",
+          kinds: ["greet@1"],
+          limit: 1,
+          now,
+          leaseUntil: now - 1_000,
+          workerId: "gone",
+          heads: null,
+          limits: null,
+        });
+        assert.deepEqual(await json([...dbArgs, "rescue"]), { rescued: 1 });
+        const job = (await app.get(id))!;
+        assert.deepEqual([job.state, job.runs[0]?.error?.name], ["available", "LeaseExpired"]);
+        const again = await errand([...dbArgs, "rescue"]);
+        assert.equal(again.stdout.trim(), "rescued 0 jobs whose lease expired");
+      } finally {
+        await app.shutdown();
+      }
+    });
+
     it("stats counts jobs by state and queue, and shows throughput, workers, schedules and the topics named", async () => {
       await seeded(async (app) => {
         await app.enqueue("greet", { name: "a" });

@@ -57,6 +57,79 @@ export function leaseCases(kind: StoreKind<unknown>): void {
         assert.equal(after.runs.length, 2);
       }));
 
+    it("rescueExpired() retries at once a job whose lease expired, fails one without attempts left, leaves a live lease alone, and fences out the stale worker", () =>
+      withDatabase(kind, async (db, track) => {
+        const rescueJobs = defineJobs({
+          work: job<{ n: number }>({ attempts: 3, retry: backoff.fixed("1m") }),
+          once: job<{ n: number }>({ attempts: 1 }),
+          hold: job<{ n: number }>({ queue: "other" }),
+        });
+        const t0 = new FakeClock().now();
+        const blocked = () => {
+          const releases: (() => void)[] = [];
+          const running = new Set<string>();
+          const handler = (_: unknown, j: { id: string }) => {
+            running.add(j.id);
+            return new Promise<void>((r) => releases.push(r));
+          };
+          return { handler, running, release: () => releases.forEach((r) => r()) };
+        };
+        // Instance A's clock never moves, so A never renews its 30 s leases: a hung process.
+        const stale = blocked();
+        const a = track(
+          errandOn(db, {
+            jobs: rescueJobs,
+            lease: "30s",
+            clock: new FakeClock(t0),
+            handlers: { work: stale.handler, once: stale.handler },
+          }).errand,
+        );
+        await a.start();
+        const { id: workId } = await a.enqueue("work", { n: 1 });
+        await eventually(() => stale.running.has(workId), "A runs work");
+        const { id: onceId } = await a.enqueue("once", { n: 2 });
+        await eventually(() => stale.running.has(onceId), "A runs once");
+        // Instance C lives 20 s later: the lease of its job ends at t0 + 50 s, live when the operator looks.
+        const live = blocked();
+        const c = track(
+          errandOn(db, {
+            jobs: rescueJobs,
+            lease: "30s",
+            clock: new FakeClock(t0 + 20_000),
+            handlers: { hold: live.handler },
+          })
+            .errand,
+        );
+        await c.start();
+        const { id: holdId } = await c.enqueue("hold", { n: 3 });
+        await eventually(() => live.running.has(holdId), "C runs hold");
+
+        // The operator, 31 s after A claimed: A's leases expired, C's did not.
+        const now = t0 + 31_000;
+        const operator = track(errandOn(db, { jobs: rescueJobs, mode: "enqueue", clock: new FakeClock(now) }).errand);
+        assert.equal(await operator.rescueExpired(), 2);
+        const work = (await operator.get(workId))!;
+        assert.deepEqual([work.state, work.runAt.getTime(), work.attempt], ["available", now, 1], "no retry delay");
+        assert.deepEqual(work.runs.map((r) => [r.outcome, r.error?.name]), [["retried", "LeaseExpired"]]);
+        const once = (await operator.get(onceId))!;
+        assert.deepEqual([once.state, once.runs[0]?.error?.name], ["failed", "LeaseExpired"], "no attempts left");
+        const hold = (await operator.get(holdId))!;
+        assert.deepEqual(
+          [hold.state, hold.attempt, hold.runs.filter((r) => r.error).length],
+          ["running", 1, 0],
+          "a live lease is left alone",
+        );
+        assert.equal(await operator.rescueExpired(), 0, "nothing left to rescue");
+
+        // A wakes up and reports success for its old claims: fenced out.
+        stale.release();
+        await a.shutdown({ drain: "5s" });
+        const after = (await operator.get(workId))!;
+        assert.deepEqual([after.state, after.attempt, after.runs.length], ["available", 1, 1]);
+        assert.equal((await operator.get(onceId))!.state, "failed");
+        live.release();
+      }));
+
     it("a rescue does not overwrite a job that finished between its read and its write", () =>
       withDatabase(kind, async (db, track) => {
         const store = db.store();
