@@ -114,7 +114,7 @@ ${eventWaitsPanel(base, waits)}
         <tr>
           <td>${s.id}</td>
           <td>${s.kind}</td>
-          <td><code>${s.cron}</code> <span class="muted">${s.timezone}</span></td>
+          <td><code>${s.cron}</code> <span class="muted">${s.every === null ? s.timezone : ""}</span></td>
           <td>${when(s.nextRunAt)}</td>
           <td>${s.lastJobId ? jobLink(base, s.lastJobId) : "–"}</td>
           <td><button data-action="/api/schedules/${encodeURIComponent(s.id)}/trigger" data-done="Triggered ${s

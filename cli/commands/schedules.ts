@@ -28,7 +28,8 @@ export function addScheduleCommands(program: Command): void {
             `${s.kind}@${s.version}`,
             s.queue,
             s.cron,
-            s.timezone,
+            // An interval counts elapsed time: no time zone applies.
+            s.every === null ? s.timezone : "-",
             relative(s.nextRunAt, now),
             relative(s.lastRunAt, now),
             s.lastJobId ?? "-",

@@ -50,7 +50,7 @@ export default defineConfig({
               { text: "Enqueueing", link: "/guides/enqueueing" },
               { text: "Transactions", link: "/guides/transactions" },
               { text: "Unique jobs", link: "/guides/unique-jobs" },
-              { text: "Recurring jobs (cron)", link: "/guides/cron" },
+              { text: "Recurring jobs: cron and intervals", link: "/guides/cron" },
             ],
           },
           {

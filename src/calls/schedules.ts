@@ -10,8 +10,8 @@ import { checkOptions } from "../checks/arguments.ts";
 import { checkName } from "../checks/names.ts";
 import { ValidationError } from "../base/errors.ts";
 import type { Inserter } from "../enqueue/inserter.ts";
-import { parseCron } from "../schedules/cron.ts";
 import {
+  cadenceOf,
   checkScheduleOptions,
   type ScheduleInfo,
   type ScheduleOptions,
@@ -46,13 +46,21 @@ export class ScheduleCalls {
     id: string,
     kind: string,
     payload: unknown,
-    cron: string,
-    options: ScheduleOptions = {},
+    cron: string | ScheduleOptions,
+    options?: ScheduleOptions,
   ): Promise<string | null> {
     checkName("schedule id", id);
-    checkScheduleOptions(id, checkOptions("schedule()", options));
-    const { timezone, catchUp, sequential, ...jobOptions } = options;
-    const parsed = await parseCron(cron, timezone);
+    // `schedule(id, kind, payload, { every: "90s" })`: the options in the cron expression's place.
+    const optionsFirst = typeof cron === "object" && cron !== null;
+    if (optionsFirst && options !== undefined) {
+      throw new ValidationError(
+        `schedule() of "${id}" got options twice: with { every }, pass the options as the fourth argument only`,
+      );
+    }
+    const given = checkOptions("schedule()", (optionsFirst ? cron : options) ?? {});
+    checkScheduleOptions(id, given);
+    const { every: _every, timezone: _timezone, catchUp, sequential, ...jobOptions } = given;
+    const parsed = await cadenceOf(id, optionsFirst ? undefined : cron, given);
     await this.#env.inserter.validate([{ kind, payload }]);
     const placement = sequential ? sequentialPlacement(id) : undefined;
     const row = await this.#env.inserter.row(kind, payload, jobOptions, [], placement);

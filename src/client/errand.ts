@@ -309,7 +309,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
     id: string,
     kind: K,
     payload: PayloadOf<J[K]>,
-    cron: string,
+    cron: string | ScheduleOptions,
     options?: ScheduleOptions,
   ) => this.#schedules.schedule(id, kind, payload, cron, options);
   unschedule = (id: string) => this.#schedules.unschedule(id);

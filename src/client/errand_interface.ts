@@ -618,6 +618,7 @@ export interface Errand<J extends JobDefinitions, TTx, L extends LogDefinitions 
    * nothing and returns null, so call it at every start; a changed one (cron,
    * payload, options) replaces the definition and returns the id of the job
    * of its next occurrence. Works in both modes; a `"work"` instance fires.
+   * For a fixed interval instead of a cron expression, see the overload with `{ every }`.
    * @throws {ValidationError} When the id, cron, time zone, payload or an option is invalid.
    *
    * @example Register recurring jobs at start-up
@@ -645,7 +646,35 @@ export interface Errand<J extends JobDefinitions, TTx, L extends LogDefinitions 
     kind: K,
     payload: PayloadOf<J[K]>,
     cron: string,
-    options?: ScheduleOptions,
+    options?: Omit<ScheduleOptions, "every">,
+  ): Promise<string | null>;
+  /**
+   * Registers or updates the recurring job `id` with an occurrence every
+   * `options.every` (at least `"1s"`), as the cron form does otherwise (the
+   * same upsert, one firing per occurrence). Occurrences are exactly `every`
+   * apart, counted from the first, which comes one interval after the
+   * schedule is first saved; they do not drift with when a job ran, and a
+   * changed definition with the same `every` keeps their phase. The cron
+   * argument `"@every 90s"` means the same as `{ every: "90s" }`.
+   * @throws {ValidationError} When `every` is under 1 s or not a duration, `timezone` is given, or the id, payload or an option is invalid.
+   *
+   * @example Run a job every 7 minutes, exactly
+   * ```ts
+   * import { createClient } from "@libsql/client";
+   * import { createErrand, defineJobs, job } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   *
+   * const jobs = defineJobs({ pollFeed: job<{ feed: string }>() });
+   * const errand = createErrand({ jobs, store: libsqlStore(createClient({ url: ":memory:" })) });
+   * await errand.schedule("poll-news", "pollFeed", { feed: "news" }, { every: "7m", attempts: 2 });
+   * console.log((await errand.schedules())[0].cron); // "@every 7m"
+   * ```
+   */
+  schedule<K extends KindKey<J>>(
+    id: string,
+    kind: K,
+    payload: PayloadOf<J[K]>,
+    options: Omit<ScheduleOptions, "timezone"> & { every: Duration },
   ): Promise<string | null>;
   /** Removes a recurring job (its next occurrence is cancelled if it has not started); returns whether there was one. */
   unschedule(id: string): Promise<boolean>;

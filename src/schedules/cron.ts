@@ -7,6 +7,7 @@
  */
 import type { CronExpressionParser } from "cron-parser";
 import { ValidationError } from "../base/errors.ts";
+import type { Cadence } from "./cadence.ts";
 
 let parser: Promise<typeof CronExpressionParser> | undefined;
 
@@ -20,23 +21,11 @@ function cronParser(): Promise<typeof CronExpressionParser> {
   return parser;
 }
 
-/** A checked cron expression in a time zone. */
-export interface CronSchedule {
-  /** The expression as given. */
-  readonly expression: string;
-  /** The IANA time zone it is read in. */
-  readonly timezone: string;
-  /** The first occurrence strictly after `time` (ms since the epoch). */
-  next(time: number): number;
-  /** Up to `limit` occurrences in `[from, to]`, the latest ones, oldest first. */
-  latest(from: number, to: number, limit: number): number[];
-}
-
 /**
- * Checks `expression` and `timezone` and returns the schedule.
+ * Checks `expression` and `timezone` and returns its cadence.
  * @throws {ValidationError} When either is invalid, saying what is wrong.
  */
-export async function parseCron(expression: unknown, timezone: unknown = "UTC"): Promise<CronSchedule> {
+export async function parseCron(expression: unknown, timezone: unknown = "UTC"): Promise<Cadence> {
   if (typeof timezone !== "string" || !isTimeZone(timezone)) {
     throw new ValidationError(
       `Invalid time zone "${String(timezone)}": give an IANA name such as "UTC" or "Europe/Berlin"`,
@@ -62,6 +51,7 @@ export async function parseCron(expression: unknown, timezone: unknown = "UTC"):
   return {
     expression: trimmed,
     timezone,
+    everyMs: null,
     next: (time) => iterate(time).next().getTime(),
     latest(from, to, limit) {
       // `prev()` is strictly before the current date: start just after `to`.

@@ -1,7 +1,7 @@
 /**
  * Recurring jobs. A schedule is a stored definition (the occurrence job's
- * fields, a cron expression, a time zone) under an id the application
- * chooses; its occurrences are ordinary jobs.
+ * fields, and a cron expression in a time zone or an interval, `@every 90s`)
+ * under an id the application chooses; its occurrences are ordinary jobs.
  *
  * - Saving is an upsert: the same definition again changes nothing (so
  *   `schedule()` belongs in every process's start-up); a changed one replaces
@@ -14,12 +14,19 @@
  *   is pruned, so a second leader (or the old one, late) enqueues nothing more.
  * - Catch-up: after missing occurrences (no leader for a while) a firing
  *   enqueues only the latest `catchUp` of them (default 1), not a flood.
+ * - Intervals: occurrences are exact multiples of the interval from the
+ *   first one (one interval after the definition was saved), found from the
+ *   stored next occurrence, so they do not drift with when a firing or a job
+ *   ran; a changed definition with the same interval keeps that phase.
  *
  * @module
  */
 import type { ServiceDeps } from "../base/services.ts";
 import { sleep } from "../base/clock.ts";
+import type { Cadence } from "./cadence.ts";
 import { parseCron } from "./cron.ts";
+import { intervalCadence, isInterval, parseInterval } from "./interval.ts";
+import type { Duration } from "../base/duration.ts";
 import { payloadForDisplay } from "../encoding/codec.ts";
 import type { EnqueueResult, JobEnqueueOptions } from "../enqueue/enqueue.ts";
 import { NotFoundError, ValidationError } from "../base/errors.ts";
@@ -41,12 +48,19 @@ export interface SchedulesEnv extends ServiceDeps<ScheduleStore & Pick<JobsStore
   insert(rows: JobInsertRow[]): Promise<EnqueueResult[]>;
 }
 
-/** Options of `schedule()`: the occurrence jobs' options, and how the cron is read. */
+/** Options of `schedule()`: the occurrence jobs' options, and how the cron is read or the interval. */
 export interface ScheduleOptions
   extends Pick<JobEnqueueOptions, "priority" | "attempts" | "queue" | "retry" | "timeout"> {
   /**
+   * Fire every this long (at least `"1s"`) instead of at the times of a cron
+   * expression: exactly this far apart, counted from the first occurrence,
+   * which comes one interval after the schedule is first saved. Give it
+   * instead of the cron argument, not with it, and without `timezone`.
+   */
+  every?: Duration;
+  /**
    * The IANA time zone the cron expression is read in; occurrences follow its
-   * daylight-saving changes.
+   * daylight-saving changes. Not for an interval (`every`), which counts elapsed time.
    * @default {"UTC"}
    */
   timezone?: string;
@@ -80,10 +94,12 @@ export interface ScheduleInfo {
   readonly priority: number;
   /** The occurrences' payload (undefined if it cannot be decoded). */
   readonly payload: unknown;
-  /** The cron expression. */
+  /** The cron expression, or `@every <duration>` (e.g. `@every 90s`) for an interval schedule. */
   readonly cron: string;
-  /** The time zone it is read in. */
+  /** The time zone the cron expression is read in ("UTC" for an interval schedule). */
   readonly timezone: string;
+  /** The interval in milliseconds of an interval schedule, or null for a cron schedule. */
+  readonly every: number | null;
   /** Most missed occurrences enqueued at once. */
   readonly catchUp: number;
   /** Its next occurrence not yet fired. */
@@ -99,7 +115,17 @@ export interface ScheduleInfo {
 }
 
 /** The options `schedule()` takes. */
-const SCHEDULE_OPTIONS = ["priority", "attempts", "queue", "retry", "timeout", "timezone", "catchUp", "sequential"];
+const SCHEDULE_OPTIONS = [
+  "priority",
+  "attempts",
+  "queue",
+  "retry",
+  "timeout",
+  "every",
+  "timezone",
+  "catchUp",
+  "sequential",
+];
 
 /**
  * Checks the options of schedule `id` beyond the job options (which the row builder checks).
@@ -122,6 +148,44 @@ export function checkScheduleOptions(id: string, options: ScheduleOptions): void
   checkCount("catchUp", options.catchUp ?? 1, 1);
 }
 
+/**
+ * The cadence of schedule `id` from `schedule()`'s cron argument (absent
+ * when options came in its place) and its options `every` and `timezone`.
+ * @throws {ValidationError} When both or neither of a cron expression and `every` are given, or either is invalid.
+ */
+export async function cadenceOf(id: string, cron: unknown, options: ScheduleOptions): Promise<Cadence> {
+  const { every, timezone } = options;
+  if (cron !== undefined && every !== undefined) {
+    throw new ValidationError(
+      `Schedule "${id}" has both a cron expression ("${
+        String(cron)
+      }") and option "every": give one, the cron expression for times of day, "every" for a fixed interval`,
+    );
+  }
+  if (cron === undefined && every === undefined) {
+    throw new ValidationError(
+      `Schedule "${id}" needs a cron expression (such as "0 3 * * *") or option "every" (such as { every: "90s" })`,
+    );
+  }
+  const interval = every !== undefined || (typeof cron === "string" && isInterval(cron));
+  if (interval && timezone !== undefined) {
+    throw new ValidationError(
+      `Option "timezone" of schedule "${id}" does not apply to an interval, which counts elapsed time: drop it, or give a cron expression`,
+    );
+  }
+  return every !== undefined ? intervalCadence(every) : await parseCadence(cron, timezone);
+}
+
+/**
+ * Reads a stored (or given) expression: `@every <duration>` or a cron expression in `timezone`.
+ * @throws {ValidationError} When it is invalid.
+ */
+export async function parseCadence(expression: unknown, timezone?: unknown): Promise<Cadence> {
+  return typeof expression === "string" && isInterval(expression)
+    ? parseInterval(expression)
+    : await parseCron(expression, timezone);
+}
+
 /** What `schedules()` returns for a stored schedule. */
 export function toScheduleInfo(s: ScheduleRecord): ScheduleInfo {
   return {
@@ -133,6 +197,7 @@ export function toScheduleInfo(s: ScheduleRecord): ScheduleInfo {
     payload: payloadForDisplay(s.payload),
     cron: s.cron,
     timezone: s.timezone,
+    every: isInterval(s.cron) ? parseInterval(s.cron).everyMs : null,
     catchUp: s.catchUp,
     nextRunAt: new Date(s.nextRunAt),
     lastRunAt: s.lastRunAt === null ? null : new Date(s.lastRunAt),
@@ -169,7 +234,9 @@ export class Schedules {
     const fingerprint = await fingerprintOf(definition);
     const previous = await store.scheduleGet({ id: definition.id });
     if (previous?.fingerprint === fingerprint) return null;
-    const nextRunAt = (await parseCron(definition.cron, definition.timezone)).next(now);
+    const cadence = await parseCadence(definition.cron, definition.timezone);
+    // The same interval keeps its phase through a change of the rest of the definition.
+    const nextRunAt = cadence.next(now, previous?.cron === definition.cron ? previous.nextRunAt : now);
     const record: ScheduleRecord = {
       ...definition,
       fingerprint,
@@ -251,11 +318,12 @@ export class Schedules {
   /** Enqueues the due occurrences of one schedule and advances it; returns its next occurrence. */
   async #fire(schedule: ScheduleRecord, now: number): Promise<number> {
     const { store, logger } = this.#env;
-    const cron = await parseCron(schedule.cron, schedule.timezone);
-    const due = cron.latest(schedule.nextRunAt, now, schedule.catchUp);
+    const cadence = await parseCadence(schedule.cron, schedule.timezone);
+    const due = cadence.latest(schedule.nextRunAt, now, schedule.catchUp);
     // `nextRunAt` is an occurrence, so `due` holds at least it; should a cron library update disagree, fire it anyway.
     if (due.length === 0) due.push(schedule.nextRunAt);
-    const next = cron.next(now);
+    // From the occurrence, not from now: an interval stays in phase however late this firing is.
+    const next = cadence.next(now, schedule.nextRunAt);
     if (due[0] !== schedule.nextRunAt) {
       logger.warn(`Schedule "${schedule.id}" missed occurrences; enqueueing the latest ${due.length}`, {
         missedSince: new Date(schedule.nextRunAt).toISOString(),
@@ -309,7 +377,7 @@ export class Schedules {
   }
 }
 
-/** A hash of a definition: equal for the same job fields, payload, cron, time zone and catch-up. */
+/** A hash of a definition: equal for the same job fields, payload, cron or interval, time zone and catch-up. */
 async function fingerprintOf(d: ScheduleDefinition): Promise<string> {
   const fields = JSON.stringify([
     d.kind,

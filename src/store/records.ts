@@ -336,9 +336,9 @@ export interface LeaseRef {
 export interface ScheduleRecord extends Omit<JobFields, "id" | "runAt" | "createdAt">, JobRunSettings {
   /** The schedule's identifier, chosen by the application. */
   readonly id: string;
-  /** The cron expression. */
+  /** The cron expression, or `@every <duration>` (e.g. `@every 90s`) for an interval schedule. */
   readonly cron: string;
-  /** The IANA time zone the expression is read in. */
+  /** The IANA time zone the expression is read in ("UTC" for an interval). */
   readonly timezone: string;
   /** Most missed occurrences one firing enqueues. */
   readonly catchUp: number;

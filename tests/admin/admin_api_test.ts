@@ -62,6 +62,7 @@ describe("admin API", () => {
     failedId = (await errand.enqueue("explode", { secret: "s3cret" })).id;
     await errand.enqueue("order", { customer: "c-1" });
     await errand.schedule("nightly", "greet", { name: "nightly" }, "0 3 * * *");
+    await errand.schedule("poll", "greet", { name: "poll" }, { every: "90s" });
     await eventually(async () => (await errand.get(failedId))?.state === "failed", "the failing job");
     await eventually(async () => (await errand.counts()).byState.completed === 13, "the other jobs");
     const outer = new Hono();
@@ -196,7 +197,10 @@ describe("admin API", () => {
     assert.equal((await request("/jobs/metrics", { headers: { "x-admin": "no" } })).status, 401);
 
     const schedules = (await json("/jobs/api/schedules")).body;
-    assert.deepEqual(schedules.map((s: { id: string }) => s.id), ["nightly"]);
+    assert.deepEqual(
+      schedules.map((s: { id: string; cron: string; every: number | null }) => [s.id, s.cron, s.every]),
+      [["nightly", "0 3 * * *", null], ["poll", "@every 90s", 90_000]],
+    );
     assert.ok(!("payload" in schedules[0]));
     const triggered = await post("/jobs/api/schedules/nightly/trigger");
     assert.equal(triggered.status, 200);

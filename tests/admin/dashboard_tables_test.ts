@@ -80,6 +80,7 @@ describe("dashboard tables", () => {
     // Delayed: the tenant's group stays listed on the queue's page.
     await errand.enqueue("callCrm", { tenant: "t-1" }, { delay: "1h" });
     await errand.schedule("nightly", "greet", { name: "nightly" }, "0 3 * * *");
+    await errand.schedule("poll", "greet", { name: "poll" }, { every: "90s" });
     await errand.appendMany("orderEvents", [{ customer: "c-1", n: 0 }, { customer: "c-1", n: 1 }]);
     await eventually(async () => (await errand.counts()).byState.completed === 2, "the jobs that complete");
     await eventually(
@@ -105,6 +106,10 @@ describe("dashboard tables", () => {
         seen.push(`${path} ${table}`);
       }
     }
+    // A cron schedule shows its time zone; an interval, which counts elapsed time, none.
+    const overview = await (await app.request("/ops/")).text();
+    assert.match(overview, /<code>0 3 \* \* \*<\/code> <span class="muted">UTC<\/span><\/td>/);
+    assert.match(overview, /<code>@every 90s<\/code> <span class="muted"><\/span><\/td>/);
     // The check covers every table the pages have (a table missing here would not be checked).
     assert.deepEqual(seen, [
       "/ table 2", // the workers

@@ -310,11 +310,19 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
       const app = appErrand(db.store(), "enqueue");
       try {
         await app.schedule("nightly", "greet", { name: "night" }, "0 3 * * *");
-        const schedules = await json<{ id: string; kind: string; cron: string }[]>([...dbArgs, "schedules"]);
-        assert.deepEqual(schedules.map((s) => [s.id, s.kind, s.cron]), [["nightly", "greet", "0 3 * * *"]]);
+        await app.schedule("poll", "greet", { name: "poll" }, { every: "7m" });
+        const schedules = await json<{ id: string; kind: string; cron: string; every: number | null }[]>([
+          ...dbArgs,
+          "schedules",
+        ]);
+        assert.deepEqual(schedules.map((s) => [s.id, s.kind, s.cron, s.every]), [
+          ["nightly", "greet", "0 3 * * *", null],
+          ["poll", "greet", "@every 7m", 420_000],
+        ]);
         const table = await errand([...dbArgs, "schedules"]);
         assert.match(table.stdout, /^id\s+kind\s+queue\s+cron\s+time zone\s+next\s+last\s+last job$/m);
         assert.match(table.stdout, /^nightly\s+greet@1\s+default\s+0 3 \* \* \*\s+UTC\s+in \d+[hm]\s+-\s+-$/m);
+        assert.match(table.stdout, /^poll\s+greet@1\s+default\s+@every 7m\s+-\s+in \d+m\s+-\s+-$/m);
 
         const triggered = await json<{ schedule: string; job: string }>([...dbArgs, "trigger", "nightly"]);
         assert.equal(triggered.schedule, "nightly");

@@ -174,7 +174,7 @@ export function moveCases(kind: StoreKind<unknown>): void {
         assert.equal(report.verified, true);
         assert.equal(report.rescued, 2);
         assert.equal(report.running, 2);
-        assert.equal(report.schedules, 1);
+        assert.equal(report.schedules, 2);
         assert.equal(report.partitions, before.partitions.length);
         assert.equal(report.jobs + report.history, before.jobs.size);
         assert.equal(

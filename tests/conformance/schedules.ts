@@ -21,6 +21,14 @@ async function occurrences(errand: Errand<typeof jobs, unknown>, name: string): 
     .map((j) => `${j.runAt.toISOString().slice(11, 19)} ${j.state}`);
 }
 
+/** `n` completed occurrences 10 s apart after T0, as {@link occurrences} lists them. */
+function completedEveryTenSeconds(n: number): string[] {
+  return Array.from(
+    { length: n },
+    (_, i) => `${new Date(T0 + (i + 1) * 10_000).toISOString().slice(11, 19)} completed`,
+  );
+}
+
 /** Recurring jobs: upsert on every start, firing by one leader, time zones, catch-up. */
 export function scheduleCases(kind: StoreKind<unknown>): void {
   describe("recurring jobs", () => {
@@ -94,14 +102,7 @@ export function scheduleCases(kind: StoreKind<unknown>): void {
           const s = await occurrences(errand, "s");
           return s.every((o) => o.endsWith("completed")) && s;
         }, "the occurrences to run");
-        assert.deepEqual(await occurrences(errand, "s"), [
-          "00:00:10 completed",
-          "00:00:20 completed",
-          "00:00:30 completed",
-          "00:00:40 completed",
-          "00:00:50 completed",
-          "00:01:00 completed",
-        ]);
+        assert.deepEqual(await occurrences(errand, "s"), completedEveryTenSeconds(6));
         await eventually(async () => (await occurrences(errand, "m")).join() === "00:01:00 completed", "minutes");
         const seconds = (await errand.schedules()).find((s) => s.id === "seconds")!;
         assert.equal(seconds.lastRunAt?.toISOString(), "2026-01-01T00:01:00.000Z");
@@ -125,6 +126,67 @@ export function scheduleCases(kind: StoreKind<unknown>): void {
         clock.advance(25 * 60 * MINUTE);
         await eventuallyOnClock(clock, async () => (await last()) === "2026-10-25T08:00:00.000Z", "the second morning");
         assert.equal(await next(), "2026-10-26T08:00:00.000Z");
+      }));
+
+    it("an interval fires exactly `every` apart from its first occurrence, however late a firing; upserts keep its phase", () =>
+      withDatabase(kind, async (db, track) => {
+        // Thirteen seconds past the minute: occurrences keep that phase, they are not rounded to a cron's minutes.
+        const anchor = T0 + 13_000;
+        const clock = new FakeClock(anchor);
+        const { errand } = errandOn(db, { jobs, clock, handlers: { report: () => {} } });
+        track(errand);
+        await errand.start();
+        const first = await errand.schedule("poll", "report", { name: "p" }, { every: "7m" });
+        assert.equal(typeof first, "string");
+        assert.equal(await errand.schedule("poll", "report", { name: "p" }, { every: 7 * MINUTE }), null);
+        assert.equal(await errand.schedule("poll", "report", { name: "p" }, "@every 420s"), null, "the same interval");
+        const poll = async () => (await errand.schedules())[0];
+        const listed = await poll();
+        assert.deepEqual([listed.cron, listed.every, listed.timezone], ["@every 7m", 7 * MINUTE, "UTC"]);
+        assert.equal(listed.nextRunAt.getTime(), anchor + 7 * MINUTE);
+        assert.equal((await errand.get(first!))!.runAt.getTime(), anchor + 7 * MINUTE);
+
+        // The leader fires the first occurrence 40 s late (no leader until then): the next stays at 14 minutes.
+        clock.advance(7 * MINUTE + 40_000);
+        await eventuallyOnClock(clock, async () => (await poll()).lastRunAt?.getTime() === anchor + 7 * MINUTE, "7m");
+        assert.equal((await poll()).nextRunAt.getTime(), anchor + 14 * MINUTE, "not 7 minutes after the firing");
+        clock.set(anchor + 14 * MINUTE);
+        await eventuallyOnClock(clock, async () => (await poll()).lastRunAt?.getTime() === anchor + 14 * MINUTE, "14m");
+        assert.equal((await poll()).nextRunAt.getTime(), anchor + 21 * MINUTE);
+
+        // A new payload with the same interval keeps the phase; a new interval counts from when it is saved.
+        const changed = await errand.schedule("poll", "report", { name: "p2" }, { every: "7m" });
+        assert.equal((await errand.get(changed!))!.runAt.getTime(), anchor + 21 * MINUTE);
+        assert.equal((await poll()).nextRunAt.getTime(), anchor + 21 * MINUTE);
+        const savedAt = clock.now();
+        await errand.schedule("poll", "report", { name: "p2" }, { every: "5m" });
+        assert.equal((await poll()).nextRunAt.getTime(), savedAt + 5 * MINUTE);
+        assert.deepEqual((await poll()).every, 5 * MINUTE);
+        await eventually(async () => (await occurrences(errand, "p")).every((o) => o.endsWith("completed")), "runs");
+        assert.deepEqual(await occurrences(errand, "p"), ["00:07:13 completed", "00:14:13 completed"]);
+      }));
+
+    it("two instances register the same interval and hand the leadership over: each occurrence fires once", () =>
+      withDatabase(kind, async (db, track) => {
+        const clocks = [new FakeClock(T0), new FakeClock(T0)];
+        const [a, b] = clocks.map((clock) => errandOn(db, { jobs, clock, handlers: { report: () => {} } }).errand);
+        track(a);
+        track(b);
+        await a.start();
+        await b.start();
+        assert.equal(typeof await a.schedule("tick", "report", { name: "t" }, { every: "10s", catchUp: 5 }), "string");
+        assert.equal(await b.schedule("tick", "report", { name: "t" }, { every: "10s", catchUp: 5 }), null);
+        const fired = async (at: number) => (await b.schedules())[0].lastRunAt?.getTime() === at;
+        // Both clocks move together; each try nudges both so the leader's pending tick comes due.
+        const advance = async (ms: number, at: number, what: string) => {
+          for (const clock of clocks) clock.advance(ms);
+          await eventually(async () => (await fired(at)) || (clocks.forEach((c) => c.advance(50)), false), what);
+        };
+        for (let i = 1; i <= 3; i++) await advance(10_000 - (clocks[1].now() - T0) % 10_000, T0 + i * 10_000, `${i}`);
+        await a.shutdown(); // gives the leadership up: b takes it at its next look
+        for (let i = 4; i <= 6; i++) await advance(10_000 - (clocks[1].now() - T0) % 10_000, T0 + i * 10_000, `${i}`);
+        await eventually(async () => (await occurrences(b, "t")).every((o) => o.endsWith("completed")), "the runs");
+        assert.deepEqual(await occurrences(b, "t"), completedEveryTenSeconds(6));
       }));
 
     it("after occurrences were missed, a leader enqueues only the latest catchUp of them", () =>
@@ -250,6 +312,28 @@ export function scheduleCases(kind: StoreKind<unknown>): void {
           [() => errand.schedule("x", "report", { name: "x" }, "* * * * *", { catchUp: 0 }), /"catchUp" must be/],
           [() => errand.schedule("bad id!", "report", { name: "x" }, "* * * * *"), /Invalid schedule id "bad id!"/],
           [() => errand.schedule("x", "nope" as never, { name: "x" } as never, "* * * * *"), /Unknown job kind "nope"/],
+          [() => errand.schedule("x", "report", { name: "x" }, { every: 0 }), /"every" must be at least "1s".*got "0"/],
+          [() => errand.schedule("x", "report", { name: "x" }, { every: "500ms" }), /at least "1s".*got "500ms"/],
+          [() => errand.schedule("x", "report", { name: "x" }, "@every 0.5s"), /at least "1s".*got "0.5s"/],
+          [() => errand.schedule("x", "report", { name: "x" }, { every: -1 }), /"every" must be a non-negative/],
+          [() => errand.schedule("x", "report", { name: "x" }, { every: "-5s" as never }), /"every" must be milli/],
+          [() => errand.schedule("x", "report", { name: "x" }, { every: "soon" as never }), /got "soon"/],
+          [
+            () => errand.schedule("x", "report", { name: "x" }, "* * * * *", { every: "1m" } as never),
+            /both a cron expression \("\* \* \* \* \*"\) and option "every": give one/,
+          ],
+          [
+            () => errand.schedule("x", "report", { name: "x" }, {} as never),
+            /needs a cron expression \(such as "0 3 \* \* \*"\) or option "every"/,
+          ],
+          [
+            () => errand.schedule("x", "report", { name: "x" }, { every: "1m", timezone: "Europe/Paris" } as never),
+            /"timezone" of schedule "x" does not apply to an interval/,
+          ],
+          [
+            () => errand.schedule("x", "report", { name: "x" }, { every: "1m" } as never, {}),
+            /got options twice/,
+          ],
         ];
         for (const [call, message] of bad) {
           await assert.rejects(call(), (e: Error) => e instanceof ValidationError && message.test(e.message));

@@ -4,7 +4,7 @@
  * run history), waiting continuations (and released ones), unique jobs,
  * jobs of a topic whose partitions keep their order, completed jobs with
  * results, failed and cancelled jobs, jobs running under a lease that
- * lapsed, a schedule, a paused queue and a retained log with a consumer
+ * lapsed, a cron and an interval schedule, a paused queue and a retained log with a consumer
  * group's offsets. Also: a snapshot of a store's contents to compare two.
  */
 import assert from "node:assert/strict";
@@ -123,6 +123,7 @@ export async function fillSource(store: Store, clock: FakeClock, sizes: FillSize
       options: { unique: { key: `u${n}` }, queue: "unique" },
     }), errand);
     await errand.schedule("nightly", "plain", { n: 0 }, "0 3 * * *");
+    await errand.schedule("poll", "plain", { n: 0 }, { every: "90s" });
     await errand.pauseQueue("after");
     await errand.appendMany("events", Array.from({ length: 20 }, (_, n) => ({ n: 30 + n })));
     if (sizes.lapsed) {
