@@ -57,7 +57,7 @@ export class ScheduleCalls {
         `schedule() of "${id}" got options twice: with { every }, pass the options as the fourth argument only`,
       );
     }
-    const given = checkOptions("schedule()", (optionsFirst ? cron : options) ?? {});
+    const given = checkOptions("schedule()", optionsFirst ? cron : options) ?? {};
     checkScheduleOptions(id, given);
     const { every: _every, timezone: _timezone, catchUp, sequential, ...jobOptions } = given;
     const parsed = await cadenceOf(id, optionsFirst ? undefined : cron, given);

@@ -227,6 +227,8 @@ describe("metrics and observer", () => {
       }, "the jobs to run, an order held");
       clock.advance(10_000); // a third of the 30 s lease: the held order's lease is renewed
       clock.advance(15_000); // the shared figures are read at most every 15 s
+      // The heartbeat the jump fired has written this instance's record before the shared figures are read.
+      await eventually(async () => (await errand.workers()).length === 1, "this instance's heartbeat at the new time");
       let samples: Sample[] = [];
       const value = (name: string, labels: Record<string, string> = {}) =>
         samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
