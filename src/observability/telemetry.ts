@@ -152,7 +152,7 @@ export class Telemetry {
       workers: r.gauge("errand_workers", "Worker slots of this instance, busy or idle.", ["queue", "state"]),
       queued: r.gauge(
         "errand_jobs_queued",
-        "Jobs in the store by queue and state (shared by every instance: aggregate with max, not sum).",
+        "Jobs in the store by queue and state, a job waiting for a retry as retrying (shared by every instance: aggregate with max, not sum).",
         ["queue", "state"],
       ),
       rescued: r.counter("errand_jobs_rescued_total", "Jobs whose expired lease this instance rescued."),

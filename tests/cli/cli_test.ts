@@ -370,9 +370,9 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
       assert.equal(text.code, 0, text.stderr);
       assert.match(
         text.stdout,
-        /^queue\s+scheduled\s+available\s+running\s+waiting\s+completed\s+failed\s+cancelled$/m,
+        /^queue\s+scheduled\s+retrying\s+available\s+running\s+waiting\s+completed\s+failed\s+cancelled$/m,
       );
-      assert.match(text.stdout, /^all queues\s+2\s+0\s+0\s+0\s+1\s+1\s+0$/m);
+      assert.match(text.stdout, /^all queues\s+2\s+0\s+0\s+0\s+0\s+1\s+1\s+0$/m);
       assert.match(text.stdout, /^slow \(paused\)\s+1\s+0\s+0\s+0\s+0\s+0\s+0$/m);
       assert.match(
         text.stdout,
@@ -654,12 +654,16 @@ describe("errand command line errors", () => {
     failed(
       await errand([...db, "retry"]),
       2,
-      /retry needs a job id, or --state \(failed, cancelled, completed or scheduled\)/,
+      /retry needs a job id, or --state \(failed, cancelled, completed, scheduled or retrying\)/,
     );
     failed(await errand([...db, "retry", "01J9ZQ4V7K3M8N2P5R6S7T8V9W", "--state", "failed"]), 2, /not both/);
     failed(await errand([...db, "cancel", "--queue", "mail"]), 2, /cancel with --queue needs --state too/);
     failed(await errand([...db, "delete", "--state", "failed", "--before", "soon"]), 2, /--before.*ISO date/);
-    failed(await errand([...db, "list", "--state", "broken"]), 2, /--state.*Allowed choices are scheduled, available/);
+    failed(
+      await errand([...db, "list", "--state", "broken"]),
+      2,
+      /--state.*Allowed choices are scheduled, retrying, available/,
+    );
     failed(await errand([...db, "list", "--limit", "0"]), 2, /--limit.*from 1 to 1000/);
     failed(await errand([...db, "stats", "--topic", "orders"]), 2, /--topic.*name:partitions/);
     failed(await errand([...db, "stats", "--minutes", "7"]), 2, /--minutes.*1, 5 or 60/);
