@@ -335,6 +335,26 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
       }
     });
 
+    it("list, get, stats and cancel tell jobs waiting for a retry (retrying) from scheduled ones", async () => {
+      let bouncedId = "";
+      let laterId = "";
+      await seeded(async (app) => {
+        bouncedId = (await app.enqueue("bounce", { n: 1 })).id;
+        laterId = (await app.enqueue("greet", { name: "later" }, { delay: "1h" })).id;
+      });
+      const listed = async (state: string) =>
+        (await json<{ jobs: JobInfo[] }>([...dbArgs, "list", "--state", state])).jobs.map((j) => j.id);
+      assert.deepEqual(await listed("retrying"), [bouncedId]);
+      assert.deepEqual(await listed("scheduled"), [laterId]);
+      const shown = await errand([...dbArgs, "get", bouncedId]);
+      assert.equal(shown.code, 0, shown.stderr);
+      assert.match(shown.stdout, /^state\s+retrying$/m);
+      const report = await json<{ jobs: { byState: Record<string, number> } }>([...dbArgs, "stats"]);
+      assert.deepEqual([report.jobs.byState.retrying, report.jobs.byState.scheduled], [1, 1]);
+      assert.deepEqual(await json([...dbArgs, "cancel", "--state", "retrying"]), { count: 1 });
+      assert.deepEqual(await listed("scheduled"), [laterId]);
+    });
+
     it("stats counts jobs by state and queue, and shows throughput, workers, schedules and the topics named", async () => {
       await seeded(async (app) => {
         await app.enqueue("greet", { name: "a" });
@@ -373,7 +393,7 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
         /^queue\s+scheduled\s+retrying\s+available\s+running\s+waiting\s+completed\s+failed\s+cancelled$/m,
       );
       assert.match(text.stdout, /^all queues\s+2\s+0\s+0\s+0\s+0\s+1\s+1\s+0$/m);
-      assert.match(text.stdout, /^slow \(paused\)\s+1\s+0\s+0\s+0\s+0\s+0\s+0$/m);
+      assert.match(text.stdout, /^slow \(paused\)\s+1\s+0\s+0\s+0\s+0\s+0\s+0\s+0$/m);
       assert.match(
         text.stdout,
         /^Throughput, last 1m\nenqueued\s+started\s+completed\s+failed\s+cancelled\s+completed\/s\n\s*4\s+2\s+1\s+1\s+0\s+0\.0$/m,
