@@ -99,6 +99,8 @@ export function topicCases(kind: StoreKind<unknown>): void {
         const retrying = async (n: number) =>
           (await errand.list({ kind: "order", state: "retrying" })).jobs.some((j) => (j.payload as Order).n === n);
         await eventually(() => retrying(0), "job 0's retry to be scheduled");
+        const [partition] = (await errand.partitions("orders")).filter((p) => p.depth > 0);
+        assert.deepEqual([partition.depth, partition.head?.state], [3, "retrying"], "the head waits for its retry");
         clock.advance(60_000);
         await eventuallyOnClock(
           clock,
