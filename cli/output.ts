@@ -93,6 +93,7 @@ export class Output {
         return c.dim(state);
       case "waiting":
       case "scheduled":
+      case "retrying":
         return c.yellow(state);
       default:
         return state;

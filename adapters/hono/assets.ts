@@ -38,7 +38,7 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 .muted { color: var(--muted); }
 .state { display: inline-block; padding: 0 .45rem; border-radius: 4px; font-size: 12px; border: 1px solid var(--line); }
 .state-completed { color: var(--ok); } .state-failed { color: var(--bad); } .state-cancelled { color: var(--muted); }
-.state-running { color: var(--info); } .state-scheduled, .state-waiting { color: var(--warn); }
+.state-running { color: var(--info); } .state-scheduled, .state-retrying, .state-waiting { color: var(--warn); }
 .badge { display: inline-block; min-width: 1.6rem; padding: 0 .4rem; border-radius: 9px; background: var(--info);
   color: var(--bg); text-align: center; font-size: 12px; }
 .badge.zero { background: var(--line); color: var(--muted); }

@@ -27,9 +27,13 @@ import type {
   JobTransitionParams,
 } from "../../src/store/mod.ts";
 import { jobFilterSql } from "../sql/job_filter.ts";
-import { LISTED_STATES, LISTED_STATES_SQL } from "../sql/listed_states.ts";
+import { allListed, LISTED_STATES_SQL } from "../sql/listed_states.ts";
+import { readingState, readStateSql, readStatesSql } from "../sql/retrying.ts";
 import { JOB_COLUMNS, JOB_DETAIL_COLUMNS, toActivityRow, toJobCount, toJobRow, toRelatives } from "../sql/rows.ts";
 import type { LibsqlConnection, LibsqlContext } from "./connection.ts";
+
+/** The outcome of a job's latest run (null when it has none), which tells a `retrying` job from a scheduled one. */
+export const LAST_OUTCOME = "(runs ->> '$[#-1].outcome')";
 
 /** `jobActivity`: what happened in buckets since `p.since` (attempts included), how long started jobs waited, and the database's size. */
 export async function readActivity({ db, namespace }: LibsqlContext, p: JobActivityParams): Promise<ActivityRow> {
@@ -71,8 +75,8 @@ export async function readActivity({ db, namespace }: LibsqlContext, p: JobActiv
 /** `jobCounts`: the number of jobs per queue, kind, version and state. */
 export async function countJobs({ db, namespace }: LibsqlContext): Promise<JobCount[]> {
   const rs = await db.read({
-    sql: `SELECT queue, kind, version, state, count(*) AS count FROM errand_jobs WHERE namespace = ?
-            GROUP BY queue, kind, version, state`,
+    sql: `SELECT queue, kind, version, ${readStateSql(LAST_OUTCOME)} AS state, count(*) AS count FROM errand_jobs
+            WHERE namespace = ? GROUP BY 1, 2, 3, 4`,
     args: [namespace],
   });
   return rs.rows.map(toJobCount);
@@ -111,7 +115,7 @@ export async function deleteJobs({ db, namespace }: LibsqlContext, p: JobDeleteM
 /** `jobGet`: one job with its detail columns, or null. */
 export async function getJob({ db, namespace }: LibsqlContext, { id }: JobGetParams): Promise<JobRow | null> {
   const rs = await db.read({
-    sql: `SELECT ${JOB_DETAIL_COLUMNS.join(", ")} FROM errand_jobs WHERE id = ? AND namespace = ?`,
+    sql: `SELECT ${readingState(JOB_DETAIL_COLUMNS, LAST_OUTCOME)} FROM errand_jobs WHERE id = ? AND namespace = ?`,
     args: [id, namespace],
   });
   return rs.rows.length ? toJobRow(rs.rows[0]) : null;
@@ -121,9 +125,9 @@ export async function getJob({ db, namespace }: LibsqlContext, { id }: JobGetPar
 export async function listJobs({ db, namespace }: LibsqlContext, p: JobListParams): Promise<JobRow[]> {
   const where = ["namespace = ?"];
   const args: (string | number)[] = [namespace];
+  if (p.state !== undefined) where.push(readStatesSql([p.state], (v) => (args.push(v), "?"), LAST_OUTCOME));
   for (
     const [column, value] of [
-      ["state =", p.state],
       ["queue =", p.queue],
       ["kind =", p.kind],
       ["topic =", p.topic],
@@ -136,10 +140,12 @@ export async function listJobs({ db, namespace }: LibsqlContext, p: JobListParam
     }
   }
   // A listed state's jobs come from the listing index; SQLite needs its predicate spelled out to use it.
-  if (p.state !== undefined && LISTED_STATES.includes(p.state)) where.push(LISTED_STATES_SQL);
+  if (p.state !== undefined && allListed([p.state])) where.push(LISTED_STATES_SQL);
   args.push(p.limit);
   const rs = await db.read({
-    sql: `SELECT ${JOB_COLUMNS.join(", ")} FROM errand_jobs WHERE ${where.join(" AND ")} ORDER BY id DESC LIMIT ?`,
+    sql: `SELECT ${readingState(JOB_COLUMNS, LAST_OUTCOME)} FROM errand_jobs WHERE ${
+      where.join(" AND ")
+    } ORDER BY id DESC LIMIT ?`,
     args,
   });
   return rs.rows.map(toJobRow);
@@ -176,22 +182,22 @@ export async function listRelatives({ db, namespace }: LibsqlContext, p: JobRela
 
 /** `jobTransition`: an operator's state change of one job, if it is in one of the states `p.from`. */
 export async function transitionJob({ db, namespace }: LibsqlContext, p: JobTransitionParams): Promise<boolean> {
+  const args: InValue[] = [
+    p.state,
+    p.runAt ?? null,
+    p.finishedAt,
+    p.reason ?? null,
+    p.grantAttempt ? 1 : 0,
+    p.id,
+    namespace,
+  ];
   const rs = await db.write({
     sql: `UPDATE errand_jobs SET state = ?, run_at = coalesce(?, run_at), finished_at = ?, fence = fence + 1,
               lease_until = NULL, worker_id = NULL, wake_at = NULL, reason = coalesce(?, reason),
               max_attempts = CASE WHEN ? AND attempt >= max_attempts THEN attempt + 1 ELSE max_attempts END
-            WHERE id = ? AND namespace = ? AND state IN (SELECT value FROM json_each(?))
+            WHERE id = ? AND namespace = ? AND ${readStatesSql(p.from, (v) => (args.push(v), "?"), LAST_OUTCOME)}
             RETURNING id`,
-    args: [
-      p.state,
-      p.runAt ?? null,
-      p.finishedAt,
-      p.reason ?? null,
-      p.grantAttempt ? 1 : 0,
-      p.id,
-      namespace,
-      JSON.stringify(p.from),
-    ],
+    args,
   });
   return rs.rows.length > 0;
 }
@@ -229,7 +235,7 @@ export async function deleteJobParts(tx: Transaction, namespace: string, ids: re
 function picked(namespace: string, filter: JobFilter, limit: number, args: InValue[], extra = ""): string {
   const bind = (value: InValue) => (args.push(value), "?");
   return `SELECT id FROM errand_jobs WHERE namespace = ${bind(namespace)} AND ${
-    jobFilterSql(filter, bind)
+    jobFilterSql(filter, bind, LAST_OUTCOME)
   }${extra} ORDER BY id LIMIT ${bind(limit)}`;
 }
 

@@ -6,9 +6,10 @@
  * @module
  */
 import type { PartitionListParams, PartitionRow, PartitionTrimHistoryParams } from "../../src/store/mod.ts";
+import { readStateSql } from "../sql/retrying.ts";
 import { toPartitionRow } from "../sql/rows.ts";
 import type { LibsqlContext } from "./connection.ts";
-import { deleteJobParts } from "./jobs.ts";
+import { deleteJobParts, LAST_OUTCOME } from "./jobs.ts";
 
 /** `partitionList`: the partitions of a topic (or one of them) with their depth and head job. */
 export async function listPartitions(
@@ -19,7 +20,8 @@ export async function listPartitions(
     sql: `SELECT p."partition" AS "partition",
               (SELECT count(*) FROM errand_jobs AS e WHERE e.namespace = p.namespace AND e.topic = p.topic
                  AND e."partition" = p."partition" AND e.state IN ('scheduled', 'available', 'running', 'waiting')) AS depth,
-              h.id, h.kind, h.version, h.queue, h.state, h.attempt, h.run_at, h.started_at, h.worker_id
+              h.id, h.kind, h.version, h.queue, h.attempt, h.run_at, h.started_at, h.worker_id,
+              ${readStateSql(LAST_OUTCOME)} AS state -- the head's: p has no state or runs
             FROM errand_partitions AS p
             LEFT JOIN errand_jobs AS h ON h.id = (
               SELECT e.id FROM errand_jobs AS e

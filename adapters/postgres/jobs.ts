@@ -26,9 +26,13 @@ import type {
   JobTransitionParams,
 } from "../../src/store/mod.ts";
 import { jobFilterSql } from "../sql/job_filter.ts";
-import { LISTED_STATES, LISTED_STATES_SQL } from "../sql/listed_states.ts";
+import { allListed, LISTED_STATES_SQL } from "../sql/listed_states.ts";
+import { readingState, readStateSql, readStatesSql } from "../sql/retrying.ts";
 import { JOB_COLUMNS, JOB_DETAIL_COLUMNS, toActivityRow, toJobCount, toJobRow, toRelatives } from "../sql/rows.ts";
 import type { PostgresConnection, PostgresContext, StoreTarget } from "./connection.ts";
+
+/** The outcome of a job's latest run (null when it has none), which tells a `retrying` job from a scheduled one. */
+export const LAST_OUTCOME = "(runs -> -1 ->> 'outcome')";
 
 /** `jobActivity`: enqueues, starts, attempts and finishes per bucket since `p.since`, dispatch waits, the schema's and the database's size. */
 export async function readActivity(
@@ -88,8 +92,8 @@ async function schemaBytes(db: PostgresConnection, schema: string): Promise<numb
 /** `jobCounts`: jobs by queue, kind, version and state. */
 export async function countJobs({ db, target }: PostgresContext): Promise<JobCount[]> {
   const rows = await db.query(
-    `SELECT queue, kind, version, state, count(*)::int AS count FROM ${target.tables.jobs} WHERE namespace = $1
-     GROUP BY queue, kind, version, state`,
+    `SELECT queue, kind, version, ${readStateSql(LAST_OUTCOME)} AS state, count(*)::int AS count
+     FROM ${target.tables.jobs} WHERE namespace = $1 GROUP BY 1, 2, 3, 4`,
     [target.namespace],
   );
   return rows.map(toJobCount);
@@ -137,14 +141,16 @@ export function goneWithJobsSql(target: StoreTarget, namespace: string): string 
 function picked(target: StoreTarget, filter: JobFilter, limit: number, args: unknown[], extra = ""): string {
   const bind = (value: unknown) => `$${args.push(value)}`;
   return `SELECT id FROM ${target.tables.jobs}
-    WHERE namespace = ${bind(target.namespace)} AND ${jobFilterSql(filter, bind)}${extra}
+    WHERE namespace = ${bind(target.namespace)} AND ${jobFilterSql(filter, bind, LAST_OUTCOME)}${extra}
     ORDER BY id LIMIT ${bind(limit)} FOR UPDATE SKIP LOCKED`;
 }
 
 /** `jobGet`: one job with its result, or null. */
 export async function getJob({ db, target }: PostgresContext, { id }: JobGetParams): Promise<JobRow | null> {
   const rows = await db.query(
-    `SELECT ${JOB_DETAIL_COLUMNS.join(", ")} FROM ${target.tables.jobs} WHERE id = $1 AND namespace = $2`,
+    `SELECT ${
+      readingState(JOB_DETAIL_COLUMNS, LAST_OUTCOME)
+    } FROM ${target.tables.jobs} WHERE id = $1 AND namespace = $2`,
     [
       id,
       target.namespace,
@@ -157,9 +163,9 @@ export async function getJob({ db, target }: PostgresContext, { id }: JobGetPara
 export async function listJobs({ db, target }: PostgresContext, p: JobListParams): Promise<JobRow[]> {
   const where = ["namespace = $1"];
   const args: unknown[] = [target.namespace];
+  if (p.state !== undefined) where.push(readStatesSql([p.state], (v) => `$${args.push(v)}`, LAST_OUTCOME));
   for (
     const [column, value] of [
-      ["state", p.state],
       ["queue", p.queue],
       ["kind", p.kind],
       ["topic", p.topic],
@@ -171,10 +177,10 @@ export async function listJobs({ db, target }: PostgresContext, p: JobListParams
     where.push(`${column.includes("<") ? column : `${column} =`} $${args.length}`);
   }
   // A listed state's jobs come from the listing index, in generic plans too.
-  if (p.state !== undefined && LISTED_STATES.includes(p.state)) where.push(LISTED_STATES_SQL);
+  if (p.state !== undefined && allListed([p.state])) where.push(LISTED_STATES_SQL);
   args.push(p.limit);
   const rows = await db.query(
-    `SELECT ${JOB_COLUMNS.join(", ")} FROM ${target.tables.jobs} WHERE ${
+    `SELECT ${readingState(JOB_COLUMNS, LAST_OUTCOME)} FROM ${target.tables.jobs} WHERE ${
       where.join(" AND ")
     } ORDER BY id DESC LIMIT $${args.length}`,
     args,
@@ -211,25 +217,26 @@ export async function listRelatives({ db, target }: PostgresContext, p: JobRelat
 /** `jobTransition`: an operator's state change of one job, if it is in one of `p.from`. */
 export async function transitionJob({ db, target }: PostgresContext, p: JobTransitionParams): Promise<boolean> {
   const notify = p.state === "available" && target.notify;
+  const args: unknown[] = [
+    p.id,
+    target.namespace,
+    p.state,
+    p.runAt ?? null,
+    p.finishedAt,
+    p.grantAttempt ?? false,
+    p.reason ?? null,
+  ];
+  const bind = (value: unknown) => `$${args.push(value)}`;
+  const from = readStatesSql(p.from, bind, LAST_OUTCOME);
   const [result] = await db.query(
     `WITH changed AS (
        UPDATE ${target.tables.jobs} SET state = $3, run_at = coalesce($4, run_at), finished_at = $5, fence = fence + 1,
-         lease_until = NULL, worker_id = NULL, wake_at = NULL, reason = coalesce($8, reason),
+         lease_until = NULL, worker_id = NULL, wake_at = NULL, reason = coalesce($7, reason),
          max_attempts = CASE WHEN $6 AND attempt >= max_attempts THEN attempt + 1 ELSE max_attempts END
-       WHERE id = $1 AND namespace = $2 AND state = ANY($7::text[])
+       WHERE id = $1 AND namespace = $2 AND ${from}
        RETURNING 1)
-     SELECT count(*) AS n${notify ? ", pg_notify($9, '')" : ""} FROM changed`,
-    [
-      p.id,
-      target.namespace,
-      p.state,
-      p.runAt ?? null,
-      p.finishedAt,
-      p.grantAttempt ?? false,
-      p.from,
-      p.reason ?? null,
-      ...(notify ? [target.channel] : []),
-    ],
+     SELECT count(*) AS n${notify ? `, pg_notify(${bind(target.channel)}, '')` : ""} FROM changed`,
+    args,
   );
   return Number(result.n) > 0;
 }

@@ -7,9 +7,10 @@
  * @module
  */
 import type { PartitionListParams, PartitionRow, PartitionTrimHistoryParams } from "../../src/store/mod.ts";
+import { readStateSql } from "../sql/retrying.ts";
 import { toPartitionRow } from "../sql/rows.ts";
 import type { PostgresContext } from "./connection.ts";
-import { goneWithJobsSql } from "./jobs.ts";
+import { goneWithJobsSql, LAST_OUTCOME } from "./jobs.ts";
 
 /** `partitionList`: the partitions of a topic, each with its depth and head. */
 export async function listPartitions({ db, target }: PostgresContext, p: PartitionListParams): Promise<PartitionRow[]> {
@@ -17,7 +18,8 @@ export async function listPartitions({ db, target }: PostgresContext, p: Partiti
     `SELECT p."partition",
        (SELECT count(*) FROM ${target.tables.jobs} AS e WHERE e.namespace = p.namespace AND e.topic = p.topic
           AND e."partition" = p."partition" AND e.state IN ('scheduled', 'available', 'running', 'waiting')) AS depth,
-       h.id, h.kind, h.version, h.queue, h.state, h.attempt, h.run_at, h.started_at, h.worker_id
+       h.id, h.kind, h.version, h.queue, h.attempt, h.run_at, h.started_at, h.worker_id,
+       ${readStateSql(LAST_OUTCOME)} AS state -- the head's: p has no state or runs
      FROM ${target.tables.partitions} AS p
      LEFT JOIN LATERAL (
        SELECT e.* FROM ${target.tables.jobs} AS e

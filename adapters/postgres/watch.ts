@@ -7,8 +7,10 @@
  * @module
  */
 import type { ChangesListenParams, JobChange, JobWatchParams } from "../../src/store/mod.ts";
+import { readingState } from "../sql/retrying.ts";
 import { CHANGE_COLUMNS, toJobChange } from "../sql/rows.ts";
 import type { PostgresContext } from "./connection.ts";
+import { LAST_OUTCOME } from "./jobs.ts";
 import { CHANGES_CHANNEL_PREFIX } from "./migrations.ts";
 
 /** `changesListen`: LISTENs on the schema's changes channel; null with `notify: false`. */
@@ -26,7 +28,7 @@ export async function listenForChanges(
 export async function watchJobs({ db, target }: PostgresContext, p: JobWatchParams): Promise<JobChange[]> {
   if (p.ids.length === 0) return [];
   const jobs = target.tables.jobs;
-  const columns = `${CHANGE_COLUMNS.join(", ")}, runs -> -1 -> 'error' AS last_error`;
+  const columns = `${readingState(CHANGE_COLUMNS, LAST_OUTCOME)}, runs -> -1 -> 'error' AS last_error`;
   // The mark's RETURNING reads each job after any change that committed while the mark waited for
   // its row, so that change is either read here or (committing later) NOTIFYs. While the mark holds
   // a row, a claim skips it (SKIP LOCKED) and may find nothing: marking an available job wakes the

@@ -9,9 +9,15 @@
  * @module
  */
 import type { JobState } from "../../src/base/types.ts";
+import { storedStates } from "./retrying.ts";
 
 /** The states of the listing index. */
 export const LISTED_STATES: readonly JobState[] = ["scheduled", "waiting", "failed", "cancelled"];
 
 /** The predicate of the listing index (the same in both dialects). */
 export const LISTED_STATES_SQL: string = `state IN (${LISTED_STATES.map((s) => `'${s}'`).join(", ")})`;
+
+/** Whether every job in `states` (as read: `retrying` is stored as `scheduled`) is in the listing index. */
+export function allListed(states: readonly JobState[]): boolean {
+  return storedStates(states).every((s) => LISTED_STATES.includes(s));
+}

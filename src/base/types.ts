@@ -13,8 +13,8 @@
  * - a run ends as a {@link RunOutcome} in the job's history: `completed`,
  *   `retried`, `failed`, `discarded`, `snoozed`, `interrupted` (shutdown);
  * - that outcome moves the job to its next {@link JobState}: `completed`,
- *   `scheduled`/`available` (retried, snoozed, interrupted), `failed`
- *   (failed, discarded);
+ *   `retrying`/`available` (retried), `scheduled`/`available` (snoozed,
+ *   interrupted), `failed` (failed, discarded);
  * - the store then applies it, or rejects it (the completer's `Saved.status`):
  *   `applied`; `replaced` (the store refused its values, so the run failed
  *   with `OutcomeRejected`, retried while attempts remain); `fenced` (the run
@@ -32,7 +32,14 @@
 
 /**
  * The states of a job.
- * - `scheduled`: waiting for its run time (a delay or a retry wait).
+ * - `scheduled`: waiting for its run time: a delay, a snooze
+ *   (`job.snooze()`) or a workflow's sleep (`job.sleep()`).
+ * - `retrying`: a run failed and the job waits for its next attempt (the
+ *   retry policy's delay, `job.retryIn()`, or a rescue after a lost lease).
+ *   It is a scheduled job whose latest run's outcome is `retried`: stores
+ *   keep it as `scheduled` and tell it apart when they read, list and count,
+ *   so it is promoted, claimed, cancelled and unique exactly like a scheduled
+ *   job. A retry with no delay makes the job `available` at once instead.
  * - `available`: ready for a worker to claim.
  * - `running`: claimed by a worker holding a lease.
  * - `waiting`: a continuation whose parent has not succeeded yet, or a
@@ -44,6 +51,7 @@
  */
 export type JobState =
   | "scheduled"
+  | "retrying"
   | "available"
   | "running"
   | "waiting"
@@ -54,6 +62,7 @@ export type JobState =
 /** Every job state, in lifecycle order. */
 export const JOB_STATES: readonly JobState[] = [
   "scheduled",
+  "retrying",
   "available",
   "running",
   "waiting",
@@ -66,7 +75,7 @@ export const JOB_STATES: readonly JobState[] = [
 export type RunOutcome =
   /** The handler succeeded. */
   | "completed"
-  /** The handler failed and the job will run again. */
+  /** The handler failed and the job will run again (it is `retrying` until then, or `available` at once). */
   | "retried"
   /** The handler failed and the job will not run again. */
   | "failed"

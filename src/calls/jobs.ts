@@ -26,7 +26,11 @@ import type { Clock } from "../base/clock.ts";
 
 /** Filters of `list()`. */
 export interface ListOptions {
-  /** Only jobs in this state. */
+  /**
+   * Only jobs in this state. `"retrying"` lists the jobs waiting for their
+   * next attempt after a failed run; `"scheduled"` the others that wait for
+   * their run time (a delay, a snooze, a workflow's sleep).
+   */
   state?: JobState;
   /** Only jobs on this queue. */
   queue?: string;
@@ -65,7 +69,10 @@ export interface JobDetails extends JobInfo {
   readonly waitingFor: WaitingFor | null;
 }
 
-/** Job counts, as returned by `counts()`; every state is present (0 when none). */
+/**
+ * Job counts, as returned by `counts()`; every state is present (0 when
+ * none). Jobs waiting for a retry count as `retrying`, not `scheduled`.
+ */
 export interface JobCounts {
   /** Jobs per state. */
   readonly byState: Readonly<Record<JobState, number>>;
@@ -80,10 +87,10 @@ export interface JobCounts {
 }
 
 /** The states `retry()` (and `retryMany()`) applies to. */
-export const RETRY_FROM: readonly JobState[] = ["failed", "cancelled", "completed", "scheduled"];
+export const RETRY_FROM: readonly JobState[] = ["failed", "cancelled", "completed", "scheduled", "retrying"];
 
 /** The states `cancel()` applies to; `cancelMany()` takes them but `running`. */
-export const CANCEL_FROM: readonly JobState[] = ["scheduled", "available", "running", "waiting"];
+export const CANCEL_FROM: readonly JobState[] = ["scheduled", "retrying", "available", "running", "waiting"];
 
 /** How many children `get()` shows. */
 const CHILDREN_SHOWN = 25;

@@ -57,7 +57,7 @@ export class PartitionCalls {
     if (!head) return null;
     const failed = await this.#env.store.jobTransition({
       id: head.id,
-      from: ["scheduled", "available", "running", "waiting"],
+      from: ["scheduled", "retrying", "available", "running", "waiting"],
       state: "failed",
       finishedAt: this.#env.clock.now(),
       reason: `Force-failed as the head of partition ${partition} of topic "${topic}"`,

@@ -332,7 +332,8 @@ export interface Errand<J extends JobDefinitions, TTx, L extends LogDefinitions 
   list(options?: ListOptions): Promise<JobPage>;
   /**
    * Runs a job again now: a failed, cancelled or completed job (granted one
-   * more attempt if its attempts are used up), or a scheduled one at once.
+   * more attempt if its attempts are used up), or a scheduled or retrying one
+   * at once.
    * @throws {NotFoundError} When there is no job with that id.
    * @throws {StateError} When the job is available, running or waiting.
    *
@@ -386,7 +387,8 @@ export interface Errand<J extends JobDefinitions, TTx, L extends LogDefinitions 
   delete(id: string): Promise<void>;
   /**
    * Runs again now every job `filter` matches, as {@link Errand.retry} does
-   * each: `state` must be "failed", "cancelled", "completed" or "scheduled".
+   * each: `state` must be "failed", "cancelled", "completed", "scheduled" or
+   * "retrying".
    * Works in batches of 1,000 jobs (each a short write of its own), wakes the
    * workers of the queues, and resolves with how many jobs it retried. Jobs
    * enqueued after the call began are left alone. Not atomic: a failure
@@ -417,7 +419,7 @@ export interface Errand<J extends JobDefinitions, TTx, L extends LogDefinitions 
   /**
    * Cancels every job `filter` matches, as {@link Errand.cancel} does each,
    * except running ones: a bulk action never touches a running job's lease,
-   * so `state` must be "scheduled", "available" or "waiting" (cancel a running
+   * so `state` must be "scheduled", "retrying", "available" or "waiting" (cancel a running
    * job with {@link Errand.cancel}). Continuations waiting for a cancelled
    * job are cancelled in turn (they are not counted). Works in batches as
    * {@link Errand.retryMany} does; resolves with how many jobs it cancelled.

@@ -51,7 +51,7 @@ export class Stalls {
   async of(id: string): Promise<string | undefined> {
     const { store, clock } = this.#env;
     const job = await store.jobGet({ id });
-    if (job === null || (job.state !== "available" && job.state !== "scheduled")) return undefined;
+    if (job === null || !["available", "scheduled", "retrying"].includes(job.state)) return undefined;
     const reasons = this.#notStarted() ? ["this instance has not started"] : [];
     const live = await liveWorkers(store, clock.now());
     const { queue, kind, version } = job;

@@ -40,10 +40,17 @@ export class Tally {
   }
 }
 
-/** A store's counts (`jobCounts()`) of the jobs in `states`. */
+/**
+ * A store's counts (`jobCounts()`) of the jobs in `states`, by stored state:
+ * `retrying` jobs are counted as `scheduled`, the state a move copies them in
+ * (with their history, so they read as `retrying` on the target too).
+ */
 export function tallyOfCounts(counts: readonly JobCount[], states: readonly JobState[]): JobTally {
   const tally = new Tally();
-  for (const c of counts) if (states.includes(c.state) && c.count > 0) tally.add(c.queue, c.state, c.count);
+  for (const c of counts) {
+    const state = c.state === "retrying" ? "scheduled" : c.state;
+    if (states.includes(state) && c.count > 0) tally.add(c.queue, state, c.count);
+  }
   return tally.toJSON();
 }
 

@@ -166,7 +166,7 @@ export class Telemetry {
       workers: r.gauge("errand_workers", "Worker slots of this instance, busy or idle.", ["queue", "state"]),
       queued: r.gauge(
         "errand_jobs_queued",
-        "Jobs in the store by queue and state (shared by every instance: aggregate with max, not sum).",
+        "Jobs in the store by queue and state, a job waiting for a retry as retrying (shared by every instance: aggregate with max, not sum).",
         ["queue", "state"],
       ),
       rescued: r.counter("errand_jobs_rescued_total", "Jobs whose expired lease this instance rescued."),
@@ -355,7 +355,9 @@ export class Telemetry {
     const durationMs = Math.max(0, at - claim.startedAt);
     this.#m.finished.inc({ queue: claim.queue, kind: claim.kind, outcome });
     this.#m.run.observe({ kind: claim.kind, outcome }, durationMs / 1000);
-    if (run.state) this.#m.transitions.inc({ queue: claim.queue, to: run.state });
+    // A job waiting for its retry is stored as scheduled but reads as retrying everywhere (see JobState).
+    const to = run.state === "scheduled" && outcome === "retried" ? "retrying" : run.state;
+    if (to) this.#m.transitions.inc({ queue: claim.queue, to });
     if (outcome === "completed" || outcome === "failed" || outcome === "cancelled") {
       this.#m.jobDuration.observe({ kind: claim.kind, outcome }, Math.max(0, at - claim.createdAt) / 1000);
     }

@@ -5,6 +5,11 @@
  * takes one `XxxParams` (none for one that reads everything), declared here
  * in the same order.
  *
+ * States as read: a job waiting for its retry is stored `scheduled` but read,
+ * listed, counted and matched as `retrying` (its latest run's outcome is
+ * `retried`), and `scheduled` then means the other scheduled jobs; see
+ * {@link JobState}. No operation writes `retrying`.
+ *
  * @module
  */
 import type { JobState } from "../base/types.ts";
@@ -37,7 +42,7 @@ export interface JobDeleteManyParams {
  * {@link JobsStore.jobDeleteMany}) applies to: every condition given holds.
  */
 export interface JobFilter {
-  /** Only jobs in one of these states (never empty). */
+  /** Only jobs in one of these states as read (never empty). */
   readonly states: readonly JobState[];
   /** Only jobs on this queue. */
   readonly queue?: string;
@@ -59,7 +64,7 @@ export interface JobGetParams {
 
 /** Parameters of {@link JobsStore.jobList}: newest first, paged by id. */
 export interface JobListParams {
-  /** Only jobs in this state. */
+  /** Only jobs in this state as read. */
   readonly state?: JobState;
   /** Only jobs on this queue. */
   readonly queue?: string;
@@ -95,9 +100,9 @@ export interface JobRelativesParams {
 export interface JobTransitionParams {
   /** The job. */
   readonly id: string;
-  /** Applies only while the job is in one of these states. */
+  /** Applies only while the job is in one of these states as read. */
   readonly from: readonly JobState[];
-  /** The new state. Any claim's fence moves on, so its later writes are rejected. */
+  /** The new state (never `retrying`). Any claim's fence moves on, so its later writes are rejected. */
   readonly state: JobState;
   /** The new run time, if it changes. */
   readonly runAt?: number;
@@ -121,7 +126,7 @@ export interface JobTransitionManyParams extends Omit<JobTransitionParams, "id" 
 export interface JobsStore {
   /** Jobs enqueued, started and finished since `since`, their dispatch waits, and the space the tables take. */
   jobActivity(params: JobActivityParams): Promise<ActivityRow>;
-  /** Counts jobs by queue, kind, version and state (groups with no jobs are left out). */
+  /** Counts jobs by queue, kind, version and state as read (groups with no jobs are left out). */
   jobCounts(): Promise<JobCount[]>;
   /** Deletes a job unless it is running; returns whether one was deleted. */
   jobDelete(params: JobDeleteParams): Promise<boolean>;

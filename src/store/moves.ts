@@ -17,7 +17,9 @@ import type { StepRow } from "./steps.ts";
 /**
  * A job with every field a store keeps about it, as a move carries it from
  * one store to another: what {@link MoveStore.jobExport} reads and
- * {@link MoveStore.jobImport} writes back unchanged.
+ * {@link MoveStore.jobImport} writes back unchanged. Its `state` is the stored
+ * one: a `retrying` job is carried as `scheduled` with its runs, so it reads
+ * as `retrying` on the target too.
  */
 export interface MovedJob extends Omit<JobRow, "result">, JobRunSettings {
   /** The instance that claimed it last, or null. */
@@ -150,7 +152,7 @@ export interface JobDeleteMovedParams {
  */
 export type JobExportParams =
   | {
-    /** Only jobs in these states. */
+    /** Only jobs in these stored states (`scheduled` includes the jobs read as `retrying`). */
     readonly states: readonly JobState[];
     /** Only ids greater than this (the last id of the previous page), or null from the first. */
     readonly after: string | null;

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { createClient } from "@libsql/client";
 import { Hono } from "hono";
-import { createErrand, defineJobs, type Errand, job, PermanentError, ValidationError } from "../../mod.ts";
+import { backoff, createErrand, defineJobs, type Errand, job, PermanentError, ValidationError } from "../../mod.ts";
 import { libsqlStore } from "../../adapters/libsql/mod.ts";
 import { adminRouter } from "../../adapters/hono/mod.ts";
 import { allKinds } from "../support/stores.ts";
@@ -23,6 +23,7 @@ const jobs = defineJobs({
   greet: job<{ name: string }>(),
   explode: job<{ secret: string }>({ attempts: 1 }),
   block: job<{ n: number }>(),
+  bounce: job<{ n: number }>({ retry: backoff.fixed("1h") }),
   order: job<{ customer: string }>({ topic: "orders", partitionKey: (p) => p.customer }),
 });
 type Jobs = typeof jobs;
@@ -54,6 +55,9 @@ describe("admin API", () => {
           throw new PermanentError(HOSTILE);
         },
         block: () => blocked,
+        bounce: () => {
+          throw new Error("bounced");
+        },
         order: () => {},
       },
     });
@@ -224,6 +228,27 @@ describe("admin API", () => {
     assert.equal((await json("/jobs/api/nothing-here")).status, 404);
     const unknownPost = { method: "POST", headers: { "content-type": "application/json" }, body: "{}" };
     assert.equal((await request("/jobs/nothing-here", unknownPost)).status, 404);
+  });
+
+  it("lists, counts and shows a job waiting for its retry as retrying, apart from a delayed job", async () => {
+    const { id } = await errand.enqueue("bounce", { n: 1 });
+    const delayed = await errand.enqueue("bounce", { n: 2 }, { delay: "1h" });
+    await eventually(async () => (await errand.get(id))?.state === "retrying", "the retry wait");
+    const ids = async (state: string) =>
+      (await json(`/jobs/api/jobs?state=${state}&kind=bounce`)).body.jobs.map((j: { id: string }) => j.id);
+    assert.deepEqual(await ids("retrying"), [id]);
+    assert.deepEqual(await ids("scheduled"), [delayed.id]);
+    assert.equal((await json(`/jobs/api/jobs/${id}`)).body.state, "retrying");
+    const counts = (await json("/jobs/api/counts")).body;
+    assert.deepEqual([counts.byQueue.default.retrying, counts.byQueue.default.scheduled], [1, 2]);
+    const page = await (await request("/jobs/?state=retrying")).text();
+    assert.ok(page.includes(`href="/jobs/job/${id}"`), "the retrying job is listed");
+    assert.ok(!page.includes(`href="/jobs/job/${delayed.id}"`), "the delayed job is not");
+    assert.match(page, /<option value="retrying"\s+selected>/);
+    assert.match(page, /<th class="num">retrying<\/th>/);
+    assert.match(await (await request(`/jobs/job/${id}`)).text(), /class="state state-retrying">retrying</);
+    await errand.cancel(id);
+    await errand.cancel(delayed.id);
   });
 
   it("GET /api/stats?minutes= reads the last 1, 5 or 60 minutes in 60 buckets; any other value is a 400", async () => {

@@ -200,6 +200,7 @@ describe("metrics and observer", () => {
       jobs: defineJobs({
         ok: job<{ n: number }>({ queue: "fast" }),
         again: job<{ n: number }>({ attempts: 2, retry: backoff.fixed(0) }),
+        later: job<{ n: number }>({ queue: "slow", attempts: 2, retry: backoff.fixed("1h") }),
         order: job<{ customer: string }>({ topic: "orders", partitionKey: (p) => p.customer }),
       }),
       store: libsqlStore(createClient({ url: ":memory:" })),
@@ -211,6 +212,9 @@ describe("metrics and observer", () => {
         again: (_, job) => {
           if (job.attempt === 1) throw new Error("first try");
         },
+        later: () => {
+          throw new Error("try again in an hour");
+        },
         order: () => held,
       },
     });
@@ -218,13 +222,14 @@ describe("metrics and observer", () => {
       await errand.enqueue("ok", { n: 1 });
       await errand.enqueue("again", { n: 1 });
       await errand.enqueue("again", { n: 2 }, { delay: "1h" });
+      await errand.enqueue("later", { n: 1 });
       await errand.enqueueMany(["c", "c"].map((customer) => ({ kind: "order" as const, payload: { customer } })));
       clock.advance(2_000); // enqueued 2 s before they end
       await errand.start();
       await eventually(async () => {
         const c = (await errand.counts()).byState;
-        return c.completed === 2 && c.running === 1;
-      }, "the jobs to run, an order held");
+        return c.completed === 2 && c.running === 1 && c.retrying === 1;
+      }, "the jobs to run, an order held, one waiting for its retry");
       clock.advance(10_000); // a third of the 30 s lease: the held order's lease is renewed
       clock.advance(15_000); // the shared figures are read at most every 15 s
       // The heartbeat the jump fired has written this instance's record before the shared figures are read.
@@ -250,6 +255,8 @@ describe("metrics and observer", () => {
       assert.equal(value("errand_job_transitions_total", { queue: "default", to: "running" }), 3, "each attempt");
       assert.equal(value("errand_job_transitions_total", { queue: "default", to: "completed" }), 1);
       assert.equal(value("errand_job_transitions_total", { queue: "fast", to: "completed" }), 1);
+      assert.equal(value("errand_job_transitions_total", { queue: "slow", to: "retrying" }), 1, "waits for its retry");
+      assert.equal(value("errand_job_transitions_total", { queue: "slow", to: "scheduled" }), 0);
       assert.ok(value("errand_claims_total", { outcome: "claimed" }) >= 3, "claims that took jobs");
       assert.ok(value("errand_claims_total", { outcome: "empty" }) >= 1, "claims that found none");
       assert.equal(value("errand_lease_renewals_total", { outcome: "lost" }), 0);

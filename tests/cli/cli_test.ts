@@ -369,6 +369,26 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
       }
     });
 
+    it("list, get, stats and cancel tell jobs waiting for a retry (retrying) from scheduled ones", async () => {
+      let bouncedId = "";
+      let laterId = "";
+      await seeded(async (app) => {
+        bouncedId = (await app.enqueue("bounce", { n: 1 })).id;
+        laterId = (await app.enqueue("greet", { name: "later" }, { delay: "1h" })).id;
+      });
+      const listed = async (state: string) =>
+        (await json<{ jobs: JobInfo[] }>([...dbArgs, "list", "--state", state])).jobs.map((j) => j.id);
+      assert.deepEqual(await listed("retrying"), [bouncedId]);
+      assert.deepEqual(await listed("scheduled"), [laterId]);
+      const shown = await errand([...dbArgs, "get", bouncedId]);
+      assert.equal(shown.code, 0, shown.stderr);
+      assert.match(shown.stdout, /^state\s+retrying$/m);
+      const report = await json<{ jobs: { byState: Record<string, number> } }>([...dbArgs, "stats"]);
+      assert.deepEqual([report.jobs.byState.retrying, report.jobs.byState.scheduled], [1, 1]);
+      assert.deepEqual(await json([...dbArgs, "cancel", "--state", "retrying"]), { count: 1 });
+      assert.deepEqual(await listed("scheduled"), [laterId]);
+    });
+
     it("stats counts jobs by state and queue, and shows throughput, workers, schedules and the topics named", async () => {
       await seeded(async (app) => {
         await app.enqueue("greet", { name: "a" });
@@ -404,10 +424,10 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
       assert.equal(text.code, 0, text.stderr);
       assert.match(
         text.stdout,
-        /^queue\s+scheduled\s+available\s+running\s+waiting\s+completed\s+failed\s+cancelled$/m,
+        /^queue\s+scheduled\s+retrying\s+available\s+running\s+waiting\s+completed\s+failed\s+cancelled$/m,
       );
-      assert.match(text.stdout, /^all queues\s+2\s+0\s+0\s+0\s+1\s+1\s+0$/m);
-      assert.match(text.stdout, /^slow \(paused\)\s+1\s+0\s+0\s+0\s+0\s+0\s+0$/m);
+      assert.match(text.stdout, /^all queues\s+2\s+0\s+0\s+0\s+0\s+1\s+1\s+0$/m);
+      assert.match(text.stdout, /^slow \(paused\)\s+1\s+0\s+0\s+0\s+0\s+0\s+0\s+0$/m);
       assert.match(
         text.stdout,
         /^Throughput, last 1m\nenqueued\s+started\s+attempts\s+completed\s+failed\s+cancelled\s+completed\/s\n\s*4\s+2\s+2\s+1\s+1\s+0\s+0\.0$/m,
@@ -688,12 +708,16 @@ describe("errand command line errors", () => {
     failed(
       await errand([...db, "retry"]),
       2,
-      /retry needs a job id, or --state \(failed, cancelled, completed or scheduled\)/,
+      /retry needs a job id, or --state \(failed, cancelled, completed, scheduled or retrying\)/,
     );
     failed(await errand([...db, "retry", "01J9ZQ4V7K3M8N2P5R6S7T8V9W", "--state", "failed"]), 2, /not both/);
     failed(await errand([...db, "cancel", "--queue", "mail"]), 2, /cancel with --queue needs --state too/);
     failed(await errand([...db, "delete", "--state", "failed", "--before", "soon"]), 2, /--before.*ISO date/);
-    failed(await errand([...db, "list", "--state", "broken"]), 2, /--state.*Allowed choices are scheduled, available/);
+    failed(
+      await errand([...db, "list", "--state", "broken"]),
+      2,
+      /--state.*Allowed choices are scheduled, retrying, available/,
+    );
     failed(await errand([...db, "list", "--limit", "0"]), 2, /--limit.*from 1 to 1000/);
     failed(await errand([...db, "stats", "--topic", "orders"]), 2, /--topic.*name:partitions/);
     failed(await errand([...db, "stats", "--minutes", "7"]), 2, /--minutes.*1, 5 or 60/);

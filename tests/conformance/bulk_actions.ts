@@ -236,7 +236,7 @@ export function bulkActionCases(kind: StoreKind<unknown>): void {
         const day = (d: number) => new Date(Date.UTC(2026, 0, d));
         const bad: [Bulk, unknown, RegExp][] = [
           ["retryMany", undefined, /needs a filter such as \{ state: "failed"/],
-          ["cancelMany", {}, /needs "state" in its filter, one of "scheduled", "available", "waiting"/],
+          ["cancelMany", {}, /needs "state" in its filter, one of "scheduled", "retrying", "available", "waiting"/],
           ["deleteMany", { queue: "mail" }, /needs "state"/],
           ["retryMany", { state: "failed", queu: "mail" }, /filter has no "queu"; it takes "state", "queue"/],
           ["retryMany", { state: "available" }, /cannot apply to "available" jobs; .*one of "failed", "cancelled"/],

@@ -104,7 +104,7 @@ export function controlCases(kind: StoreKind<unknown>): void {
         const { id } = await errand.enqueue("sync", { n: 1 });
         const retrying = await eventually(async () => {
           const j = await errand.get(id);
-          return j?.state === "scheduled" && j;
+          return j?.state === "retrying" && j;
         }, "retry");
         assert.equal(retrying.runAt.getTime(), clock.now() + 90_000);
         assert.equal(retrying.attempt, 1);
@@ -134,7 +134,7 @@ export function controlCases(kind: StoreKind<unknown>): void {
         track(errand);
         await errand.start();
         const { id } = await errand.enqueue("report", { fail: true });
-        await eventually(async () => (await errand.get(id))?.state === "scheduled", "retry");
+        await eventually(async () => (await errand.get(id))?.state === "retrying", "retry");
         clock.advance(60_000);
         const done = await eventually(async () => {
           const j = await errand.get(id);

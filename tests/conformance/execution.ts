@@ -139,7 +139,7 @@ export function executionCases(kind: StoreKind<unknown>): void {
         const { id } = await errand.enqueue("flaky", { n: 1 });
         assert.deepEqual((await errand.step()).ran.map((r) => r.outcome), ["retried"]);
         const first = (await errand.get(id))!;
-        assert.equal(first.state, "scheduled");
+        assert.equal(first.state, "retrying");
         assert.equal(first.runAt.getTime(), clock.now() + 60_000);
         assert.equal(first.runs[0].outcome, "retried");
         assert.equal(first.runs[0].error?.message, "failure 1");
@@ -168,7 +168,7 @@ export function executionCases(kind: StoreKind<unknown>): void {
         const { id } = await errand.enqueue("greet", { name: "x" }, { retry: backoff.fixed("7s") });
         const j = await eventually(async () => {
           const j = await errand.get(id);
-          return j?.state === "scheduled" && j;
+          return j?.state === "retrying" && j;
         }, "retry");
         assert.equal(j.runAt.getTime(), clock.now() + 7_000);
       }));
@@ -352,7 +352,7 @@ export function executionCases(kind: StoreKind<unknown>): void {
         clock.advance(5_000);
         const j = await eventually(async () => {
           const j = await errand.get(id);
-          return j?.state === "scheduled" && j;
+          return j?.state === "retrying" && j;
         }, "timeout");
         assert.equal(signals[0].aborted, true);
         assert.equal(j.runs[0].error?.name, "Timeout");

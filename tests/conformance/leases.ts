@@ -227,7 +227,7 @@ export function leaseCases(kind: StoreKind<unknown>): void {
         assert.equal((await job(completed)).state, "completed");
         assert.equal((await job(completed)).finishedAt?.getTime(), now + 1);
         const r = await job(retried);
-        assert.deepEqual([r.state, r.runAt.getTime(), r.attempt, r.finishedAt], ["scheduled", now + 60_000, 1, null]);
+        assert.deepEqual([r.state, r.runAt.getTime(), r.attempt, r.finishedAt], ["retrying", now + 60_000, 1, null]);
         assert.deepEqual(r.runs.map((x) => [x.outcome, x.error?.message]), [["retried", "boom"]]);
         const i = await job(interrupted);
         assert.deepEqual([i.state, i.runAt.getTime(), i.attempt], ["available", now + 2, 0]);

@@ -143,6 +143,7 @@ export function operatorCases(kind: StoreKind<unknown>): void {
         const counts = await errand.counts();
         assert.deepEqual(counts.byState, {
           scheduled: 1,
+          retrying: 0,
           available: 2,
           running: 0,
           waiting: 0,
@@ -154,6 +155,56 @@ export function operatorCases(kind: StoreKind<unknown>): void {
         assert.equal(counts.byQueue.default.scheduled, 1);
         assert.equal(counts.byQueue.reports.available, 1);
         assert.equal(counts.byQueue.reports.cancelled, 1);
+      }));
+
+    it("a job waiting for its retry is retrying: got, listed, counted and measured apart from delayed, snoozed and sleeping jobs", () =>
+      withDatabase(kind, async (db, track) => {
+        const kinds = defineJobs({
+          flaky: job<{ n: number }>({ retry: backoff.fixed("1m") }),
+          poll: job<{ n: number }>(),
+          nap: job<{ n: number }>(),
+        });
+        let flakyRuns = 0;
+        const { errand, clock } = errandOn(db, {
+          jobs: kinds,
+          mode: "manual",
+          handlers: {
+            flaky: () => {
+              if (++flakyRuns === 1) throw new Error("upstream down");
+            },
+            poll: (_p, j) => j.snooze("1m"),
+            nap: async (_p, j) => void await j.sleep("rest", "1m"),
+          },
+        });
+        track(errand);
+        const flaky = await errand.enqueue("flaky", { n: 1 });
+        const snoozed = await errand.enqueue("poll", { n: 2 });
+        const sleeping = await errand.enqueue("nap", { n: 3 });
+        const delayed = await errand.enqueue("flaky", { n: 4 }, { delay: "1h" });
+        const ran = (await errand.step()).ran.map((r) => r.outcome).sort();
+        assert.deepEqual(ran, ["retried", "snoozed", "suspended"]);
+
+        const retrying = (await errand.get(flaky.id))!;
+        assert.deepEqual([retrying.state, retrying.runs.at(-1)?.error?.message], ["retrying", "upstream down"]);
+        for (const other of [snoozed, sleeping, delayed]) {
+          assert.equal((await errand.get(other.id))!.state, "scheduled");
+        }
+        const listed = async (state: "retrying" | "scheduled") =>
+          (await errand.list({ state })).jobs.map((j) => j.id).sort();
+        assert.deepEqual(await listed("retrying"), [flaky.id]);
+        assert.deepEqual(await listed("scheduled"), [snoozed.id, sleeping.id, delayed.id].sort());
+        const counts = await errand.counts();
+        assert.deepEqual([counts.byState.retrying, counts.byState.scheduled], [1, 3]);
+        const metrics = await errand.metrics();
+        assert.match(metrics, /^errand_jobs_queued\{queue="default",state="retrying"\} 1$/m);
+        assert.match(metrics, /^errand_jobs_queued\{queue="default",state="scheduled"\} 3$/m);
+        assert.deepEqual(await errand.cancelMany({ state: "retrying", kind: "poll" }), { count: 0 });
+
+        // Due, it runs again like any scheduled job.
+        clock.advance(60_000);
+        await errand.step();
+        assert.deepEqual([(await errand.get(flaky.id))!.state, flakyRuns], ["completed", 2]);
+        assert.equal((await errand.counts()).byState.retrying, 0);
       }));
 
     it("a paused queue keeps accepting jobs and runs none until resumed, in every instance", () =>

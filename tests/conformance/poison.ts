@@ -149,7 +149,7 @@ export function poisonCases(kind: StoreKind<unknown>): void {
         await db.refuseRunsWith("refuse-me");
         assert.deepEqual((await errand.step()).ran.map((r) => r.outcome), ["retried"]);
         const retried = (await errand.get(id))!;
-        assert.equal(retried.state, "scheduled");
+        assert.equal(retried.state, "retrying");
         assert.deepEqual(retried.runs.map((r) => [r.attempt, r.outcome, r.error?.name]), [
           [1, "retried", "OutcomeRejected"],
         ]);
@@ -289,7 +289,7 @@ export function poisonCases(kind: StoreKind<unknown>): void {
         const report = await b.errand.step();
         assert.equal(report.rescued, 3);
         const rescued = (await b.errand.get(stored.id))!;
-        assert.equal(rescued.state, "scheduled");
+        assert.equal(rescued.state, "retrying");
         assert.equal(rescued.runs[0].error?.name, "LeaseExpired");
         assert.ok(rescued.runAt.getTime() - clockB.now() <= 3_600_000, `retried at ${rescued.runAt.toISOString()}`);
         for (const { id } of others) assert.equal((await b.errand.get(id))?.state, "failed");

@@ -436,10 +436,10 @@ export function resultCases(kind: StoreKind<unknown>): void {
         const seen: JobUpdate[] = [];
         for await (const change of errand.watch(id, { signal: stopper.signal })) {
           seen.push(change);
-          if (change.state === "scheduled") stopper.abort();
+          if (change.state === "retrying") stopper.abort();
         }
         const last = seen.at(-1)!;
-        assert.equal(last.state, "scheduled");
+        assert.equal(last.state, "retrying");
         assert.equal(last.progress, null);
         assert.equal(last.error?.name, "Error");
         assert.equal(last.error?.message, "flaky");

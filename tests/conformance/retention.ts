@@ -39,7 +39,7 @@ export function retentionCases(kind: StoreKind<unknown>): void {
         clock.advance(30 * 86_400_000);
         await errand.step();
         assert.equal(await errand.get(bad.id), null, "failed job pruned after 30 d");
-        assert.equal((await errand.get(retrying.id))?.state, "scheduled");
+        assert.equal((await errand.get(retrying.id))?.state, "retrying");
         assert.equal((await errand.get(pending.id))?.state, "scheduled");
       }));
   });

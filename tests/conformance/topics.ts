@@ -96,13 +96,15 @@ export function topicCases(kind: StoreKind<unknown>): void {
         await new Promise((r) => setTimeout(r, 50));
         assert.deepEqual(ran, ["0@1"], "the later jobs wait behind the retrying head");
         // Time moves only once each failure is saved, so no lease lapses on the fake clock meanwhile.
-        const scheduled = async (n: number) =>
-          (await errand.list({ kind: "order", state: "scheduled" })).jobs.some((j) => (j.payload as Order).n === n);
-        await eventually(() => scheduled(0), "job 0's retry to be scheduled");
+        const retrying = async (n: number) =>
+          (await errand.list({ kind: "order", state: "retrying" })).jobs.some((j) => (j.payload as Order).n === n);
+        await eventually(() => retrying(0), "job 0's retry to be scheduled");
+        const [partition] = (await errand.partitions("orders")).filter((p) => p.depth > 0);
+        assert.deepEqual([partition.depth, partition.head?.state], [3, "retrying"], "the head waits for its retry");
         clock.advance(60_000);
         await eventuallyOnClock(
           clock,
-          async () => ran.length === 3 && await scheduled(1),
+          async () => ran.length === 3 && await retrying(1),
           "the retry and the next job",
         );
         clock.advance(60_000);

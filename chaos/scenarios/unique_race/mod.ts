@@ -23,7 +23,7 @@ import { sleep } from "../../../tests/support/wait.ts";
 
 const enqueuer = fileURLToPath(new URL("./unique_enqueuer.ts", import.meta.url));
 const ROUNDS = 10;
-const ACTIVE = ["scheduled", "available", "running", "waiting"];
+const ACTIVE = ["scheduled", "retrying", "available", "running", "waiting"];
 /** How long one round may take, at most. */
 const ROUND_MS = 120_000;
 

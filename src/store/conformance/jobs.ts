@@ -6,7 +6,9 @@
  *
  * @module
  */
+import type { JobState, RunRecord } from "../../base/types.ts";
 import type { ActivityRow } from "../records.ts";
+import type { Store } from "../store.ts";
 import { cases, type StoreCase } from "./case.ts";
 import { check, checkEqual, checkFields, checkSameSet } from "./check.ts";
 import { claimIds, insert, jobRow, ready, settle, T0 } from "./fixtures.ts";
@@ -25,6 +27,31 @@ function eventsByBucket(activity: ActivityRow): ActivityRow["events"] {
     sums.set(`${e.what} ${bucket}`, sum);
   }
   return [...sums.values()].sort((a, b) => a.what.localeCompare(b.what) || a.bucket - b.bucket);
+}
+
+/**
+ * Jobs that each ran once and then went to a state with a run of an outcome
+ * (`[state, outcome]`), as the core writes a retry, a snooze or a workflow's
+ * sleep; returns their ids, oldest first.
+ */
+async function scheduledAfterRuns(
+  store: Store,
+  ends: readonly (readonly ["scheduled" | "available", RunRecord["outcome"]])[],
+): Promise<string[]> {
+  const rows = await insert(store, ...ends.map(() => jobRow()));
+  const runs = await claimIds(store, rows.map((r) => r.id));
+  await store.jobFinishMany({
+    finishes: runs.map((run, i) => ({
+      id: run.id,
+      fence: run.fence,
+      state: ends[i][0],
+      at: T0 + 1,
+      runAt: ends[i][0] === "scheduled" ? T0 + 60_000 : T0 + 1,
+      run: { attempt: 1, startedAt: T0, finishedAt: T0 + 1, outcome: ends[i][1] },
+      uncountAttempt: ends[i][1] !== "retried",
+    })),
+  });
+  return rows.map((r) => r.id);
 }
 
 /** The cases of operator reads and changes. */
@@ -205,6 +232,60 @@ export const jobCases: StoreCase[] = cases("jobs", [
     checkEqual(await list({ state: "scheduled" }), [rows[4].id], "by state");
     checkEqual((await list({})).length, 5, "every job of the namespace");
   }],
+  [
+    "jobList",
+    "jobList(), jobGet(), jobCounts() and jobWatch() read a scheduled job whose latest run was retried as retrying",
+    async (env) => {
+      const store = await ready(env);
+      const [delayed] = await insert(store, jobRow({ state: "scheduled", runAt: T0 + 60_000 }));
+      const [retrying, snoozed, sleeping, again] = await scheduledAfterRuns(store, [
+        ["scheduled", "retried"],
+        ["scheduled", "snoozed"],
+        ["scheduled", "suspended"],
+        ["available", "retried"],
+      ]);
+      const list = async (state: JobState) => (await store.jobList({ state, limit: 10 })).map((j) => j.id);
+      checkEqual(await list("retrying"), [retrying], "the retrying jobs");
+      checkEqual(await list("scheduled"), [sleeping, snoozed, delayed.id], "the scheduled jobs, newest first");
+      checkEqual(await list("available"), [again], "a job retried at once is available");
+      checkEqual((await store.jobGet({ id: retrying }))?.state, "retrying", "jobGet() of the retrying job");
+      checkEqual((await store.jobGet({ id: sleeping }))?.state, "scheduled", "jobGet() of the sleeping job");
+      checkEqual(
+        (await store.jobWatch({ ids: [retrying, snoozed], mark: false })).map((c) => `${c.id} ${c.state}`).sort(),
+        [`${retrying} retrying`, `${snoozed} scheduled`],
+        "jobWatch()",
+      );
+      checkEqual(
+        (await store.jobCounts()).map((c) => `${c.state} ${c.count}`).sort(),
+        ["available 1", "retrying 1", "scheduled 3"],
+        "jobCounts()",
+      );
+    },
+  ],
+  [
+    "jobTransitionMany",
+    "jobTransition(), jobTransitionMany() and jobDeleteMany() tell retrying from scheduled jobs",
+    async (env) => {
+      const store = await ready(env);
+      const [delayed] = await insert(store, jobRow({ state: "scheduled", runAt: T0 + 60_000 }));
+      const [first, second, third] = await scheduledAfterRuns(store, [
+        ["scheduled", "retried"],
+        ["scheduled", "retried"],
+        ["scheduled", "retried"],
+      ]);
+      const cancel = { state: "cancelled", finishedAt: T0 } as const;
+      checkEqual(await store.jobTransition({ id: first, from: ["scheduled"], ...cancel }), false, "from scheduled");
+      checkEqual(await store.jobTransition({ id: delayed.id, from: ["retrying"], ...cancel }), false, "from retrying");
+      checkEqual(await store.jobTransition({ id: first, from: ["retrying"], ...cancel }), true, "from retrying");
+      const many = await store.jobTransitionMany({ filter: { states: ["retrying"] }, ...cancel, limit: 1 });
+      checkEqual(many.map((j) => j.id), [second], "jobTransitionMany() of the retrying jobs");
+      checkSameSet(
+        await store.jobDeleteMany({ filter: { states: ["scheduled", "retrying"] }, limit: 10 }),
+        [third, delayed.id],
+        "jobDeleteMany() of scheduled and retrying jobs",
+      );
+    },
+  ],
   ["jobPrune", "jobPrune() deletes up to limit jobs of the state that finished before before", async (env) => {
     const store = await ready(env);
     const rows = await insert(store, jobRow(), jobRow(), jobRow(), jobRow(), jobRow());

@@ -217,7 +217,7 @@ export const runCases: StoreCase[] = cases("runs", [
       });
       checkFields(
         await store.jobGet({ id: a.id }),
-        { state: "scheduled", runAt: T0 + 60_000, attempt: 1, runs: [retried], finishedAt: null },
+        { state: "retrying", runAt: T0 + 60_000, attempt: 1, runs: [retried], finishedAt: null },
         "the retried job",
       );
       checkFields(await store.jobGet({ id: b.id }), { state: "available", attempt: 0 }, "the interrupted job");
