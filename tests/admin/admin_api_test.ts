@@ -231,6 +231,8 @@ describe("admin API", () => {
   });
 
   it("lists, counts and shows a job waiting for its retry as retrying, apart from a delayed job", async () => {
+    // Other cases of this file leave jobs behind: the counts are read as changes.
+    const before = (await json("/jobs/api/counts")).body.byQueue.default ?? {};
     const { id } = await errand.enqueue("bounce", { n: 1 });
     const delayed = await errand.enqueue("bounce", { n: 2 }, { delay: "1h" });
     await eventually(async () => (await errand.get(id))?.state === "retrying", "the retry wait");
@@ -240,7 +242,13 @@ describe("admin API", () => {
     assert.deepEqual(await ids("scheduled"), [delayed.id]);
     assert.equal((await json(`/jobs/api/jobs/${id}`)).body.state, "retrying");
     const counts = (await json("/jobs/api/counts")).body;
-    assert.deepEqual([counts.byQueue.default.retrying, counts.byQueue.default.scheduled], [1, 2]);
+    assert.deepEqual(
+      [
+        counts.byQueue.default.retrying - (before.retrying ?? 0),
+        counts.byQueue.default.scheduled - (before.scheduled ?? 0),
+      ],
+      [1, 1],
+    );
     const page = await (await request("/jobs/?state=retrying")).text();
     assert.ok(page.includes(`href="/jobs/job/${id}"`), "the retrying job is listed");
     assert.ok(!page.includes(`href="/jobs/job/${delayed.id}"`), "the delayed job is not");

@@ -323,7 +323,7 @@ export function executionCases(kind: StoreKind<unknown>): void {
         assert.equal(signals.get("hangs")!.aborted, true);
         const timedOut = await eventually(async () => {
           const j = await errand.get(hangs.id);
-          return j?.state === "scheduled" && j;
+          return j?.state === "retrying" && j;
         }, "the timeout");
         assert.equal(timedOut.runs[0].error?.name, "Timeout");
         assert.match(timedOut.runs[0].error!.message, /within its timeout of 900000 ms/);
