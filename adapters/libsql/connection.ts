@@ -130,10 +130,7 @@ export class LibsqlConnection {
    * waiting for its turn.
    */
   writeUnsynced(statement: InStatement, urgent = false): Promise<ResultSet> {
-    return this.#inTurn(
-      () => this.#attempt(() => this.transaction((t) => t.execute(statement), TAKE_WRITE_LOCK, false), true),
-      urgent,
-    );
+    return this.run(() => this.transaction((t) => t.execute(statement), TAKE_WRITE_LOCK, false), true, urgent);
   }
 
   /**
@@ -308,11 +305,12 @@ export class LibsqlConnection {
   /**
    * Runs `fn` (on the client unless `onClient` is false: the application's
    * transaction), retrying it on the client while SQLite reports the database
-   * busy, and converts driver errors to errand's.
+   * busy, and converts driver errors to errand's. An `urgent` one takes its
+   * turn before every operation waiting for theirs.
    */
-  run<T>(fn: () => Promise<T>, onClient = true): Promise<T> {
+  run<T>(fn: () => Promise<T>, onClient = true, urgent = false): Promise<T> {
     if (!onClient) return this.#attempt(fn, false);
-    return this.#inTurn(() => this.#attempt(fn, true));
+    return this.#inTurn(() => this.#attempt(fn, true), urgent);
   }
 
   /**

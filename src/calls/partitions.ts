@@ -9,6 +9,7 @@ import { deleteInBatches } from "../cluster/maintenance.ts";
 import { liveWorkers } from "../cluster/heartbeat.ts";
 import { ValidationError } from "../base/errors.ts";
 import { toJobInfo } from "../jobs/job_info.ts";
+import { CANCEL_FROM } from "./jobs.ts";
 import { identity } from "../jobs/job.ts";
 import type { JobInfo, WorkerInfo } from "../base/types.ts";
 import type { ChildReleases } from "../enqueue/continuations.ts";
@@ -57,7 +58,7 @@ export class PartitionCalls {
     if (!head) return null;
     const failed = await this.#env.store.jobTransition({
       id: head.id,
-      from: ["scheduled", "retrying", "available", "running", "waiting"],
+      from: CANCEL_FROM, // every unfinished state
       state: "failed",
       finishedAt: this.#env.clock.now(),
       reason: `Force-failed as the head of partition ${partition} of topic "${topic}"`,
