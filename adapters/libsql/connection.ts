@@ -9,7 +9,7 @@
  *
  * @module
  */
-import type { Client, InStatement, ResultSet, Transaction } from "@libsql/client";
+import type { Client, InStatement, ResultSet, Transaction } from "./driver.ts";
 import {
   describeValue,
   ErrandError,
@@ -18,17 +18,7 @@ import {
   ValidationError,
 } from "../../src/base/errors.ts";
 import { runtimeTimers, Turns } from "./turns.ts";
-
-/**
- * How long SQLite itself waits for another writer per try; tries repeat up
- * to `busyTimeout`. The wait blocks the event loop, yet it must not be short:
- * a short one leaves processes sharing a file to JavaScript-side retries,
- * which stall them, where 1 s lets SQLite's own wait do the work.
- */
-const NATIVE_BUSY_WAIT_MS = 1_000;
-
-/** A statement that writes nothing but takes SQLite's write lock (waiting up to the busy timeout). */
-export const TAKE_WRITE_LOCK = "DELETE FROM errand_jobs WHERE 0";
+import { TAKE_WRITE_LOCK, type WriteProtocol } from "./write_protocol.ts";
 
 /**
  * Reads the random id that tells this database from any other (see
@@ -64,37 +54,45 @@ export interface LibsqlContext {
   readonly settings: LibsqlStoreSettings;
 }
 
+/**
+ * errand's operations on one client, from every store made on it: stores of
+ * several namespaces on one client take turns together, so that no store
+ * begins a write while another's transaction is open on the same connection.
+ */
+interface ClientTurns extends Turns {
+  /** How many of the application's write transactions ({@link LibsqlConnection.applicationTransaction}) are queued or open. */
+  applicationTransactions: number;
+}
+
+const clientTurns = new WeakMap<Client, ClientTurns>();
+
+/** The turns of every store on `client`. */
+function turnsOf(client: Client): ClientTurns {
+  let turns = clientTurns.get(client);
+  if (!turns) clientTurns.set(client, turns = Object.assign(new Turns(), { applicationTransactions: 0 }));
+  return turns;
+}
+
 /** errand's way onto a libSQL client: reads, writes and write transactions under the protocol. */
 export class LibsqlConnection {
   /** The application's client. */
   readonly client: Client;
   readonly #busyTimeoutMs: number;
-  readonly #turns = new Turns();
-  /** How many of the application's write transactions ({@link LibsqlConnection.applicationTransaction}) are queued or open. */
-  #applicationTransactions = 0;
-  /** Set on the connection before each write: the busy wait and the `synchronous` level. */
-  readonly #pragmas: string;
-  /** {@link LibsqlConnection.#pragmas} for claims and lease renewals: no sync of the commit. */
-  readonly #unsyncedPragmas: string;
-  /**
-   * The statements that put back the application's own busy wait and
-   * `synchronous` level, as its client's connections had them before errand
-   * first wrote (read then).
-   */
-  #restore: Promise<string> | undefined;
+  /** The turns of every store on this client (see {@link turnsOf}). */
+  readonly #turns: ClientTurns;
+  /** How errand's write transactions begin and end on this client. */
+  readonly #writes: WriteProtocol;
   /** This database's id (see {@link DATABASE_ID}), read or made once errand's tables exist. */
   #databaseId: Promise<string> | undefined;
   /** The application's transactions already seen to be on this database. */
   readonly #ownTransactions = new WeakSet<Transaction>();
 
-  /** Wraps `client`. */
-  constructor(client: Client, settings: ConnectionSettings) {
+  /** Wraps `client`, whose write transactions begin and end by `writes`. */
+  constructor(client: Client, settings: ConnectionSettings, writes: WriteProtocol) {
     this.client = client;
     this.#busyTimeoutMs = settings.busyTimeoutMs;
-    const pragmas = (synchronous: string) =>
-      `PRAGMA busy_timeout = ${NATIVE_BUSY_WAIT_MS}; PRAGMA synchronous = ${synchronous};`;
-    this.#pragmas = pragmas(settings.synchronous.toUpperCase());
-    this.#unsyncedPragmas = pragmas("NORMAL");
+    this.#writes = writes;
+    this.#turns = turnsOf(client);
   }
 
   /** Runs one read-only statement. */
@@ -139,11 +137,7 @@ export class LibsqlConnection {
    * memory until garbage collection.
    */
   writeScript(script: string): Promise<void> {
-    return this.run(() =>
-      this.#onOwnConnection((tx, restore) =>
-        tx.executeMultiple(`COMMIT; ${this.#pragmas} BEGIN; ${TAKE_WRITE_LOCK}; ${script} COMMIT; ${restore}`)
-      )
-    );
+    return this.run(() => this.#writes.script(script));
   }
 
   /**
@@ -197,49 +191,26 @@ export class LibsqlConnection {
     this.#ownTransactions.add(tx);
   }
 
-  /** See {@link LibsqlConnection.#restore}. */
-  #applicationPragmas(): Promise<string> {
-    this.#restore ??= (async () => {
-      const read = async (pragma: string) => Number((await this.client.execute(`PRAGMA ${pragma}`)).rows[0]?.[0]);
-      const [busy, synchronous] = [await read("busy_timeout"), await read("synchronous")];
-      return `PRAGMA busy_timeout = ${busy}; PRAGMA synchronous = ${synchronous};`;
-    })().catch(() => ""); // a remote database that refuses pragmas has nothing to put back
-    return this.#restore;
-  }
-
   /**
-   * Runs `fn` in a write transaction with a native busy timeout and errand's
-   * `synchronous` level on its connection. SQLite's own busy wait matters:
-   * retrying from JavaScript alone stalls processes that share a file, and so
-   * does setting the timeout only after a busy error.
-   *
-   * The settings go on the connection the transaction owns, and the
-   * application's own come back before it returns to the client's pool, where
-   * the application's next call may take it. `synchronous` cannot change inside
-   * a transaction, so the empty deferred transaction the driver began is
-   * committed first and another begun. Every step runs as a script, which
-   * prepares no statement object.
-   *
-   * The write lock is taken by a script statement inside a deferred
-   * transaction, not by `BEGIN IMMEDIATE`: when `BEGIN IMMEDIATE` fails with
-   * SQLITE_BUSY, @libsql/client leaves that statement active on the connection
-   * until it is garbage-collected, and every later commit on the connection
-   * fails ("SQL statements in progress", then SQLITE_BUSY_SNAPSHOT). A script
-   * statement is finalized even when it fails.
-   *
-   * With `synced` false the commit is not synced (claims and lease renewals).
+   * Runs `fn` in a write transaction that holds SQLite's write lock (taken
+   * by `takeLock`) and has SQLite's own busy wait set: retrying from
+   * JavaScript alone stalls processes that share a file, and so does
+   * setting the wait only after a busy error (see write_protocol.ts). With
+   * `synced` false the commit is not synced (claims and lease renewals).
    */
   async transaction<T>(
     fn: (tx: Transaction) => Promise<T>,
     takeLock = TAKE_WRITE_LOCK,
     synced = true,
   ): Promise<T> {
-    return await this.#onOwnConnection(async (tx, restore) => {
-      await tx.executeMultiple(`COMMIT; ${synced ? this.#pragmas : this.#unsyncedPragmas} BEGIN; ${takeLock};`);
-      const result = await fn(tx);
-      await tx.executeMultiple(`COMMIT; ${restore}`);
+    const write = await this.#writes.open(takeLock, synced);
+    try {
+      const result = await fn(write.tx);
+      await write.commit();
       return result;
-    });
+    } finally {
+      await write.close();
+    }
   }
 
   /**
@@ -252,53 +223,32 @@ export class LibsqlConnection {
    * is synced at errand's level.
    */
   async applicationTransaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
-    this.#applicationTransactions++;
+    this.#turns.applicationTransactions++;
     try {
       return await this.#inTurn(async () => {
         const deadline = Date.now() + this.#busyTimeoutMs;
         for (let attempt = 0;; attempt++) {
-          const outcome = await this.#onOwnConnection(async (tx, restore) => {
-            try {
-              await tx.executeMultiple(`COMMIT; ${this.#pragmas} BEGIN; ${TAKE_WRITE_LOCK};`);
-            } catch (err) {
-              if (isBusy(err) && Date.now() < deadline) return undefined;
-              throw toErrandError(err);
+          let write;
+          try {
+            write = await this.#writes.open(TAKE_WRITE_LOCK, true);
+          } catch (err) {
+            if (isBusy(err) && Date.now() < deadline) {
+              await backOff(attempt);
+              continue;
             }
-            const value = await fn(tx);
-            await tx.executeMultiple(`COMMIT; ${restore}`).catch((err) => Promise.reject(toErrandError(err)));
-            return { value };
-          });
-          if (outcome) return outcome.value;
-          await backOff(attempt);
+            throw toErrandError(err);
+          }
+          try {
+            const value = await fn(write.tx);
+            await write.commit().catch((err) => Promise.reject(toErrandError(err)));
+            return value;
+          } finally {
+            await write.close();
+          }
         }
       });
     } finally {
-      this.#applicationTransactions--;
-    }
-  }
-
-  /**
-   * Runs `body` on a connection of the client's pool that it owns until it
-   * returns: a driver transaction, begun deferred. `body` sets errand's
-   * settings, writes, commits and runs `restore`; when it throws, the
-   * connection is rolled back here and given its settings back as soon as it
-   * is in the pool again.
-   */
-  async #onOwnConnection<T>(body: (tx: Transaction, restore: string) => Promise<T>): Promise<T> {
-    const restore = await this.#applicationPragmas();
-    const tx = await this.client.transaction("deferred");
-    let settled = false;
-    try {
-      const result = await body(tx, restore);
-      settled = true;
-      return result;
-    } finally {
-      // Closing rolls back what is left. After a failure the application's settings cannot go back through
-      // `tx`: the driver runs nothing on a transaction that has ended, and a rollback (or SQLite itself, on
-      // a busy lock) ends it. The client's pool lends the connection it got back last first, so the next
-      // call, made at once, puts them back on that same connection.
-      tx.close();
-      if (!settled) await this.client.executeMultiple(restore).catch(() => undefined);
+      this.#turns.applicationTransactions--;
     }
   }
 
@@ -321,7 +271,7 @@ export class LibsqlConnection {
    * have waiting for the lock instead of never ending.
    */
   #inTurn<T>(fn: () => Promise<T>, urgent = false): Promise<T> {
-    if (this.#applicationTransactions === 0) return this.#turns.take(fn, urgent);
+    if (this.#turns.applicationTransactions === 0) return this.#turns.take(fn, urgent);
     return this.#turns.take(fn, urgent, {
       ms: this.#busyTimeoutMs,
       error: () =>

@@ -8,7 +8,7 @@
  *
  * @module
  */
-import type { Transaction } from "@libsql/client";
+import type { Transaction } from "./driver.ts";
 import type {
   InsertClaim,
   JobInsertParams,

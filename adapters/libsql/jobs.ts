@@ -8,7 +8,7 @@
  *
  * @module
  */
-import type { InValue, Transaction } from "@libsql/client";
+import type { InValue, Transaction } from "./driver.ts";
 import type {
   ActivityRow,
   ChangedJob,

@@ -15,12 +15,12 @@
  *
  * @module
  */
-import type { InValue, Transaction } from "@libsql/client";
+import type { InValue, Transaction } from "./driver.ts";
 import type { ClaimedJob, ClaimLimits, JobClaimParams } from "../../src/store/mod.ts";
 import { toClaimedJob } from "../sql/rows.ts";
 import { PACKED_CLAIM_COLUMNS, unpackClaim } from "./packed_claim.ts";
 import type { LibsqlContext } from "./connection.ts";
-import { TAKE_WRITE_LOCK } from "./connection.ts";
+import { TAKE_WRITE_LOCK } from "./write_protocol.ts";
 
 /**
  * What a claim reads first, a row per fact (`what`): the running jobs (the

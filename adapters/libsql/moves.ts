@@ -14,7 +14,7 @@
  *
  * @module
  */
-import type { Transaction } from "@libsql/client";
+import type { Transaction } from "./driver.ts";
 import type {
   ConsumerImportParams,
   EventExportParams,

@@ -8,7 +8,7 @@
  *
  * @module
  */
-import type { InValue, Transaction } from "@libsql/client";
+import type { InValue, Transaction } from "./driver.ts";
 import type {
   ClaimedJob,
   ExpiredJob,
@@ -51,7 +51,8 @@ export async function finishJobs(
   const field = (value: (f: JobFinish) => string | number | null): { sql: string; absent: boolean } => {
     const first = value(p.finishes[0]);
     if (p.finishes.every((f) => value(f) === first)) {
-      return { sql: `?${args.push(first)}`, absent: first === null };
+      // An absent field binds no argument: a driver may refuse one its statement does not use.
+      return first === null ? { sql: "NULL", absent: true } : { sql: `?${args.push(first)}`, absent: false };
     }
     p.finishes.forEach((f, i) => items[i].push(value(f)));
     return { sql: `f.value ->> ${items[0].length - 1}`, absent: false };

@@ -28,7 +28,8 @@
  *
  * @module
  */
-import type { Client, Transaction } from "@libsql/client";
+import type { Transaction as LibsqlTransaction } from "@libsql/client";
+import type { Client, Transaction } from "./driver.ts";
 import type { StoreFor } from "../../src/store/mod.ts";
 import { acquireLeader, beatWorker, listWorkers, releaseLeader, removeWorker } from "./cluster.ts";
 import { checkTransaction, LibsqlConnection, type LibsqlContext, type LibsqlStoreSettings } from "./connection.ts";
@@ -67,11 +68,13 @@ import { listPartitions, partitionsExist, trimPartitionHistory } from "./partiti
 import { claimJobs, finishJobs, listenForWakes, listExpiredJobs, renewLeases, saveProgress } from "./runs.ts";
 import { advanceSchedule, deleteSchedule, getSchedule, listSchedules, saveSchedule } from "./schedules.ts";
 import { ensureSchema } from "./schema.ts";
+import { PooledWrites } from "./pooled_writes.ts";
+import type { WriteProtocol } from "./write_protocol.ts";
 import { listSteps, listWaitingEvents, pruneEvents, saveSteps, sendEvent, suspendStep } from "./steps.ts";
 import { listenForChanges, watchJobs } from "./watch.ts";
 
 /** The libSQL store: errand's {@link StoreFor} on a libSQL client, and write transactions for the application. */
-export interface LibsqlStore extends StoreFor<Transaction> {
+export interface LibsqlStore extends StoreFor<LibsqlTransaction> {
   /**
    * Runs `fn` in a write transaction on the store's database, in turn with
    * errand's own writes from this process: commits when `fn` returns, rolls
@@ -106,19 +109,37 @@ export interface LibsqlStore extends StoreFor<Transaction> {
    * });
    * ```
    */
-  transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (tx: LibsqlTransaction) => Promise<T>): Promise<T>;
 }
 
 /**
- * A {@link LibsqlStore} on a libSQL client; nothing is read or written until
- * the first operation. Each operation hands off to the file of its slice,
- * in the slices' order.
+ * A store of errand's SQLite dialect whose application transactions are
+ * `TTx`, with `transaction(fn)` to run one in turn with errand's writes
+ * (see {@link LibsqlStore.transaction}).
  */
-export function composeLibsqlStore(client: Client, settings: LibsqlStoreSettings): LibsqlStore {
-  const ctx: LibsqlContext = { db: new LibsqlConnection(client, settings), namespace: settings.namespace, settings };
+export type SqliteDialectStore<TTx> = StoreFor<TTx> & {
+  /** Runs `fn` in a write transaction, in turn with errand's writes from this process. */
+  transaction<T>(fn: (tx: TTx) => Promise<T>): Promise<T>;
+};
+
+/**
+ * A store of errand's SQLite dialect on `client` (a libSQL client, or a
+ * synchronous driver's shim), whose transactions are `TTx` and begin and
+ * end by `writes`; nothing is read
+ * or written until the first operation. Each operation hands off to the
+ * file of its slice, in the slices' order.
+ */
+export function composeLibsqlStore<TTx extends Transaction>(
+  client: Client,
+  settings: LibsqlStoreSettings,
+  writes: WriteProtocol = new PooledWrites(client, settings.synchronous),
+): SqliteDialectStore<TTx> {
+  const db = new LibsqlConnection(client, settings, writes);
+  const ctx: LibsqlContext = { db, namespace: settings.namespace, settings };
   return {
     namespace: settings.namespace,
-    transaction: (fn) => ctx.db.applicationTransaction(fn),
+    // The transaction handed to `fn` is one of `client`'s, so a TTx.
+    transaction: (fn) => ctx.db.applicationTransaction(fn as (tx: Transaction) => Promise<never>),
     // cluster.ts
     leaderAcquire: (p) => acquireLeader(ctx, p),
     leaderRelease: (p) => releaseLeader(ctx, p),

@@ -6,6 +6,7 @@
 import { createClient, type Transaction } from "@libsql/client";
 import postgres, { type TransactionSql } from "postgres";
 import { libsqlStore } from "../../adapters/libsql/mod.ts";
+import { type SqliteDatabase, sqliteStore, type SqliteTransaction } from "../../adapters/sqlite/mod.ts";
 import { postgresStore } from "../../adapters/postgres/mod.ts";
 import type { StoreFor } from "../../src/store/mod.ts";
 
@@ -101,6 +102,88 @@ export function libsqlKind(where: "file" | "memory"): StoreKind<Transaction> {
         close() {
           client.close();
           if (where === "file") removeDbFiles(url.slice("file:".length));
+          return Promise.resolve();
+        },
+      });
+    },
+  };
+  return kind;
+}
+
+/** The synchronous SQLite drivers `sqliteStore()` takes. */
+export type SqliteDriver = "node:sqlite" | "bun:sqlite" | "libsql";
+
+/** Opens a database file with `driver`'s own constructor. */
+export type OpenSqlite = (path: string) => SqliteDatabase;
+
+/**
+ * Why this runtime has no `driver`, or undefined when it has it:
+ * `node:sqlite` needs Node 22.5+ or Deno, `bun:sqlite` needs Bun.
+ */
+export function sqliteDriverMissing(driver: SqliteDriver): string | undefined {
+  const bun = typeof (globalThis as { Bun?: unknown }).Bun !== "undefined";
+  if (driver === "bun:sqlite" && !bun) return "bun:sqlite is Bun's own";
+  if (driver === "node:sqlite" && bun) return "Bun has no node:sqlite";
+  const [major, minor] = process.versions.node.split(".").map(Number);
+  if (driver === "node:sqlite" && (major < 22 || (major === 22 && minor < 5))) {
+    return `node:sqlite needs Node 22.5 or later, this is Node ${process.versions.node}`;
+  }
+  return undefined;
+}
+
+/** `driver`'s constructor (see {@link sqliteDriverMissing} for the runtimes that lack one). */
+export async function sqliteDriver(driver: SqliteDriver): Promise<OpenSqlite> {
+  // A specifier in a variable: the type check and a runtime without the module leave it alone until it runs.
+  const specifier: string = driver;
+  const module = await import(specifier);
+  const Database = driver === "node:sqlite"
+    ? module.DatabaseSync
+    : driver === "bun:sqlite"
+    ? module.Database
+    : module.default;
+  return (path) => new Database(path);
+}
+
+/** SQLite on a new database file through `driver`: skipped, saying why, on a runtime without it. */
+export async function sqliteKind(driver: SqliteDriver): Promise<StoreKind<SqliteTransaction>> {
+  const name = `sqlite-${driver.replace(":sqlite", "")}`;
+  const missing = sqliteDriverMissing(driver);
+  if (missing) return { name, shared: true, skip: missing, open: () => Promise.reject(new Error(missing)) };
+  const open = await sqliteDriver(driver);
+  const kind: StoreKind<SqliteTransaction> = {
+    name,
+    shared: true,
+    open() {
+      const dir = `${tmpdir()}/errand-tests`;
+      ensureDir(dir);
+      const path = `${dir}/${unique()}.db`;
+      const db = open(path);
+      const url = `file:${path}`;
+      return Promise.resolve({
+        url,
+        store: (namespace = "default") => sqliteStore(db, { namespace }),
+        transaction: (fn) => sqliteStore(db).transaction(fn),
+        refuseRunsWith(marker) {
+          db.exec(
+            `CREATE TRIGGER refuse_marked_runs BEFORE UPDATE OF runs ON errand_jobs
+             WHEN NEW.runs LIKE '%${marker}%'
+             BEGIN SELECT RAISE(ABORT, 'the test database refuses this value'); END`,
+          );
+          return Promise.resolve();
+        },
+        openAnother: () => kind.open(),
+        lock() {
+          const holder = open(path);
+          holder.exec("BEGIN IMMEDIATE");
+          return Promise.resolve(() => {
+            holder.exec("COMMIT");
+            (holder as unknown as { close(): void }).close();
+            return Promise.resolve();
+          });
+        },
+        close() {
+          (db as unknown as { close(): void }).close();
+          removeDbFiles(path);
           return Promise.resolve();
         },
       });

@@ -1,0 +1,4 @@
+import { sqliteKind } from "../support/stores.ts";
+import { runStoreOperations } from "./mod.ts";
+
+runStoreOperations(await sqliteKind("libsql"));

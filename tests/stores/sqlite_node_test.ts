@@ -1,0 +1,4 @@
+import { sqliteKind } from "../support/stores.ts";
+import { runConformance } from "../conformance/mod.ts";
+
+runConformance(await sqliteKind("node:sqlite"));
