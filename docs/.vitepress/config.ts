@@ -91,6 +91,7 @@ export default defineConfig({
             text: "Stores",
             items: [
               { text: "libSQL and SQLite", link: "/guides/libsql" },
+              { text: "SQLite drivers", link: "/guides/sqlite" },
               { text: "PostgreSQL", link: "/guides/postgres" },
               { text: "Moving a store", link: "/guides/moving" },
             ],

@@ -205,13 +205,14 @@ describe("packages", { skip: onNode ? false : "npm pack and install run from Nod
     const imported = run("node", [
       "--input-type=module",
       "--eval",
-      `const subpaths = ["errand", "errand/postgres", "errand/libsql", "errand/hono", "errand/testing", "errand/store"];
+      `const subpaths = ["errand", "errand/postgres", "errand/libsql", "errand/hono", "errand/testing", "errand/store",
+         "errand/sqlite"];
        const modules = await Promise.all(subpaths.map((s) => import(s)));
-       const [core, pg, libsql, hono, testing] = modules;
+       const [core, pg, libsql, hono, testing, , sqlite] = modules;
        console.log(JSON.stringify([core.createErrand, pg.postgresStore, libsql.libsqlStore, hono.adminRouter,
-         testing.FakeClock].map((f) => typeof f)));`,
+         testing.FakeClock, sqlite.sqliteStore].map((f) => typeof f)));`,
     ], lean);
-    assert.deepEqual(JSON.parse(imported.trim()), Array(5).fill("function"));
+    assert.deepEqual(JSON.parse(imported.trim()), Array(6).fill("function"));
     const cli = spawnSync(`${lean}/node_modules/.bin/errand`, ["--version"], { cwd: lean, encoding: "utf8" });
     assert.equal(cli.status, 1, cli.stderr);
     assert.equal(cli.stdout, "");
