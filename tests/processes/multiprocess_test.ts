@@ -12,7 +12,14 @@ import { describe, it } from "node:test";
 import { type Worker, Workers } from "../support/processes.ts";
 import { createErrand, JobFailedError, partitionOf } from "../../mod.ts";
 import { processJobs, processTopics } from "../support/process_jobs.ts";
-import { libsqlKind, postgresKind, type StoreKind, type TestDatabase } from "../support/stores.ts";
+import {
+  libsqlKind,
+  nativeSqliteDriver,
+  postgresKind,
+  sqliteKind,
+  type StoreKind,
+  type TestDatabase,
+} from "../support/stores.ts";
 import { eventually } from "../support/wait.ts";
 
 /** Every worker process of this file: worker_process.ts on the runtime running the test. */
@@ -26,7 +33,12 @@ function startWorker(
   extraEnv: Record<string, string> = {},
 ): Promise<Worker> {
   return workers.start({
-    ERRAND_CHILD_STORE: kind.name.startsWith("postgres") ? "postgres" : "libsql",
+    ERRAND_CHILD_STORE: kind.name.startsWith("postgres")
+      ? "postgres"
+      : kind.name.startsWith("sqlite")
+      ? "sqlite"
+      : "libsql",
+    ERRAND_CHILD_DRIVER: kind.name === "sqlite-libsql" ? "libsql" : `${kind.name.slice("sqlite-".length)}:sqlite`,
     ERRAND_CHILD_URL: db.url,
     ERRAND_CHILD_SCHEMA: db.schema ?? "",
     ERRAND_CHILD_LOG: logFile,
@@ -73,7 +85,9 @@ const lines = (file: string, prefix: string) =>
     ? readFileSync(file, "utf8").split("\n").filter((l) => l.startsWith(prefix)).map((l) => l.slice(prefix.length))
     : [];
 
-for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[]) {
+// The runtime's own SQLite driver too (sqliteStore), whose first test shares the file with a libsqlStore worker.
+const kinds = [libsqlKind("file"), await sqliteKind(nativeSqliteDriver()), postgresKind()] as StoreKind<unknown>[];
+for (const kind of kinds) {
   describe(`multi-process: ${kind.name}`, () => {
     if (kind.skip) {
       it(`skipped: ${kind.skip}`, { skip: kind.skip }, () => {});
@@ -87,7 +101,9 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
       try {
         const errand = createErrand({ jobs: processJobs, topics: processTopics, store: db.store(), mode: "enqueue" });
         // Both workers are up before the jobs arrive, so that neither drains them all alone.
-        await startAll(children, logs.map((log) => () => startWorker(kind, db, log)));
+        // On sqliteStore, the second worker opens the same file with libsqlStore: both stores share it.
+        const mixed: Record<string, string> = kind.name.startsWith("sqlite") ? { ERRAND_CHILD_STORE: "libsql" } : {};
+        await startAll(children, logs.map((log, i) => () => startWorker(kind, db, log, i === 1 ? mixed : {})));
         // In batches a little apart, so that the run lasts several poll intervals of both workers.
         for (let b = 0; b < 2000; b += 100) {
           await errand.enqueueMany(

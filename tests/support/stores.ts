@@ -131,6 +131,12 @@ export function sqliteDriverMissing(driver: SqliteDriver): string | undefined {
   return undefined;
 }
 
+/** The fastest SQLite driver this runtime has of its own: bun:sqlite on Bun, node:sqlite where it exists, else libsql. */
+export function nativeSqliteDriver(): SqliteDriver {
+  if (!sqliteDriverMissing("bun:sqlite")) return "bun:sqlite";
+  return sqliteDriverMissing("node:sqlite") ? "libsql" : "node:sqlite";
+}
+
 /** `driver`'s constructor (see {@link sqliteDriverMissing} for the runtimes that lack one). */
 export async function sqliteDriver(driver: SqliteDriver): Promise<OpenSqlite> {
   // A specifier in a variable: the type check and a runtime without the module leave it alone until it runs.

@@ -1,6 +1,7 @@
 /**
  * A worker process for the multi-process tests. Configured by environment:
- * ERRAND_CHILD_STORE (libsql | postgres), ERRAND_CHILD_URL, ERRAND_CHILD_SCHEMA,
+ * ERRAND_CHILD_STORE (libsql | sqlite | postgres; for sqlite, ERRAND_CHILD_DRIVER names the
+ * driver: node:sqlite, bun:sqlite or libsql), ERRAND_CHILD_URL, ERRAND_CHILD_SCHEMA,
  * ERRAND_CHILD_LOG (a file it appends "start <id>" and "done <id>" lines to, and
  * for the partitioned kind "ordered" "start <id> <key> <n> <time> <pid> <attempt>"
  * and "end <id> <key> <n> <time> <pid> <attempt> <head>", where <head> is the id
@@ -17,19 +18,26 @@ import { createClient } from "@libsql/client";
 import postgres from "postgres";
 import { libsqlStore } from "../../adapters/libsql/mod.ts";
 import { postgresStore } from "../../adapters/postgres/mod.ts";
+import { sqliteStore } from "../../adapters/sqlite/mod.ts";
+import { type SqliteDriver, sqliteDriver } from "./stores.ts";
 import { createErrand, partitionOf } from "../../mod.ts";
 import type { StoreFor } from "../../src/store/mod.ts";
 import { processJobs, processTopics } from "./process_jobs.ts";
 
 const env = (name: string) => process.env[name] ?? "";
 const log = (line: string) => appendFileSync(env("ERRAND_CHILD_LOG"), `${line}\n`);
-const sql = env("ERRAND_CHILD_STORE") === "postgres"
-  ? postgres(env("ERRAND_CHILD_URL"), { max: 4, onnotice: () => {} })
+const kind = env("ERRAND_CHILD_STORE");
+const sql = kind === "postgres" ? postgres(env("ERRAND_CHILD_URL"), { max: 4, onnotice: () => {} }) : null;
+const client = kind === "libsql" ? createClient({ url: env("ERRAND_CHILD_URL") }) : null;
+const database = kind === "sqlite"
+  ? (await sqliteDriver(env("ERRAND_CHILD_DRIVER") as SqliteDriver))(env("ERRAND_CHILD_URL").replace(/^file:/, ""))
   : null;
-const client = sql ? null : createClient({ url: env("ERRAND_CHILD_URL") });
-const store = (sql ? postgresStore(sql, { schema: env("ERRAND_CHILD_SCHEMA") }) : libsqlStore(client!)) as StoreFor<
-  unknown
->;
+const store =
+  (sql
+    ? postgresStore(sql, { schema: env("ERRAND_CHILD_SCHEMA") })
+    : database
+    ? sqliteStore(database)
+    : libsqlStore(client!)) as StoreFor<unknown>;
 
 // With ERRAND_TEST_TIMING, everything errand logs goes to stderr with a time, to find stalls.
 const verbose = (message: string, fields?: Record<string, unknown>) =>
@@ -92,5 +100,6 @@ process.on("SIGTERM", async () => {
   await errand.shutdown({ drain: "5s" });
   await sql?.end();
   client?.close();
+  (database as { close?(): void } | null)?.close?.();
   process.exit(0);
 });
