@@ -1,10 +1,10 @@
 /**
  * `npm run chaos`: runs the chaos scenarios (chaos/scenarios/, with what
  * they share in chaos/harness/) on libSQL
- * (a file) and PostgreSQL (DATABASE_URL), prints one JSON line per scenario
+ * (a file), SQLite (sqliteStore on the runtime's own driver, a file) and PostgreSQL (DATABASE_URL), prints one JSON line per scenario
  * and store with its figures, then a table, and exits 1 when a figure broke
  * its rule. Arguments: scenario names to run only those, `--quick` for the
- * short form CI runs, `--store libsql|postgres` for one store, `--help` for
+ * short form CI runs, `--store libsql|sqlite|postgres` for one store, `--help` for
  * the usage; any other option is refused (exit 2) before anything runs.
  */
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
@@ -13,7 +13,7 @@ import process from "node:process";
 import type { Figures, Scenario } from "./harness/scenario.ts";
 import { openDatabase, type StoreName, unavailable } from "../tests/support/scratch_database.ts";
 
-const STORES: readonly StoreName[] = ["libsql", "postgres"];
+const STORES: readonly StoreName[] = ["libsql", "sqlite", "postgres"];
 const scenarios: Scenario[] = [];
 // A scenario is a file of chaos/scenarios/, or a folder there whose mod.ts is its entry.
 for (const entry of readdirSync(new URL("./scenarios/", import.meta.url), { withFileTypes: true })) {

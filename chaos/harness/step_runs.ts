@@ -7,10 +7,8 @@
  * client (on PostgreSQL errand accepts a `{ tx }` of no other); the scenario
  * creates and reads it.
  */
-import type { Client, Transaction } from "@libsql/client";
 import type postgres from "postgres";
-import type { LibsqlStore } from "errand/libsql";
-import type { WorkerDriver } from "../../tests/support/worker_env.ts";
+import type { SqliteTx, TransactionalStore, WorkerDriver } from "../../tests/support/worker_env.ts";
 
 /** One run of a step's function. */
 export interface StepRun {
@@ -54,7 +52,7 @@ const toRun = (r: Record<string, unknown>): StepRun => ({
 
 /** The table of step runs on the database of `driver` (whose owner closes it). */
 export function stepRuns(driver: WorkerDriver): StepRuns {
-  return "sql" in driver ? onPostgres(driver.sql, driver.schema) : onLibsql(driver.client, driver.store);
+  return "sql" in driver ? onPostgres(driver.sql, driver.schema) : onSqlite(driver.store);
 }
 
 function onPostgres(sql: postgres.Sql, schema: string): StepRuns {
@@ -81,26 +79,28 @@ function onPostgres(sql: postgres.Sql, schema: string): StepRuns {
 }
 
 /**
- * On libSQL every write of the table runs in a write transaction of the
- * errand store (`store.transaction`), in turn with errand's writes from the
- * same process, as the workflows guide asks.
+ * On SQLite (libsqlStore or sqliteStore) every statement on the table runs
+ * in a write transaction of the errand store (`store.transaction`), in turn
+ * with errand's writes from the same process, as the workflows guide asks.
  */
-function onLibsql(client: Client, store: LibsqlStore): StepRuns {
-  const insert = (tx: Transaction, run: StepRun) =>
+function onSqlite(store: TransactionalStore): StepRuns {
+  const insert = (tx: SqliteTx, run: StepRun) =>
     tx.execute({
       sql: `INSERT INTO ${TABLE} (${COLUMNS}) VALUES (?, ?, ?, ?)`,
       args: [run.job, run.step, run.pid, run.at],
     });
   return {
     async create() {
-      await client.execute(
-        `CREATE TABLE ${TABLE} (job_id TEXT NOT NULL, step INTEGER NOT NULL, pid INTEGER NOT NULL, at REAL NOT NULL)`,
+      await store.transaction((tx) =>
+        tx.execute(
+          `CREATE TABLE ${TABLE} (job_id TEXT NOT NULL, step INTEGER NOT NULL, pid INTEGER NOT NULL, at REAL NOT NULL)`,
+        )
       );
     },
     record: (run) => store.transaction((tx) => insert(tx, run)).then(() => {}),
     transaction: (fn) => store.transaction((tx) => fn(tx, async (run) => void await insert(tx, run))),
     async all() {
-      return (await client.execute(`SELECT ${COLUMNS} FROM ${TABLE}`)).rows.map((r) => toRun(r));
+      return (await store.transaction((tx) => tx.execute(`SELECT ${COLUMNS} FROM ${TABLE}`))).rows.map(toRun);
     },
   };
 }

@@ -30,7 +30,7 @@ export const scenario: Scenario = {
   name: "graceful_drain",
   summary:
     "SIGTERM with short and long jobs running and a 5 s drain: no claim after it, short jobs finish, long ones return uncharged, exit in time",
-  stores: ["libsql", "postgres"],
+  stores: ["libsql", "sqlite", "postgres"],
   async run({ db, quick, dir, note }) {
     const processes = quick ? 1 : 3;
     const errand = orchestrator(db);

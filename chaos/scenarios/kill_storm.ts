@@ -12,7 +12,7 @@ export const scenario: Scenario = {
   name: "kill_storm",
   summary: "10,000 jobs, 4 worker processes, 5 SIGKILLs at random moments: nothing lost, nothing run twice at once",
   harness: ["chaos_crash_recovery", "chaos_repeated_kills"],
-  stores: ["libsql", "postgres"],
+  stores: ["libsql", "sqlite", "postgres"],
   run(context) {
     const jobs = context.quick ? 2_000 : 10_000;
     const kills = context.quick ? 2 : 5;

@@ -29,7 +29,7 @@ interface EnqueueEvent {
 export const scenario: Scenario = {
   name: "sqlite_contention",
   summary: "8 processes on one WAL file, enqueueing and working at once: no SQLITE_BUSY reaches the user, nothing lost",
-  stores: ["libsql"],
+  stores: ["libsql", "sqlite"],
   async run({ db, quick, dir, note }) {
     const perProcess = quick ? 250 : 1_000;
     const expected = PROCESSES * perProcess;

@@ -53,7 +53,7 @@ export const scenario: Scenario = {
   name: "stale_worker",
   summary:
     "a worker SIGSTOPped mid-job past its lease, its jobs rescued elsewhere, then SIGCONT: its stale writes change nothing",
-  stores: ["libsql", "postgres"],
+  stores: ["libsql", "sqlite", "postgres"],
   async run({ db, quick, dir, note }) {
     const jobs = quick ? 20 : 50;
     const errand = orchestrator(db);

@@ -33,6 +33,7 @@ import { orchestrator } from "../harness/orchestrator.ts";
 import { type StepRuns, stepRuns } from "../harness/step_runs.ts";
 import { inTransaction, SLEEP_AFTER, WORKFLOW_STEPS, type WorkflowResult } from "../harness/workflow.ts";
 import type { ScratchDatabase } from "../../tests/support/scratch_database.ts";
+import type { TransactionalStore } from "../../tests/support/worker_env.ts";
 import { until } from "../../tests/support/wait.ts";
 
 /**
@@ -46,7 +47,7 @@ const STEP_MS = 400;
  * transaction holds the file's write lock, which every process's writes
  * wait for, so it stays short there, as the transactions guide asks.
  */
-const TX_MS = { postgres: 200, libsql: 2 } as const;
+const TX_MS = { postgres: 200, libsql: 2, sqlite: 2 } as const;
 /**
  * The sleep between steps 2 and 3, from when step 2 ran: many poll intervals
  * (100 ms), so the job is parked and claimed anew, and longer than step 2's
@@ -58,7 +59,7 @@ export const scenario: Scenario = {
   name: "workflows_across_kills",
   summary:
     "500 workflows of 5 steps and a sleep, 4 worker processes, 5 SIGKILLs: all complete, steps { tx } commit once, others run at most once more per kill",
-  stores: ["libsql", "postgres"],
+  stores: ["libsql", "sqlite", "postgres"],
   async run(context) {
     const { db, quick } = context;
     const jobs = quick ? 200 : 500;
@@ -67,9 +68,11 @@ export const scenario: Scenario = {
     // waits for its replacement to start (seconds), and a kill after the last workflow cuts nothing.
     const points = Array.from({ length: kills }, () => Math.floor(jobs * (0.05 + Math.random() * 0.55)))
       .sort((a, b) => a - b);
-    // The orchestrator's own connection: on PostgreSQL the scratch database's, on libSQL one to its file.
+    // The orchestrator's own connection: on PostgreSQL the scratch database's, on SQLite a libSQL client of its file.
     const client = db.sql ? undefined : createClient({ url: db.env.CHAOS_URL });
-    const table = stepRuns(client ? { client, store: libsqlStore(client) } : { sql: db.sql!, schema: db.schema! });
+    const table = stepRuns(
+      client ? { store: libsqlStore(client) as TransactionalStore } : { sql: db.sql!, schema: db.schema! },
+    );
     let ids: readonly string[] = [];
     try {
       return await drainUnderKills(context, {

@@ -1,6 +1,7 @@
 /**
  * A fresh database per run across processes (a chaos scenario's, or a test
- * that shares one): a new libSQL file in the run's directory, or a new schema
+ * that shares one): a new SQLite file in the run's directory (opened by
+ * libsqlStore, or by sqliteStore on the runtime's own driver), or a new schema
  * on the PostgreSQL at DATABASE_URL (dropped afterwards). The orchestrating
  * process reaches it through `storeFor()`; worker processes reach it through
  * `env` (worker_env.ts reads it).
@@ -9,11 +10,16 @@ import process from "node:process";
 import { createClient } from "@libsql/client";
 import postgres from "postgres";
 import { libsqlStore } from "errand/libsql";
+import { sqliteStore } from "errand/sqlite";
 import { postgresStore } from "errand/postgres";
 import type { StoreFor } from "errand/store";
+import { nativeSqliteDriver, sqliteDriver } from "./stores.ts";
+
+/** Opens a database file with the runtime's own SQLite driver (the store "sqlite"). */
+const openNativeSqlite = await sqliteDriver(nativeSqliteDriver());
 
 /** The stores a run across processes runs on. */
-export type StoreName = "libsql" | "postgres";
+export type StoreName = "libsql" | "sqlite" | "postgres";
 
 /** One fresh database of one store. */
 export interface ScratchDatabase {
@@ -37,7 +43,7 @@ export function unavailable(store: StoreName): string | undefined {
 let opened = 0;
 
 /**
- * Opens a fresh database of `store`; libSQL files go in `dir`. PostgreSQL is
+ * Opens a fresh database of `store`; SQLite files go in `dir`. PostgreSQL is
  * the server at DATABASE_URL, or at `postgresUrl` (a scenario's own throwaway cluster).
  */
 export function openDatabase(store: StoreName, dir: string, postgresUrl?: string): ScratchDatabase {
@@ -51,6 +57,19 @@ export function openDatabase(store: StoreName, dir: string, postgresUrl?: string
       storeFor: () => libsqlStore(client) as StoreFor<unknown>,
       close() {
         client.close();
+        return Promise.resolve();
+      },
+    };
+  }
+  if (store === "sqlite") {
+    const path = `${dir}/chaos-${tag}.db`;
+    const db = openNativeSqlite(path);
+    return {
+      store,
+      env: { CHAOS_STORE: "sqlite", CHAOS_URL: `file:${path}` },
+      storeFor: () => sqliteStore(db) as StoreFor<unknown>,
+      close() {
+        (db as { close?(): void }).close?.();
         return Promise.resolve();
       },
     };

@@ -31,7 +31,7 @@ export const scenario: Scenario = {
   name: "results_across_kills",
   summary:
     "2,000 jobs with results, 4 worker processes, 5 SIGKILLs, result() awaited in another process: every result arrives, right, and the awaiter lives",
-  stores: ["libsql", "postgres"],
+  stores: ["libsql", "sqlite", "postgres"],
   run(context) {
     const { db, dir, quick, note } = context;
     const jobs = quick ? 500 : 2_000;
