@@ -14,6 +14,8 @@ import type { Figures, Scenario } from "./harness/scenario.ts";
 import { openDatabase, type StoreName, unavailable } from "../tests/support/scratch_database.ts";
 
 const STORES: readonly StoreName[] = ["libsql", "sqlite", "postgres"];
+/** The stores as a sentence names them: "libsql, sqlite or postgres". */
+const STORES_TEXT = `${STORES.slice(0, -1).join(", ")} or ${STORES.at(-1)}`;
 const scenarios: Scenario[] = [];
 // A scenario is a file of chaos/scenarios/, or a folder there whose mod.ts is its entry.
 for (const entry of readdirSync(new URL("./scenarios/", import.meta.url), { withFileTypes: true })) {
@@ -25,7 +27,7 @@ const USAGE = `Usage: npm run chaos -- [scenario ...] [--quick] [--store ${STORE
 
 Runs the chaos scenarios (all of them, or those named) and exits 1 when one breaks a rule.
   --quick           the short form CI runs
-  --store <store>   only on this store (${STORES.join(" or ")})
+  --store <store>   only on this store (${STORES_TEXT})
   -h, --help        this help
 
 Scenarios:
@@ -43,7 +45,7 @@ for (let i = 0; i < args.length; i++) {
   } else if (arg === "--quick") quick = true;
   else if (arg === "--store") {
     const store = args[++i];
-    if (!STORES.includes(store as StoreName)) usageError(`--store takes ${STORES.join(" or ")}, not "${store ?? ""}"`);
+    if (!STORES.includes(store as StoreName)) usageError(`--store takes ${STORES_TEXT}, not "${store ?? ""}"`);
     onlyStore = store as StoreName;
   } else if (arg.startsWith("-")) usageError(`Unknown option "${arg}"`);
   else names.push(arg);

@@ -38,7 +38,7 @@ describe("chaos/run.ts", () => {
     assert.equal(help.code, 0, help.stderr);
     assert.match(
       help.stdout,
-      /^Usage: npm run chaos -- \[scenario \.\.\.\] \[--quick\] \[--store libsql\|postgres\]$/m,
+      /^Usage: npm run chaos -- \[scenario \.\.\.\] \[--quick\] \[--store libsql\|sqlite\|postgres\]$/m,
     );
     assert.match(help.stdout, /^ {2}kill_storm {2,}\S/m);
     assert.doesNotMatch(help.stdout, /"scenario":/, "no scenario ran");
@@ -52,6 +52,6 @@ describe("chaos/run.ts", () => {
     assert.equal(bogus.stdout, "", "no scenario ran");
     const store = await chaos(["--store", "mysql"]);
     assert.equal(store.code, 2);
-    assert.match(store.stderr, /--store takes libsql or postgres, not "mysql"/);
+    assert.match(store.stderr, /--store takes libsql, sqlite or postgres, not "mysql"/);
   });
 });
