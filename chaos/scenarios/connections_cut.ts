@@ -21,7 +21,7 @@ import { openDatabase, type ScratchDatabase } from "../../tests/support/scratch_
 import { orchestrator } from "../harness/orchestrator.ts";
 import type { Workers } from "../../tests/support/processes.ts";
 import { chaosWorkers } from "../harness/workers.ts";
-import { overlapsWhileLeased, readRunLog, type Run, runsOf } from "../harness/run_log.ts";
+import { overlapsWhileLeased, readRunLog, type Run, runsOf, shutdownSteps } from "../harness/run_log.ts";
 import { startThrowawayCluster } from "../harness/throwaway_cluster.ts";
 import { until } from "../../tests/support/wait.ts";
 
@@ -182,6 +182,8 @@ interface Part {
   readonly drained: boolean;
   /** Workers that did not exit within 15 s of SIGTERM. */
   readonly late: number;
+  /** Each SIGTERMed worker's shutdown: its steps, with when each began (a late one's last is where it hung). */
+  readonly shutdowns: string[];
   /** Seconds from each disruption until a job whose outcome was made after it was completed in the store. */
   readonly recovery: (number | undefined)[];
   /** Seconds from each disruption until every worker's LISTEN connection was back. */
@@ -216,7 +218,10 @@ async function drainWith(
     const [disrupted, peak] = await peakRunning(probe, disrupt(probe, workers, errand));
     const drained = await drain(probe, disrupted.total);
     const late = await workers.stopAll();
-    const runs = runsOf(readRunLog(log));
+    const events = readRunLog(log);
+    const runs = runsOf(events);
+    const shutdowns = [...new Set(workers.signals.map((s) => s.pid))]
+      .flatMap((pid) => shutdownSteps(events, workers.signals, pid) ?? []);
     return {
       jobs: disrupted.total,
       states: await probe.states(),
@@ -224,6 +229,7 @@ async function drainWith(
       ranTwiceWhileLeased: overlapsWhileLeased(runs, workers.signals, LEASE_MS),
       drained,
       late,
+      shutdowns,
       recovery: disrupted.recovery,
       listenerBack: disrupted.listenerBack,
       left: disrupted.left,
@@ -320,6 +326,9 @@ export const scenario: Scenario = {
     });
     try {
       const [cut, restart] = await Promise.all([cutPart, restartPart]);
+      for (const [part, { shutdowns }] of [["cuts", cut], ["restart", restart]] as const) {
+        for (const steps of shutdowns) note(`${part}: a worker's shutdown: ${steps}`);
+      }
       // The jobs the SIGKILL cut short: only a rescue by the other worker's maintenance can finish them.
       const orphans = killed ? [...new Set(cutShort(restart.runs, killed.pid).map((r) => r.id))] : [];
       const rescued = killed ? await restartProbe!.rescuedAfter(orphans, killed.at) : 0;
