@@ -132,12 +132,12 @@ export class WorkerPool<TTx> {
     // pool that reconnects with backoff. The stops are independent of one another: they run at once, each waited
     // for within the stop wait, so the drain does not begin tens of seconds late.
     const grace = stopWaitMs(options.storeTimeoutMs);
-    const stopped = (step: string, stopping: Promise<unknown> | undefined) =>
-      stopping &&
-      withinDeadline(stopping, grace, step).then(
-        () => logger.debug(`Shutdown: ${step} done`),
-        (err) => logger.warn(`Shutdown: ${step} did not finish; not waited for`, { error: String(err) }),
-      );
+    const stopped = async (step: string, stopping: Promise<unknown> | undefined) => {
+      if (!stopping) return;
+      const finished = await withinDeadline(stopping.then(() => true), grace, step).catch(() => false);
+      if (finished) logger.debug(`Shutdown: ${step} done`);
+      else logger.warn(`Shutdown: ${step} took over ${grace} ms (a store call in progress); not waited for`);
+    };
     logger.debug("Shutdown: deregistering, giving up the leadership, stopping the listener and maintenance");
     const unlisten = this.#unlisten?.();
     this.#unlisten = undefined;
