@@ -311,11 +311,12 @@ export const scenario: Scenario = {
           downSeconds: seconds(upAt - downAt),
         };
         if (resumed === undefined) return { ...outcome, total: jobs }; // the rules are broken already
-        // The victim is a worker with runs in hand: one whose pool is still waiting to reconnect may have none.
+        // The victim is a worker with runs in hand: one whose pool is still waiting to reconnect may have none,
+        // and one with a run or two may finish them (50 ms each) between the reading of the log and the kill.
         await enqueueWork(errand, probeJobs, jobs);
         const working = () => {
           const runs = runsOf(readRunLog(log));
-          return workers.live.find((w) => cutShort(runs, w.pid).length > 0);
+          return workers.live.find((w) => cutShort(runs, w.pid).length >= CONCURRENCY / 2);
         };
         await until(() => working() !== undefined, WAIT_MS, 5);
         const victim = working() ?? workers.live[0];
