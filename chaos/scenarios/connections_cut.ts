@@ -36,6 +36,8 @@ const WORKER_ENV = { CHAOS_LEASE: `${LEASE_MS}ms`, CHAOS_CONCURRENCY: String(CON
 const MOST_HELD = 3 * 2 * CONCURRENCY;
 /** Long enough that a drain of a few thousand jobs on 2 workers lasts seconds, so the cuts fall inside it. */
 const JOB_MS = 50;
+/** The probe jobs the SIGKILL cuts short: long enough that the victim still holds them when the signal lands. */
+const LONG_PROBE_MS = 2_000;
 /** How long recovery may take, by the issue's rule. */
 const RECOVERY_LIMIT_S = 30;
 /** How long the scenario waits for a recovery before it reports it missing (longer than the rule, so a slow one is measured). */
@@ -141,12 +143,12 @@ async function peakRunning<T>(probe: Probe, during: Promise<T>): Promise<[T, num
   }
 }
 
-/** Enqueues `jobs` work jobs through `errand`, numbered from `from`. */
-async function enqueueWork(errand: ReturnType<typeof orchestrator>, jobs: number, from = 0) {
+/** Enqueues `jobs` work jobs of `ms` each through `errand`, numbered from `from`. */
+async function enqueueWork(errand: ReturnType<typeof orchestrator>, jobs: number, from = 0, ms = JOB_MS) {
   for (let n = 0; n < jobs; n += 1_000) {
     const size = Math.min(1_000, jobs - n);
     await errand.enqueueMany(
-      Array.from({ length: size }, (_, i) => ({ kind: "work" as const, payload: { n: from + n + i, ms: JOB_MS } })),
+      Array.from({ length: size }, (_, i) => ({ kind: "work" as const, payload: { n: from + n + i, ms } })),
     );
   }
 }
@@ -311,12 +313,14 @@ export const scenario: Scenario = {
           downSeconds: seconds(upAt - downAt),
         };
         if (resumed === undefined) return { ...outcome, total: jobs }; // the rules are broken already
-        // The victim is a worker with runs in hand: one whose pool is still waiting to reconnect may have none,
-        // and one with a run or two may finish them (50 ms each) between the reading of the log and the kill.
-        await enqueueWork(errand, probeJobs, jobs);
+        // The victim is a worker with runs in hand: one whose pool is still waiting to reconnect may have none.
+        // The first probe jobs are long: a worker starts its 50 ms runs together and may end them all between
+        // the reading of the log and the kill, leaving nothing to rescue.
+        await enqueueWork(errand, 2 * CONCURRENCY, jobs, LONG_PROBE_MS);
+        await enqueueWork(errand, probeJobs - 2 * CONCURRENCY, jobs + 2 * CONCURRENCY);
         const working = () => {
           const runs = runsOf(readRunLog(log));
-          return workers.live.find((w) => cutShort(runs, w.pid).length >= CONCURRENCY / 2);
+          return workers.live.find((w) => cutShort(runs, w.pid).length > 0);
         };
         await until(() => working() !== undefined, WAIT_MS, 5);
         const victim = working() ?? workers.live[0];
