@@ -11,15 +11,17 @@ import type { SentSignal } from "../../tests/support/processes.ts";
  * One line of the run log: a run's `start`, and its `end`, `abort` or
  * `suspend` (a workflow's sleep ended the run); a workflow's runs also log
  * `step` as a step's function begins (with `step`, its place), which ends nothing.
+ * A worker's shutdown logs `sigterm`, `shutdown` as each of its steps begins (with `phase`), and `exit`.
  */
 export interface RunEvent {
-  readonly e: "start" | "end" | "abort" | "suspend" | "step";
+  readonly e: "start" | "end" | "abort" | "suspend" | "step" | "sigterm" | "shutdown" | "exit";
   readonly id: string;
   readonly kind: string;
   readonly attempt: number;
   readonly key?: string;
   readonly n?: number;
   readonly step?: number;
+  readonly phase?: string;
   readonly pid: number;
   readonly t: number;
 }
@@ -57,7 +59,7 @@ export function runsOf(events: readonly RunEvent[]): Map<string, Run[]> {
       byJob.set(event.id, runs);
       runs.push({ ...pick(event), start: event.t, aborted: false });
       open.set(runKey, { event, run: runs });
-    } else if (event.e !== "step") {
+    } else if (event.e === "end" || event.e === "abort" || event.e === "suspend") {
       const started = open.get(runKey);
       if (!started) continue;
       open.delete(runKey);
@@ -70,6 +72,21 @@ export function runsOf(events: readonly RunEvent[]): Map<string, Run[]> {
 
 function pick(e: RunEvent) {
   return { id: e.id, pid: e.pid, attempt: e.attempt, key: e.key, n: e.n };
+}
+
+/**
+ * How the shutdown of process `pid` went, for a note: each step it logged (worker.ts) with the
+ * seconds since it got SIGTERM, "exit" last when it exited, "SIGKILL" when it was killed first.
+ * Undefined when it logged no SIGTERM.
+ */
+export function shutdownSteps(events: readonly RunEvent[], signals: readonly SentSignal[], pid: number) {
+  const from = events.find((e) => e.pid === pid && e.e === "sigterm")?.t;
+  if (from === undefined) return undefined;
+  const steps = events.filter((e) => e.pid === pid && e.t >= from && (e.e === "shutdown" || e.e === "exit"))
+    .map((e) => ({ phase: e.phase ?? e.e, t: e.t }));
+  const killed = signals.find((s) => s.pid === pid && s.signal === "SIGKILL" && s.t >= from);
+  if (killed && !steps.some((s) => s.phase === "exit")) steps.push({ phase: "SIGKILL", t: killed.t });
+  return steps.map((s) => `${s.phase.replace(/^Shutdown: /, "")} +${((s.t - from) / 1000).toFixed(2)} s`).join(", ");
 }
 
 /**

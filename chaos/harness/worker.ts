@@ -17,6 +17,9 @@
  * - CHAOS_ENQUEUE=N: after start, it also enqueues N `work` jobs of CHAOS_JOB_MS (default 1) ms one
  *   by one, logging `{ e: "enqueued", id }` for each and `{ e: "enqueue-error", message }` for a failure;
  * - CHAOS_APP: the application_name of its PostgreSQL connections;
+ * - on SIGTERM it logs `{ e: "sigterm" }`, then `{ e: "shutdown", phase }` as each step of shutdown begins
+ *   (errand's debug lines that begin "Shutdown", then closing its connections), and `{ e: "exit" }` last,
+ *   so a late exit shows the step it was in;
  * - CHAOS_DRAIN_BUDGET: instead of starting, it prints "ready", runs one
  *   `drain({ budget })` as a serverless function would, writes
  *   `{ report, ms, t }` (the report, the call's duration in ms, and when it
@@ -43,7 +46,12 @@ const errand = createErrand({
   jobs: chaosJobs,
   topics: chaosTopics,
   store,
-  logger: { debug: quiet, info: quiet, warn: quiet, error: (m, f) => console.error(m, f ?? "") },
+  logger: {
+    debug: (m) => void (m.startsWith("Shutdown") && log({ e: "shutdown", phase: m })),
+    info: quiet,
+    warn: quiet,
+    error: (m, f) => console.error(m, f ?? ""),
+  },
   lease: env("CHAOS_LEASE", "3s") as Duration,
   ...(env("CHAOS_STORE_TIMEOUT") ? { storeTimeout: env("CHAOS_STORE_TIMEOUT") as Duration } : {}),
   leaderLease: "2s",
@@ -94,8 +102,11 @@ if (cron) {
 }
 console.log("ready");
 process.on("SIGTERM", async () => {
+  log({ e: "sigterm" });
   await errand.shutdown({ drain: env("CHAOS_DRAIN", "5s") as Duration });
+  log({ e: "shutdown", phase: "closing the store's connections" });
   await close();
+  log({ e: "exit" });
   process.exit(0);
 });
 const toEnqueue = Number(env("CHAOS_ENQUEUE", "0"));

@@ -21,7 +21,7 @@ import { openDatabase, type ScratchDatabase } from "../../tests/support/scratch_
 import { orchestrator } from "../harness/orchestrator.ts";
 import type { Workers } from "../../tests/support/processes.ts";
 import { chaosWorkers } from "../harness/workers.ts";
-import { overlapsWhileLeased, readRunLog, type Run, runsOf } from "../harness/run_log.ts";
+import { overlapsWhileLeased, readRunLog, type Run, runsOf, shutdownSteps } from "../harness/run_log.ts";
 import { startThrowawayCluster } from "../harness/throwaway_cluster.ts";
 import { until } from "../../tests/support/wait.ts";
 
@@ -36,6 +36,8 @@ const WORKER_ENV = { CHAOS_LEASE: `${LEASE_MS}ms`, CHAOS_CONCURRENCY: String(CON
 const MOST_HELD = 3 * 2 * CONCURRENCY;
 /** Long enough that a drain of a few thousand jobs on 2 workers lasts seconds, so the cuts fall inside it. */
 const JOB_MS = 50;
+/** The probe jobs the SIGKILL cuts short: long enough that the victim still holds them when the signal lands. */
+const LONG_PROBE_MS = 2_000;
 /** How long recovery may take, by the issue's rule. */
 const RECOVERY_LIMIT_S = 30;
 /** How long the scenario waits for a recovery before it reports it missing (longer than the rule, so a slow one is measured). */
@@ -141,12 +143,12 @@ async function peakRunning<T>(probe: Probe, during: Promise<T>): Promise<[T, num
   }
 }
 
-/** Enqueues `jobs` work jobs through `errand`, numbered from `from`. */
-async function enqueueWork(errand: ReturnType<typeof orchestrator>, jobs: number, from = 0) {
+/** Enqueues `jobs` work jobs of `ms` each through `errand`, numbered from `from`. */
+async function enqueueWork(errand: ReturnType<typeof orchestrator>, jobs: number, from = 0, ms = JOB_MS) {
   for (let n = 0; n < jobs; n += 1_000) {
     const size = Math.min(1_000, jobs - n);
     await errand.enqueueMany(
-      Array.from({ length: size }, (_, i) => ({ kind: "work" as const, payload: { n: from + n + i, ms: JOB_MS } })),
+      Array.from({ length: size }, (_, i) => ({ kind: "work" as const, payload: { n: from + n + i, ms } })),
     );
   }
 }
@@ -182,6 +184,8 @@ interface Part {
   readonly drained: boolean;
   /** Workers that did not exit within 15 s of SIGTERM. */
   readonly late: number;
+  /** Each SIGTERMed worker's shutdown: its steps, with when each began (a late one's last is where it hung). */
+  readonly shutdowns: string[];
   /** Seconds from each disruption until a job whose outcome was made after it was completed in the store. */
   readonly recovery: (number | undefined)[];
   /** Seconds from each disruption until every worker's LISTEN connection was back. */
@@ -216,7 +220,10 @@ async function drainWith(
     const [disrupted, peak] = await peakRunning(probe, disrupt(probe, workers, errand));
     const drained = await drain(probe, disrupted.total);
     const late = await workers.stopAll();
-    const runs = runsOf(readRunLog(log));
+    const events = readRunLog(log);
+    const runs = runsOf(events);
+    const shutdowns = [...new Set(workers.signals.map((s) => s.pid))]
+      .flatMap((pid) => shutdownSteps(events, workers.signals, pid) ?? []);
     return {
       jobs: disrupted.total,
       states: await probe.states(),
@@ -224,6 +231,7 @@ async function drainWith(
       ranTwiceWhileLeased: overlapsWhileLeased(runs, workers.signals, LEASE_MS),
       drained,
       late,
+      shutdowns,
       recovery: disrupted.recovery,
       listenerBack: disrupted.listenerBack,
       left: disrupted.left,
@@ -306,7 +314,10 @@ export const scenario: Scenario = {
         };
         if (resumed === undefined) return { ...outcome, total: jobs }; // the rules are broken already
         // The victim is a worker with runs in hand: one whose pool is still waiting to reconnect may have none.
-        await enqueueWork(errand, probeJobs, jobs);
+        // The first probe jobs are long: a worker starts its 50 ms runs together and may end them all between
+        // the reading of the log and the kill, leaving nothing to rescue.
+        await enqueueWork(errand, 2 * CONCURRENCY, jobs, LONG_PROBE_MS);
+        await enqueueWork(errand, probeJobs - 2 * CONCURRENCY, jobs + 2 * CONCURRENCY);
         const working = () => {
           const runs = runsOf(readRunLog(log));
           return workers.live.find((w) => cutShort(runs, w.pid).length > 0);
@@ -320,6 +331,9 @@ export const scenario: Scenario = {
     });
     try {
       const [cut, restart] = await Promise.all([cutPart, restartPart]);
+      for (const [part, { shutdowns }] of [["cuts", cut], ["restart", restart]] as const) {
+        for (const steps of shutdowns) note(`${part}: a worker's shutdown: ${steps}`);
+      }
       // The jobs the SIGKILL cut short: only a rescue by the other worker's maintenance can finish them.
       const orphans = killed ? [...new Set(cutShort(restart.runs, killed.pid).map((r) => r.id))] : [];
       const rescued = killed ? await restartProbe!.rescuedAfter(orphans, killed.at) : 0;

@@ -18,7 +18,7 @@
  *
  * @module
  */
-import { withinDeadline } from "../store/deadline.ts";
+import { stopWaitMs, withinDeadline } from "../store/deadline.ts";
 import { sleep } from "../base/clock.ts";
 import { every, type Periodic } from "../time/periodic.ts";
 import { DrainCall } from "../calls/drain.ts";
@@ -124,24 +124,31 @@ export class WorkerPool<TTx> {
 
   /** Stops in the order of the module comment; running jobs get `drainMs`. Safe to call twice or before start. */
   async stop(drainMs: number): Promise<void> {
-    const { logger } = this.#deps;
+    const { logger, options } = this.#deps;
     const services = this.#services;
     // A drain that returned without waiting for the store ends its session first.
     await this.drains.settled();
-    logger.debug("Shutdown: deregistering");
-    await services.heartbeat.stop();
-    logger.debug("Shutdown: stopping schedules and giving up the leadership");
-    await services.schedules.stop();
-    logger.debug("Shutdown: stopping the listener");
-    // The listener's connection may hang like any other; shutdown does not wait on it for good.
+    // Each service's stop waits for its run in progress, whose store calls may take up to storeTimeout each on a
+    // pool that reconnects with backoff. The stops are independent of one another: they run at once, each waited
+    // for within the stop wait, so the drain does not begin tens of seconds late.
+    const grace = stopWaitMs(options.storeTimeoutMs);
+    const stopped = async (step: string, stopping: Promise<unknown> | undefined) => {
+      if (!stopping) return;
+      const finished = await withinDeadline(stopping.then(() => true), grace, step).catch(() => false);
+      if (finished) logger.debug(`Shutdown: ${step} done`);
+      else logger.warn(`Shutdown: ${step} took over ${grace} ms (a store call in progress); not waited for`);
+    };
+    logger.debug("Shutdown: deregistering, giving up the leadership, stopping the listener and maintenance");
     const unlisten = this.#unlisten?.();
-    await (unlisten && withinDeadline(unlisten, this.#deps.options.storeTimeoutMs, "unlisten"))
-      ?.catch((err) => logger.warn("Stopping the listener failed", { error: String(err) }));
     this.#unlisten = undefined;
-    logger.debug("Shutdown: stopping maintenance");
-    await services.maintenance.stop();
-    await this.#partitionWatch?.stop();
-    await services.unhandled.stop();
+    await Promise.all([
+      stopped("deregistering", services.heartbeat.stop()),
+      stopped("stopping schedules and giving up the leadership", services.schedules.stop()),
+      stopped("stopping the listener", unlisten),
+      stopped("stopping maintenance", services.maintenance.stop()),
+      stopped("stopping the watch for partitions", this.#partitionWatch?.stop()),
+      stopped("stopping the report of unhandled jobs", services.unhandled.stop()),
+    ]);
     logger.debug("Shutdown: draining workers and consumers", { drainMs });
     await Promise.all([
       ...[...this.#deps.workers.all()].map((w) => w.stop(drainMs, this.#cut.signal)),
@@ -150,7 +157,8 @@ export class WorkerPool<TTx> {
     logger.debug("Shutdown: saving outcomes");
     await services.completer.flush();
     logger.debug("Shutdown: stopping lease renewal");
-    await services.leases.stop();
+    // Every outcome is saved: a renewal still in flight is of no use to wait for.
+    await stopped("stopping lease renewal", services.leases.stop());
     // Nothing is left to cut: this clears the timers of later shutdown() calls' drains.
     this.#cut.abort();
     logger.info("Shut down");

@@ -30,7 +30,7 @@ import type { LeaseKeeper } from "./leases.ts";
 import type { ClaimedJob, HeadFilter } from "../store/records.ts";
 import type { ReturnedRun, RunStore } from "../store/runs.ts";
 import { Wakeup } from "../time/wakeup.ts";
-import { withinDeadline } from "../store/deadline.ts";
+import { stopWaitMs, withinDeadline } from "../store/deadline.ts";
 import type { FlowControl } from "../flow/claims.ts";
 import type { LocalWorker } from "../enqueue/local_start.ts";
 
@@ -164,12 +164,17 @@ export class QueueWorker<TTx> implements LocalWorker {
     this.#stopping = true;
     this.#wakeup.notify();
     this.#slotFreed.notify();
-    await this.#loop;
-    if (this.#running.size === 0) return;
     const deadline = new AbortController();
-    const allDone = Promise.all([...this.#running.values()].map((e) => e.done));
     const ends = cut ? AbortSignal.any([deadline.signal, cut]) : deadline.signal;
-    await Promise.race([allDone, sleep(this.#env.clock, drainMs, ends)]);
+    const drained = sleep(this.#env.clock, drainMs, ends);
+    // The drain counts from now. A claim in flight may wait on the store for up to storeTimeout (a pool that
+    // reconnects with backoff): the loop is waited for within the drain, or the stop wait when that is longer,
+    // and a claim that lands later has its jobs handed back at once.
+    const waitMs = Math.max(drainMs, stopWaitMs(this.#env.storeTimeoutMs));
+    await withinDeadline(this.#loop ?? Promise.resolve(), waitMs, "jobClaim").catch(() => {});
+    if (this.#running.size > 0) {
+      await Promise.race([Promise.all([...this.#running.values()].map((e) => e.done)), drained]);
+    }
     deadline.abort();
     for (const execution of this.#running.values()) execution.stop("interrupted");
     await Promise.all([...this.#running.values()].map((e) => e.done));

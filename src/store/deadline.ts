@@ -83,3 +83,15 @@ export function withinDeadline<T>(
     );
   });
 }
+
+/**
+ * How long a stop waits, at most, for a store call in progress (a background run's, a claim's): shutdown
+ * must not wait `storeTimeout` (30 s by default) per step on a pool that reconnects with backoff
+ * (postgres.js waits up to 20 s between attempts, even once the server is back). A store that answers
+ * takes milliseconds; a write left unawaited is fenced or idempotent, and lands or expires by itself.
+ */
+export function stopWaitMs(storeTimeoutMs: number): number {
+  return Math.min(storeTimeoutMs, STOP_WAIT_MS);
+}
+
+const STOP_WAIT_MS = 2_000;

@@ -1,7 +1,9 @@
 /**
  * Every PostgreSQL connection of a worker is terminated mid-run
  * (pg_terminate_backend): the worker, its LISTEN connection and maintenance
- * recover by themselves, without a restart, and no job is lost.
+ * recover by themselves, without a restart, and no job is lost; and a
+ * worker whose connections wait out a reconnect backoff still shuts down
+ * without waiting `storeTimeout` on each step.
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
@@ -75,6 +77,59 @@ describe("reconnect: postgres", () => {
       await worker.shutdown({ drain: "2s" });
       await clientSql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
       await workerSql.end({ timeout: 2 });
+      await clientSql.end({ timeout: 2 });
+    }
+  });
+
+  it("shutdown() does not wait out the reconnect backoff of connections cut", {
+    skip: !url && "DATABASE_URL is not set",
+  }, async () => {
+    const schema = `errand_backoff_${Date.now().toString(36)}`;
+    const app = `errand-backoff-${Date.now().toString(36)}`;
+    // As postgres.js's default backoff after a few failed attempts in a row (up to 20 s), at once: a query given
+    // a closed connection waits that long for it, with the server up.
+    const backoffMs = 12_000;
+    const workerSql = postgres(url!, {
+      max: 4,
+      backoff: () => backoffMs / 1000,
+      onnotice: () => {},
+      connection: { application_name: app },
+    });
+    const clientSql = postgres(url!, { max: 2, onnotice: () => {} });
+    const logger = quietLogger();
+    let cutAt = Date.now();
+    const worker = createErrand({
+      jobs,
+      store: postgresStore(workerSql, { schema }),
+      logger,
+      pollInterval: "100ms",
+      maintenance: { rescue: "100ms" },
+      handlers: { step: () => {} },
+    });
+    try {
+      await worker.start();
+      cutAt = Date.now();
+      const cut =
+        await clientSql`SELECT count(pg_terminate_backend(pid, 5000)) AS n FROM pg_stat_activity WHERE application_name = ${app}`;
+      assert.ok(Number(cut[0].n) >= 2, "the worker's connections, LISTEN included, were terminated");
+      // Claims, maintenance and heartbeats now wait on connections that reconnect after the backoff.
+      await new Promise((r) => setTimeout(r, 500));
+      const started = performance.now();
+      await worker.shutdown({ drain: "1s" });
+      const ms = performance.now() - started;
+      // Waiting for each step's store calls would take the rest of the backoff at the first one (deregistering).
+      assert.ok(ms < (backoffMs * 2) / 3, `shutdown took ${Math.round(ms)} ms`);
+      assert.ok(
+        logger.lines.some((l) => l.includes("not waited for")),
+        `a stop given up on is logged: ${logger.lines.join("; ")}`,
+      );
+    } finally {
+      await worker.shutdown();
+      // Ended before they reconnect, the connections would still reconnect (postgres.js keeps the timers) and
+      // hold the process open: the calls left in flight run once they are back, then the client ends.
+      await new Promise((r) => setTimeout(r, cutAt + backoffMs + 1_000 - Date.now()));
+      await workerSql.end({ timeout: 5 });
+      await clientSql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
       await clientSql.end({ timeout: 2 });
     }
   });
