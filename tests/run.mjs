@@ -1,6 +1,13 @@
 // Runs every check (types, doc examples, lint, format, import cycles, upward imports, the docs site's build) and the whole test suite on Node (tsx), Deno and Bun, then
 // prints one summary line per runtime, the slowest test files, and a total. `npm test` runs this.
 // Node runs twice: the machine's own (Node 20 here) and Node 24 from the devDependency node24.
+// What runs where: every test file on every runtime (each store's conformance suite included), except the files of
+// MACHINE_NODE_ONLY, whose tests run in processes of another runtime or of a fixed Node, so they run on the machine's
+// Node alone. Files that need Node (playwright, npm pack) skip themselves on Deno and Bun, and tests/docs/docs_test.ts
+// type-checks the docs' blocks (deno check, the same everywhere) on the machine's Node only. On Node, the command
+// line's test and the docs' blocks run bundled by esbuild on plain node rather than through tsx's loader. The checks
+// run first, one at a time, not beside a runtime's tests: with both cores busy, timing-bound tests (leases, the
+// eight-process shutdown) failed.
 // `--quick` (`npm run test:quick`) runs the tests on the machine's Node alone, without the checks and the slow
 // files of QUICK_SKIPS: every store's conformance suite once (libSQL on a file, PostgreSQL) in a few minutes.
 // `--list` prints the test files a run would take (with `--quick`, those of the quick run) and runs nothing.
@@ -43,6 +50,19 @@ const QUICK_SKIPS = new Set([
   "tests/store_operations/postgres_unprepared_test.ts",
   "tests/stores/libsql_memory_test.ts",
   "tests/stores/postgres_unprepared_test.ts",
+]);
+/**
+ * The files run by the machine's Node only (not node24; Deno and Bun would skip them), each with why: what they test
+ * runs in processes of another runtime or of a fixed Node, the Node test only starting and watching them.
+ */
+const MACHINE_NODE_ONLY = new Map([
+  ["tests/runtimes/deno_permissions_test.ts", "runs the example under `deno run`"],
+  ["tests/runtimes/workerd_test.ts", "runs the worker in workerd and its jobs on Bun"],
+  [
+    "tests/docs/package_test.ts",
+    "installs the tarball and runs it on the machine's plain Node (20, the oldest supported) and Bun; the Node page " +
+    "of tests/docs/getting_started_test.ts runs the tarball on Node 24",
+  ],
 ]);
 // Every *_test.ts below tests/, in its folders (stores/, processes/, admin/, ...).
 const testFiles = readdirSync(path.join(root, "tests"), { recursive: true })
@@ -225,7 +245,9 @@ function bunFailures(out) {
   return blocks;
 }
 const tsxCli = path.join(root, "node_modules", "tsx", "dist", "cli.mjs");
-const nodeTests = (timeoutMs) => [
+/** The test files of `runtime`'s run: all but MACHINE_NODE_ONLY's, which the machine's Node alone runs. */
+const filesOf = (runtime) => testFiles.filter((f) => runtime === "node" || !MACHINE_NODE_ONLY.has(f));
+const nodeTests = (timeoutMs, files) => [
   "--test",
   `--test-timeout=${timeoutMs}`,
   "--test-reporter=spec",
@@ -233,14 +255,14 @@ const nodeTests = (timeoutMs) => [
   // Names each file as it starts, on stderr: for the per-file limit.
   `--test-reporter=${path.join(root, "tests", "support", "file_reporter.mjs")}`,
   "--test-reporter-destination=stderr",
-  ...testFiles,
+  ...files,
 ];
 const nodes = { node: systemNode(), node24: path.join(root, "node_modules", "node24", "bin", "node") };
 const commands = {
-  node: [nodes.node, [tsxCli, ...nodeTests(FILE_LIMIT_MS)]],
-  node24: [nodes.node24, [tsxCli, ...nodeTests(TEST_LIMIT_MS)]],
-  deno: [bin("deno"), ["test", "-A", ...testFiles]],
-  bun: [bin("bun"), ["test", "--timeout", String(TEST_LIMIT_MS), ...testFiles.map((f) => `./${f}`)]],
+  node: [nodes.node, [tsxCli, ...nodeTests(FILE_LIMIT_MS, filesOf("node"))]],
+  node24: [nodes.node24, [tsxCli, ...nodeTests(TEST_LIMIT_MS, filesOf("node24"))]],
+  deno: [bin("deno"), ["test", "-A", ...filesOf("deno")]],
+  bun: [bin("bun"), ["test", "--timeout", String(TEST_LIMIT_MS), ...filesOf("bun").map((f) => `./${f}`)]],
 };
 /** Where each runtime's output names a test file as it starts. */
 const markers = {

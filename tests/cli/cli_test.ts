@@ -1,13 +1,14 @@
 /**
  * The `errand` command line, run as its own process on the runtime running
- * this test (Node through tsx, Deno or Bun: tests/support/processes.ts),
- * against a libSQL file and PostgreSQL (a fresh schema per test, when
+ * this test (Deno or Bun: tests/support/processes.ts; on Node, cli/main.ts
+ * bundled once by esbuild and run by plain node, as the package's compiled
+ * bin runs), against a libSQL file and PostgreSQL (a fresh schema per test, when
  * DATABASE_URL is set): every command, its `--json` output parsed, its exit
  * codes, its errors for bad input, the dashboard fetched over HTTP, `work`
  * drained by SIGTERM and `drain` within a budget.
  */
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import { type AddressInfo, createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
@@ -25,6 +26,39 @@ import { postgresMigrationSql } from "../../adapters/postgres/mod.ts";
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const main = fileURLToPath(new URL("../../cli/main.ts", import.meta.url));
 const appModule = "tests/support/cli_app.ts";
+
+/**
+ * The command that runs the command line on the runtime running this test. On Node, starting tsx's loader is most
+ * of each of the 150-odd runs' start-up, so cli/main.ts is bundled (npm packages left as imports) into one file that
+ * plain node runs; it sits two folders below the checkout, as dist/cli/main.js does, so that it finds package.json
+ * and node_modules the same way. Deno and Bun run cli/main.ts itself. A run that loads a TypeScript module of this
+ * checkout (`work` and `drain` with the test application, which imports errand's sources: their parameter properties
+ * are beyond Node's type stripping) runs cli/main.ts through tsx on Node too ({@link withModule}).
+ */
+const cli: [string, string[]] = "Deno" in globalThis || process.versions.bun ? runtimeCommand(main) : bundled();
+/** The command that runs the command line when its arguments name a TypeScript module to load. */
+const withModule = runtimeCommand(main);
+
+function bundled(): [string, string[]] {
+  const dir = mkdtempSync(`${root}tests/.cli-bundle-`);
+  const out = `${dir}/main.mjs`;
+  const build = spawnSync(
+    `${root}node_modules/.bin/esbuild`,
+    [
+      main,
+      "--bundle",
+      "--platform=node",
+      "--format=esm",
+      "--packages=external",
+      "--log-level=warning",
+      `--outfile=${out}`,
+    ],
+    { encoding: "utf8" },
+  );
+  if (build.status !== 0) throw new Error(`esbuild could not bundle cli/main.ts:\n${build.stdout}${build.stderr}`);
+  process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
+  return [process.execPath, [out]];
+}
 
 /** What one run of the command line did. */
 interface Run {
@@ -46,7 +80,7 @@ function baseEnv(extra: Record<string, string | undefined> = {}): Record<string,
 
 /** Starts `errand ...args` in the checkout. */
 function start(args: string[], env: Record<string, string | undefined> = {}) {
-  const [command, prefix] = runtimeCommand(main);
+  const [command, prefix] = args.some((arg) => arg.endsWith(".ts")) ? withModule : cli;
   return spawn(command, [...prefix, ...args], { cwd: root, env: baseEnv(env), stdio: ["ignore", "pipe", "pipe"] });
 }
 
@@ -522,7 +556,7 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
       const script = fencedBlocks("docs/reference/cli.md").find((b) => b.marker === "supervisor script");
       assert.ok(script, "docs/reference/cli.md has a supervisor script");
       // The script as written, with this checkout's command line for the bin and the test application for the module.
-      const [command, prefix] = runtimeCommand(main);
+      const [command, prefix] = withModule;
       const written = script.code.replace(
         /node_modules\/\.bin\/errand work \.\/src\/errand\.ts/,
         () => `${[command, ...prefix].map((a) => `'${a}'`).join(" ")} work ${appModule}`,

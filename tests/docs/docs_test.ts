@@ -3,14 +3,16 @@
  * says why not: each one is marked, before its fence, as a program or test
  * file that runs, or as a fragment with its reason (tests/support/doc_blocks.ts
  * lists the markers); an unmarked block fails here. Every block is
- * type-checked, and the programs and test files run as their own processes
- * on the runtime running this test. `ERRAND_DOCS=docs/guides` limits the run
- * to the pages under that path.
+ * type-checked (once, on the machine's Node), and the programs and test files
+ * run as their own processes on the runtime running this test (on Node, each
+ * bundled by esbuild first, all in one build, and run by plain node: tsx's
+ * loader would be most of each run's time). `ERRAND_DOCS=docs/guides` limits
+ * the run to the pages under that path.
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
-import { after, describe, it } from "node:test";
+import { after, before, describe, it } from "node:test";
 import { blocksOf, type DocBlock, docPages, root } from "../support/doc_blocks.ts";
 import { runtimeCommand } from "../support/processes.ts";
 
@@ -20,10 +22,47 @@ const blocks = docPages().filter((page) => !only || page.startsWith(only)).flatM
 const dir = `${root}tests/.doc-blocks-${process.pid}`;
 const fileOf = (block: DocBlock) => `${dir}/${block.page.replace(/[/.]/g, "_")}_L${block.line}.ts`;
 const where = (block: DocBlock) => `${block.page}:${block.line}`;
+const onNode = !("Deno" in globalThis) && !process.versions.bun;
+// `deno check` judges the blocks the same whichever runtime runs this file, so it runs once: on the machine's own Node
+// (not the devDependency node24).
+const typeCheckSkip = onNode && !process.execPath.includes("/node_modules/")
+  ? false
+  : "deno check, the same on every runtime: run on the machine's Node";
+/** The directory a block runs in, and its file there. */
+const cwdOf = (block: DocBlock) => `${dir}/run_${block.page.replace(/[/.]/g, "_")}_L${block.line}`;
+const mainOf = (block: DocBlock) => `${cwdOf(block)}/${block.role === "test" ? "example_test.ts" : "main.ts"}`;
+/** The blocks that run as their own processes. */
+const runnable = blocks.filter((block) =>
+  block.role === "test" || block.role === "run" || (block.role === "run-postgres" && process.env.DATABASE_URL)
+);
 
 describe("docs", () => {
   mkdirSync(dir, { recursive: true });
   after(() => rmSync(dir, { recursive: true, force: true }));
+  // On Node, every runnable block is written and bundled (npm packages left as imports) beside itself as .mjs.
+  before(() => {
+    if (!onNode || runnable.length === 0) return;
+    for (const block of runnable) {
+      mkdirSync(cwdOf(block), { recursive: true });
+      writeFileSync(mainOf(block), block.checked);
+    }
+    const build = spawnSync(
+      `${root}node_modules/.bin/esbuild`,
+      [
+        ...runnable.map(mainOf),
+        "--bundle",
+        "--platform=node",
+        "--format=esm",
+        "--packages=external",
+        "--log-level=warning",
+        `--outbase=${dir}`,
+        `--outdir=${dir}`,
+        "--out-extension:.js=.mjs",
+      ],
+      { cwd: root, encoding: "utf8" },
+    );
+    assert.equal(build.status, 0, `esbuild could not bundle the blocks:\n${build.stdout}${build.stderr}`);
+  });
 
   it("every TypeScript block runs, or is marked as a fragment with its reason", () => {
     const unmarked = blocks.filter((block) => block.role === "unmarked");
@@ -34,7 +73,7 @@ describe("docs", () => {
     );
   });
 
-  it("every TypeScript block type-checks", { timeout: 300_000 }, () => {
+  it("every TypeScript block type-checks", { timeout: 300_000, skip: typeCheckSkip }, () => {
     assert.ok(blocks.length > 0, "the docs have TypeScript blocks");
     for (const block of blocks) writeFileSync(fileOf(block), block.checked);
     const check = spawnSync(
@@ -55,7 +94,7 @@ describe("docs", () => {
     if (block.role === "run" || block.role === "run-postgres") {
       const skip = block.role === "run-postgres" && !process.env.DATABASE_URL && "needs DATABASE_URL";
       it(`${where(block)} runs and exits`, { skip }, () => {
-        const run = runBlock(block, runtimeCommand);
+        const run = runBlock(block, programCommand);
         assert.equal(run.status, 0, `${where(block)} failed:\n${run.output}`);
       });
     }
@@ -73,10 +112,13 @@ function runBlock(
   block: DocBlock,
   command: (file: string) => [string, string[]],
 ): { status: number | null; output: string } {
-  const cwd = `${dir}/run_${block.page.replace(/[/.]/g, "_")}_L${block.line}`;
-  mkdirSync(cwd, { recursive: true });
-  const file = `${cwd}/${block.role === "test" ? "example_test.ts" : "main.ts"}`;
-  writeFileSync(file, block.checked);
+  const cwd = cwdOf(block);
+  let file = mainOf(block);
+  if (onNode) file = file.replace(/\.ts$/, ".mjs");
+  else {
+    mkdirSync(cwd, { recursive: true });
+    writeFileSync(file, block.checked);
+  }
   const [cmd, args] = command(file);
   const env: Record<string, string> = {};
   // Not as a subtest of this run: a test block's runner reports on its own.
@@ -85,9 +127,14 @@ function runBlock(
   return { status: run.status, output: `${run.stdout}${run.stderr}${run.error ? `\n${run.error}` : ""}` };
 }
 
+/** The command that runs a block's program on the runtime running this test: on Node, its bundle. */
+function programCommand(file: string): [string, string[]] {
+  return onNode ? [process.execPath, [file]] : runtimeCommand(file);
+}
+
 /** The command that runs a `node:test` file with the test runner of the runtime running this test. */
 function testCommand(file: string): [string, string[]] {
   if ("Deno" in globalThis) return [Deno.execPath(), ["test", "-A", "--config", `${root}deno.json`, file]];
   if (process.versions.bun) return [process.execPath, ["test", file]];
-  return [process.execPath, ["--import", import.meta.resolve("tsx"), "--test", file]];
+  return [process.execPath, ["--test", file]];
 }
