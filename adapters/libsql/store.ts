@@ -69,6 +69,7 @@ import { claimJobs, finishJobs, listenForWakes, listExpiredJobs, renewLeases, sa
 import { advanceSchedule, deleteSchedule, getSchedule, listSchedules, saveSchedule } from "./schedules.ts";
 import { ensureSchema } from "./schema.ts";
 import { PooledWrites } from "./pooled_writes.ts";
+import { isRemote, remoteTransaction } from "./remote_client.ts";
 import type { WriteProtocol } from "./write_protocol.ts";
 import { listSteps, listWaitingEvents, pruneEvents, saveSteps, sendEvent, suspendStep } from "./steps.ts";
 import { listenForChanges, watchJobs } from "./watch.ts";
@@ -225,18 +226,20 @@ export function composeLibsqlStore<TTx extends Transaction>(
     // The transactional operations inside the application's libSQL `Transaction`.
     inTransaction(tx) {
       checkTransaction(tx);
+      // On a server, errand's statements in the application's transaction get only the arguments they use too.
+      const inTx = isRemote(client) ? remoteTransaction(tx as Transaction) as typeof tx : tx;
       const own = <P, R>(op: (p: P) => Promise<R>) => async (p: P): Promise<R> => {
         await ctx.db.checkOwnTransaction(tx);
         return await op(p);
       };
       return {
-        eventSend: own((p) => sendEvent(ctx, p, tx)),
-        jobFinishMany: own((p) => finishJobs(ctx, p, tx)),
-        jobInsertMany: own((p) => insertJobs(ctx, p, tx)),
-        jobRenewLeases: own((p) => renewLeases(ctx, p, tx)),
-        logAppend: own((p) => appendRecords(ctx, p, tx)),
-        stepList: own((p) => listSteps(ctx, p, tx)),
-        stepSave: own((p) => saveSteps(ctx, p, tx)),
+        eventSend: own((p) => sendEvent(ctx, p, inTx)),
+        jobFinishMany: own((p) => finishJobs(ctx, p, inTx)),
+        jobInsertMany: own((p) => insertJobs(ctx, p, inTx)),
+        jobRenewLeases: own((p) => renewLeases(ctx, p, inTx)),
+        logAppend: own((p) => appendRecords(ctx, p, inTx)),
+        stepList: own((p) => listSteps(ctx, p, inTx)),
+        stepSave: own((p) => saveSteps(ctx, p, inTx)),
       };
     },
   };
