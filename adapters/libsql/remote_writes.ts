@@ -24,7 +24,7 @@ export class RemoteWrites implements WriteProtocol {
   async open(takeLock: string, _synced: boolean): Promise<OpenWrite> {
     const tx = await this.#client.transaction("write");
     try {
-      await tx.execute(takeLock);
+      await tx.executeMultiple(takeLock); // a script: the migration's creates its table first
     } catch (err) {
       tx.close();
       throw err;

@@ -88,6 +88,12 @@ export interface LibsqlStore extends StoreFor<LibsqlTransaction> {
    * wait for it. An errand call inside it must take `{ tx }`; one that does
    * not waits for the transaction and fails after `busyTimeout`.
    *
+   * On a libSQL server (an `http:`, `ws:` or `libsql:` client) `fn` must
+   * finish within 5 s: the server takes a write transaction away once it
+   * has been open that long while another writer waits (and ends a stream
+   * idle for 10 s), rolling it back; `transaction()` then rejects with a
+   * `StoreUnavailableError` that says so.
+   *
    * @example A workflow step in the application's transaction
    * ```ts
    * import { createClient } from "@libsql/client";

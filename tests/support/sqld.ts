@@ -60,9 +60,13 @@ export async function startSqld(): Promise<Sqld> {
   // A port can be taken between finding it free and sqld binding it: then start again on another.
   for (let attempt = 0;; attempt++) {
     const port = await freePort();
-    const child = spawn(binary, ["--db-path", `${dir}/data`, "--http-listen-addr", `127.0.0.1:${port}`, "--no-welcome"], {
-      stdio: ["ignore", "ignore", "pipe"],
-    });
+    const child = spawn(
+      binary,
+      ["--db-path", `${dir}/data`, "--http-listen-addr", `127.0.0.1:${port}`, "--no-welcome"],
+      {
+        stdio: ["ignore", "ignore", "pipe"],
+      },
+    );
     let log = "";
     child.stderr!.on("data", (chunk) => log = (log + chunk).slice(-4_000));
     const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
