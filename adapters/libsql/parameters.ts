@@ -16,9 +16,12 @@ export interface Parameters {
   readonly named: readonly string[];
 }
 
-/** The parameters of `sql`, read from its text outside string literals. */
+/**
+ * The parameters of `sql`, read from its text outside string literals,
+ * quoted names and comments (an apostrophe in a comment opens no string).
+ */
 export function parameters(sql: string): Parameters {
-  const code = sql.replace(/'(?:[^']|'')*'/g, "''");
+  const code = sql.replace(/'(?:[^']|'')*'|"(?:[^"]|"")*"|--[^\n]*|\/\*[\s\S]*?\*\//g, " ");
   const numbered = [...code.matchAll(/\?(\d+)/g)].map((m) => Number(m[1]));
   const positional = numbered.length ? Math.max(...numbered) : (code.match(/\?/g)?.length ?? 0);
   const named = [...new Set([...code.matchAll(/:([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => m[1]))];
