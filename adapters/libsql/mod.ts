@@ -74,7 +74,10 @@ export interface LibsqlStoreOptions {
 /**
  * Creates a store on the application's own libSQL client.
  *
- * @param client A client from `createClient()` of `@libsql/client`.
+ * @param client A client from `createClient()` of `@libsql/client`: an
+ *   embedded `file:` database, `:memory:`, or a libSQL server (`http:`,
+ *   `ws:`, `libsql:`), where errand's writes are the server's own write
+ *   transactions and `busyTimeout` and `synchronous` are the server's to set.
  * @param options See {@link LibsqlStoreOptions}.
  * @throws {ValidationError} When an option is invalid.
  *
