@@ -4,7 +4,8 @@
  * included, are those of plain Node running JavaScript, as for the other
  * queues) and runs every workload on libSQL (file) and PostgreSQL;
  * `npm run bench -- libsql drain` runs one store and one workload;
- * `ERRAND_SQLITE_SYNCHRONOUS=normal` runs libSQL with `synchronous: "normal"`.
+ * `ERRAND_SQLITE_SYNCHRONOUS=normal` runs libSQL with `synchronous: "normal"`;
+ * `ERRAND_BENCH_LIBSQL_URL=http://...` runs it on a libSQL server (started empty) instead of a file.
  * Each family of workloads has its file in errand_workloads/: the shared
  * benchmark's enqueue, drain and latency, and errand's own: `drain_flow`, the
  * drain with flow control on; `result_idle` and `result_busy`, an enqueue and

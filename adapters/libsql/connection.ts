@@ -239,7 +239,10 @@ export class LibsqlConnection {
             throw toErrandError(err);
           }
           try {
-            const value = await fn(write.tx);
+            // The application's own errors reach it as they are; a server's ending the transaction is errand's to say.
+            const value = await fn(write.tx).catch((err) =>
+              Promise.reject(serverEnded(err) ? toErrandError(err) : err)
+            );
             await write.commit().catch((err) => Promise.reject(toErrandError(err)));
             return value;
           } finally {
@@ -319,10 +322,26 @@ function isBusy(err: unknown): boolean {
     /database is locked/i.test(String((err as Error)?.message));
 }
 
+/**
+ * Whether a libSQL server ended the transaction under it: it takes a write
+ * transaction away once it has been open 5 s and another writer waits
+ * (TRANSACTION_TIMEOUT), and ends a stream left idle for 10 s (STREAM_EXPIRED).
+ */
+function serverEnded(err: unknown): boolean {
+  const code = String((err as { code?: unknown })?.code ?? "");
+  return code === "TRANSACTION_TIMEOUT" || code === "STREAM_EXPIRED";
+}
+
 function toErrandError(err: unknown): Error {
   if (err instanceof ErrandError) return err;
   const code = String((err as { code?: unknown })?.code ?? "");
   const message = (err as Error)?.message ?? String(err);
+  if (serverEnded(err)) {
+    return new StoreUnavailableError(
+      `The libSQL server ended the transaction and rolled it back (${code}): a server takes a write transaction away once it has been open 5 s while another writer waits, and ends a stream idle for 10 s, so a store.transaction() on a libSQL server must finish within 5 s (${message})`,
+      { cause: err },
+    );
+  }
   if (code === "CLIENT_CLOSED" || code === "SQLITE_CANTOPEN" || /ECONNREFUSED|fetch failed/i.test(message)) {
     return new StoreUnavailableError(`The libSQL database cannot be reached: ${message}`, { cause: err });
   }

@@ -189,10 +189,12 @@ function limitedClaimSql(shape: ClaimShape): string {
         AND s.found + (s.n > 0 AND ${open("substr(s.p, 2)")}) * :round < :lim
     ),
     -- Each group of the scan: how many more jobs it may start now, and its first due jobs of the
-    -- claimed kinds, best first (as many as any group may start), as a JSON array of their ids.
+    -- claimed kinds, best first (as many as any group may start), as a JSON array of their ids. The
+    -- array takes the ordered subquery's rows in its order (a subquery with LIMIT is never flattened
+    -- into the aggregate), not by an ORDER BY inside json_group_array: a libSQL server cannot parse that.
     gs AS MATERIALIZED (
       SELECT x.grp, x.n, x.allowed, CASE WHEN x.allowed > 0 THEN (
-        SELECT json_group_array(e.id ORDER BY e.priority, e.run_at, e.id) FROM (
+        SELECT json_group_array(e.id) FROM (
           SELECT e.id, e.priority, e.run_at FROM errand_jobs AS e
           WHERE e.namespace = :ns AND e.queue = :queue AND e.grp = x.grp AND e.state IN ('available', 'scheduled')
             AND e.run_at <= :now AND e.kind || '@' || e.version IN (SELECT value FROM json_each(:kinds))

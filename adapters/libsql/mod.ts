@@ -16,6 +16,8 @@ import { type Duration, parseDuration } from "../../src/base/duration.ts";
 import { ValidationError } from "../../src/base/errors.ts";
 import { checkName, NAMESPACE_PATTERN } from "../../src/checks/names.ts";
 import { composeLibsqlStore, type LibsqlStore } from "./store.ts";
+import { isRemote, remoteClient } from "./remote_client.ts";
+import { RemoteWrites } from "./remote_writes.ts";
 
 export { LIBSQL_SCHEMA_VERSION, libsqlMigrationSql } from "./migrations.ts";
 export type { LibsqlStore } from "./store.ts";
@@ -72,7 +74,10 @@ export interface LibsqlStoreOptions {
 /**
  * Creates a store on the application's own libSQL client.
  *
- * @param client A client from `createClient()` of `@libsql/client`.
+ * @param client A client from `createClient()` of `@libsql/client`: an
+ *   embedded `file:` database, `:memory:`, or a libSQL server (`http:`,
+ *   `ws:`, `libsql:`), where errand's writes are the server's own write
+ *   transactions and `busyTimeout` and `synchronous` are the server's to set.
  * @param options See {@link LibsqlStoreOptions}.
  * @throws {ValidationError} When an option is invalid.
  *
@@ -84,12 +89,16 @@ export interface LibsqlStoreOptions {
  * ```
  */
 export function libsqlStore(client: Client, options: LibsqlStoreOptions = {}): LibsqlStore {
-  return composeLibsqlStore(client, {
+  const settings = {
     namespace: checkName("namespace", options.namespace ?? "default", NAMESPACE_PATTERN),
     migrate: options.migrate ?? true,
     busyTimeoutMs: parseDuration(options.busyTimeout ?? "30s", "busyTimeout"),
     synchronous: checkSynchronous(options.synchronous ?? "full"),
-  });
+  };
+  if (!isRemote(client)) return composeLibsqlStore(client, settings);
+  // A libSQL server: its own write transactions, and only the arguments each statement uses (remote_client.ts).
+  const remote = remoteClient(client);
+  return composeLibsqlStore(remote, settings, new RemoteWrites(remote));
 }
 
 function checkSynchronous(value: string): "full" | "normal" {

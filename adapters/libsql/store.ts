@@ -69,6 +69,7 @@ import { claimJobs, finishJobs, listenForWakes, listExpiredJobs, renewLeases, sa
 import { advanceSchedule, deleteSchedule, getSchedule, listSchedules, saveSchedule } from "./schedules.ts";
 import { ensureSchema } from "./schema.ts";
 import { PooledWrites } from "./pooled_writes.ts";
+import { isRemote, remoteTransaction } from "./remote_client.ts";
 import type { WriteProtocol } from "./write_protocol.ts";
 import { listSteps, listWaitingEvents, pruneEvents, saveSteps, sendEvent, suspendStep } from "./steps.ts";
 import { listenForChanges, watchJobs } from "./watch.ts";
@@ -86,6 +87,12 @@ export interface LibsqlStore extends StoreFor<LibsqlTransaction> {
    * up to a second per wait. Keep it short: errand's writes in this process
    * wait for it. An errand call inside it must take `{ tx }`; one that does
    * not waits for the transaction and fails after `busyTimeout`.
+   *
+   * On a libSQL server (an `http:`, `ws:` or `libsql:` client) `fn` must
+   * finish within 5 s: the server takes a write transaction away once it
+   * has been open that long while another writer waits (and ends a stream
+   * idle for 10 s), rolling it back; `transaction()` then rejects with a
+   * `StoreUnavailableError` that says so.
    *
    * @example A workflow step in the application's transaction
    * ```ts
@@ -225,18 +232,20 @@ export function composeLibsqlStore<TTx extends Transaction>(
     // The transactional operations inside the application's libSQL `Transaction`.
     inTransaction(tx) {
       checkTransaction(tx);
+      // On a server, errand's statements in the application's transaction get only the arguments they use too.
+      const inTx = isRemote(client) ? remoteTransaction(tx as Transaction) as typeof tx : tx;
       const own = <P, R>(op: (p: P) => Promise<R>) => async (p: P): Promise<R> => {
         await ctx.db.checkOwnTransaction(tx);
         return await op(p);
       };
       return {
-        eventSend: own((p) => sendEvent(ctx, p, tx)),
-        jobFinishMany: own((p) => finishJobs(ctx, p, tx)),
-        jobInsertMany: own((p) => insertJobs(ctx, p, tx)),
-        jobRenewLeases: own((p) => renewLeases(ctx, p, tx)),
-        logAppend: own((p) => appendRecords(ctx, p, tx)),
-        stepList: own((p) => listSteps(ctx, p, tx)),
-        stepSave: own((p) => saveSteps(ctx, p, tx)),
+        eventSend: own((p) => sendEvent(ctx, p, inTx)),
+        jobFinishMany: own((p) => finishJobs(ctx, p, inTx)),
+        jobInsertMany: own((p) => insertJobs(ctx, p, inTx)),
+        jobRenewLeases: own((p) => renewLeases(ctx, p, inTx)),
+        logAppend: own((p) => appendRecords(ctx, p, inTx)),
+        stepList: own((p) => listSteps(ctx, p, inTx)),
+        stepSave: own((p) => saveSteps(ctx, p, inTx)),
       };
     },
   };

@@ -12,6 +12,7 @@
  * @module
  */
 import type { Client, InStatement, InValue, ResultSet, Row, Transaction } from "../libsql/driver.ts";
+import { type Parameters, parameters, usedArguments } from "../libsql/parameters.ts";
 
 /** The part of a synchronous SQLite driver's statement errand uses. */
 export interface SqliteStatement {
@@ -34,16 +35,12 @@ export interface SqliteDatabase {
   exec(sql: string): unknown;
 }
 
-/** The driver's statement, as errand runs it. */
-interface Prepared {
+/** The driver's statement, as errand runs it, with the parameters it uses. */
+interface Prepared extends Parameters {
   readonly all: (...params: unknown[]) => Row[];
   readonly run: (...params: unknown[]) => { changes: number | bigint };
   /** Whether it returns rows (run with `all`), else run with `run` for the count of rows written. */
   readonly reader: boolean;
-  /** How many positional parameters it has (`?` or the highest `?N`). */
-  readonly positional: number;
-  /** The names of its named parameters (`:name`), without the colon. */
-  readonly named: readonly string[];
 }
 
 /**
@@ -76,10 +73,11 @@ export class SyncClient implements Client {
   executeNow(statement: InStatement): ResultSet {
     const { sql, args } = typeof statement === "string" ? { sql: statement, args: undefined } : statement;
     const prepared = this.#prepare(sql);
-    const params = args === undefined ? [] : Array.isArray(args)
-      // A driver may refuse arguments its statement does not use (node:sqlite does): they are left out.
-      ? args.slice(0, prepared.positional).map(toDriverValue)
-      : [Object.fromEntries(prepared.named.map((name) => [name, toDriverValue(args[name] ?? null)]))];
+    // A driver may refuse arguments its statement does not use (node:sqlite does): they are left out.
+    const used = args === undefined ? [] : usedArguments(args, prepared);
+    const params = Array.isArray(used)
+      ? used.map(toDriverValue)
+      : [Object.fromEntries(Object.entries(used).map(([name, value]) => [name, toDriverValue(value)]))];
     if (prepared.reader) {
       const rows = prepared.all(...params);
       return { rows, rowsAffected: rows.length };
@@ -186,15 +184,6 @@ function returnsRows(statement: DriverStatement, sql: string): boolean {
   if (typeof statement.reader === "boolean") return statement.reader;
   if (typeof statement.columns === "function") return statement.columns().length > 0;
   return /^\s*(SELECT|PRAGMA|VALUES|WITH)\b|\bRETURNING\b/i.test(sql);
-}
-
-/** The parameters of `sql`, read from its text outside string literals. */
-function parameters(sql: string): { positional: number; named: string[] } {
-  const code = sql.replace(/'(?:[^']|'')*'/g, "''");
-  const numbered = [...code.matchAll(/\?(\d+)/g)].map((m) => Number(m[1]));
-  const positional = numbered.length ? Math.max(...numbered) : (code.match(/\?/g)?.length ?? 0);
-  const named = [...new Set([...code.matchAll(/:([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => m[1]))];
-  return { positional, named };
 }
 
 /** A value as every driver binds it: `libsql` and `node:sqlite` take no booleans, none takes an ArrayBuffer or a Date. */

@@ -10,6 +10,7 @@
  *
  * @module
  */
+import process from "node:process";
 import type { StoreFor } from "../../src/store/mod.ts";
 import { CFG, dropPgDatabase, freshPgDatabase, removeSqliteFiles, type StoreName } from "../harness.ts";
 import { libsqlStatementCounter, pgStatementCounter, PROBE, type StatementCounter } from "./statements.ts";
@@ -78,12 +79,14 @@ export async function openDatabase(name: StoreName, counted = false): Promise<Be
     import("../../adapters/libsql/mod.ts"),
   ]);
   const counter = counted ? libsqlStatementCounter() : undefined;
+  // ERRAND_BENCH_LIBSQL_URL: a libSQL server's URL (http:, ws:) instead of the file; start it empty for each run.
+  const url = process.env.ERRAND_BENCH_LIBSQL_URL ?? `file:${SQLITE_FILE}`;
   const open = () => {
-    const client = createClient({ url: `file:${SQLITE_FILE}` });
+    const client = createClient({ url });
     return counter ? counter.instrument(client) : client;
   };
   const client = open();
-  const probe = counted ? createClient({ url: `file:${SQLITE_FILE}` }) : client;
+  const probe = counted ? createClient({ url }) : client;
   const clients = counted ? [client, probe] : [client];
   const countRows = async (query: string, args: (string | null)[]) =>
     Number((await probe.execute({ sql: query, args })).rows[0].n);
@@ -103,7 +106,9 @@ export async function openDatabase(name: StoreName, counted = false): Promise<Be
       clients.push(other);
       return libsqlStore(other, { synchronous: CFG.sqliteSynchronous }) as StoreFor<unknown>;
     },
-    settings: { storage: `libSQL file ${SQLITE_FILE}`, journal_mode: "wal", synchronous: CFG.sqliteSynchronous },
+    settings: url.startsWith("file:")
+      ? { storage: `libSQL file ${SQLITE_FILE}`, journal_mode: "wal", synchronous: CFG.sqliteSynchronous }
+      : { storage: `libSQL server ${url}` },
     close: () => Promise.resolve(clients.forEach((c) => c.close())),
   };
 }

@@ -231,10 +231,14 @@ export function topicCases(kind: StoreKind<unknown>): void {
           await a.errand.enqueueMany(
             customers.flatMap((customer) => [0, 1].map((n) => ({ kind: "order" as const, payload: { customer, n } }))),
           );
+          // Steps of 10 ms: an instance finds the jobs another enqueued at its next poll (1 s), with no push
+          // between instances on every store, and a try on a server's store (a round trip) takes longer than
+          // 1 ms steps allow for within the wait.
           await eventuallyOnClock(
             clock,
             async () => (await a.errand.counts()).byState.completed === completed,
             "every partition's jobs",
+            10,
           );
           return [...ranOn].map(([partition, names]) => [partition, [...names].join("+")] as const);
         };
@@ -311,6 +315,8 @@ export function topicCases(kind: StoreKind<unknown>): void {
           1_000,
         );
         assert.deepEqual(ranOnB, [0, 1]);
+        // B's heartbeat at the moved clock is a write of its own that may still be on its way (on a server's store).
+        await eventually(async () => (await b.errand.workers()).length === 1, "B's heartbeat at the moved clock");
         const [{ id: bId }] = await b.errand.workers();
         const [partition] = await b.errand.partitions("orders");
         assert.equal(partition.owner, bId, "B owns the partition once A's heartbeat lapsed");

@@ -9,6 +9,7 @@ import { libsqlStore } from "../../adapters/libsql/mod.ts";
 import { type SqliteDatabase, sqliteStore, type SqliteTransaction } from "../../adapters/sqlite/mod.ts";
 import { postgresStore } from "../../adapters/postgres/mod.ts";
 import type { StoreFor } from "../../src/store/mod.ts";
+import { startSqld } from "./sqld.ts";
 
 /** One fresh, empty database for one test. */
 export interface TestDatabase<TTx> {
@@ -50,6 +51,12 @@ export interface StoreKind<TTx> {
   readonly skip?: string;
   /** Whether separate processes can share its database. */
   readonly shared: boolean;
+  /**
+   * Whether its database is behind a server errand reaches over the network
+   * (a libSQL server): no notifications, and the server's limits on how
+   * long a transaction or a stream may stay open.
+   */
+  readonly remote?: boolean;
   open(): Promise<TestDatabase<TTx>>;
 }
 
@@ -105,6 +112,65 @@ export function libsqlKind(where: "file" | "memory"): StoreKind<Transaction> {
           return Promise.resolve();
         },
       });
+    },
+  };
+  return kind;
+}
+
+/**
+ * libSQL on a libSQL server (sqld) reached over Hrana on HTTP or on
+ * WebSockets: a fresh server, so a fresh database, per test database.
+ * Without the sqld binary every test fails saying how to install it.
+ */
+export function sqldKind(protocol: "http" | "ws"): StoreKind<Transaction> {
+  const kind: StoreKind<Transaction> = {
+    name: `sqld-${protocol}`,
+    shared: true,
+    remote: true,
+    async open() {
+      const server = await startSqld();
+      const url = protocol === "http" ? server.httpUrl : server.wsUrl;
+      const client = createClient({ url });
+      return {
+        url,
+        store: (namespace = "default") => libsqlStore(client, { namespace }),
+        async transaction(fn) {
+          const tx = await client.transaction("write");
+          try {
+            const result = await fn(tx);
+            await tx.commit();
+            return result;
+          } catch (err) {
+            await tx.rollback();
+            throw err;
+          } finally {
+            tx.close();
+          }
+        },
+        async refuseRunsWith(marker) {
+          await client.execute(
+            `CREATE TRIGGER refuse_marked_runs BEFORE UPDATE OF runs ON errand_jobs
+             WHEN NEW.runs LIKE '%${marker}%'
+             BEGIN SELECT RAISE(ABORT, 'the test database refuses this value'); END`,
+          );
+        },
+        openAnother: () => kind.open(),
+        async lock() {
+          // The server takes a write transaction away after 5 s of holding it: a lock lasts at most that long.
+          const holder = createClient({ url });
+          const tx = await holder.transaction("write");
+          await tx.execute("DELETE FROM errand_jobs WHERE 0");
+          return async () => {
+            await tx.commit().catch(() => undefined);
+            tx.close();
+            holder.close();
+          };
+        },
+        async close() {
+          client.close();
+          await server.close();
+        },
+      };
     },
   };
   return kind;

@@ -1,0 +1,4 @@
+import { sqldKind } from "../support/stores.ts";
+import { runConformance } from "../conformance/mod.ts";
+
+runConformance(sqldKind("http"));
