@@ -2,8 +2,8 @@
 // prints one summary line per runtime, the slowest test files, and a total. `npm test` runs this.
 // Node runs twice: the machine's own (Node 20 here) and Node 24 from the devDependency node24.
 // What runs where: every test file on every runtime (each store's conformance suite included), except the files of
-// MACHINE_NODE_ONLY, whose tests run in processes of another runtime or of a fixed Node, so they run on the machine's
-// Node alone. Files that need Node (playwright, npm pack) skip themselves on Deno and Bun, and tests/docs/docs_test.ts
+// MACHINE_NODE_ONLY, which run on the machine's Node alone: their tests run in processes of another runtime or of a
+// fixed Node, repeat a suite on another setting of one driver, or are answered by a server. Files that need Node (playwright, npm pack) skip themselves on Deno and Bun, and tests/docs/docs_test.ts
 // type-checks the docs' blocks (deno check, the same everywhere) on the machine's Node only. On Node, the command
 // line's test and the docs' blocks run bundled by esbuild on plain node rather than through tsx's loader. The checks
 // run first, one at a time, not beside a runtime's tests: with both cores busy, timing-bound tests (leases, the
@@ -30,7 +30,7 @@ const runtimes =
  * What `--quick` leaves out: the files that start processes of their own (several workers, a CLI,
  * a browser, workerd, a packed install, the examples, the documentation's programs, a store move)
  * or enqueue 200,000 jobs, and the second run of each store's conformance suite and operation cases
- * (libSQL in memory, PostgreSQL unprepared).
+ * (libSQL in memory, PostgreSQL unprepared), and the suites against a libSQL server (slow round trips).
  */
 const QUICK_SKIPS = new Set([
   "tests/admin/dashboard_browser_test.ts",
@@ -48,8 +48,12 @@ const QUICK_SKIPS = new Set([
   "tests/runtimes/workerd_test.ts",
   "tests/store_operations/libsql_memory_test.ts",
   "tests/store_operations/postgres_unprepared_test.ts",
+  "tests/store_operations/sqld_http_test.ts",
+  "tests/store_operations/sqld_ws_test.ts",
   "tests/stores/libsql_memory_test.ts",
   "tests/stores/postgres_unprepared_test.ts",
+  "tests/stores/sqld_http_test.ts",
+  "tests/stores/sqld_ws_test.ts",
 ]);
 /**
  * The files run by the machine's Node only (not node24; Deno and Bun would skip them), each with why: what they test
@@ -63,6 +67,21 @@ const MACHINE_NODE_ONLY = new Map([
     "installs the tarball and runs it on the machine's plain Node (20, the oldest supported) and Bun; the Node page " +
     "of tests/docs/getting_started_test.ts runs the tarball on Node 24",
   ],
+  // The second run of a suite on another setting of one driver: the first run of each suite is on every runtime.
+  ...[
+    "tests/stores/postgres_unprepared_test.ts",
+    "tests/store_operations/postgres_unprepared_test.ts",
+  ].map((f) => [f, "postgres.js without prepared statements: the prepared run of the suite is on every runtime"]),
+  ...["tests/stores/libsql_memory_test.ts", "tests/store_operations/libsql_memory_test.ts"].map((
+    f,
+  ) => [f, "@libsql/client on :memory:: the run of the suite on a file is on every runtime"]),
+  // A libSQL server does the work of these suites; the client's remote protocol is the same JavaScript everywhere.
+  ...[
+    "tests/stores/sqld_http_test.ts",
+    "tests/stores/sqld_ws_test.ts",
+    "tests/store_operations/sqld_http_test.ts",
+    "tests/store_operations/sqld_ws_test.ts",
+  ].map((f) => [f, "a real sqld answers; @libsql/client's remote protocol is the same on every runtime"]),
 ]);
 // Every *_test.ts below tests/, in its folders (stores/, processes/, admin/, ...).
 const testFiles = readdirSync(path.join(root, "tests"), { recursive: true })
