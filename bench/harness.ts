@@ -11,6 +11,7 @@ import { mkdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
+import { SQLITE_DRIVER_STORES, sqliteDriverMissing, type SqliteDriverStore } from "./sqlite_drivers.ts";
 
 function envInt(name: string, fallback: number): number {
   const v = process.env[name];
@@ -164,6 +165,43 @@ export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeou
 export const round = (x: number, d = 1): number => Math.round(x * 10 ** d) / 10 ** d;
 /** Jobs per second. */
 export const rate = (n: number, ms: number): number => round(n / (ms / 1000), 1);
+
+/**
+ * Starts measuring how late the event loop runs a timer (every `everyMs`)
+ * until `stop()`, which returns the longest lateness in ms (`stall_ms`): the
+ * longest stall of the event loop in between, which a synchronous driver's
+ * statements, run on the event loop's thread, make longer. On a machine
+ * other processes share, a stall may also be time the process was not
+ * running at all: `stall_busy_ms` is the longest lateness the process spent
+ * on the CPU (the lateness, or the CPU time of all its threads over that
+ * interval if less).
+ */
+export function stallMeter(everyMs = 5): { stop(): { stall_ms: number; stall_busy_ms: number } } {
+  const cpuMs = () => {
+    const { user, system } = process.cpuUsage();
+    return (user + system) / 1000;
+  };
+  let last = now();
+  let lastCpu = cpuMs();
+  let worst = 0;
+  let worstBusy = 0;
+  const tick = () => {
+    const t = now();
+    const cpu = cpuMs();
+    const late = t - last - everyMs;
+    worst = Math.max(worst, late);
+    worstBusy = Math.max(worstBusy, Math.min(late, cpu - lastCpu));
+    last = t;
+    lastCpu = cpu;
+  };
+  const timer = setInterval(tick, everyMs);
+  return {
+    stop() {
+      clearInterval(timer);
+      return { stall_ms: round(Math.max(0, worst), 1), stall_busy_ms: round(Math.max(0, worstBusy), 1) };
+    },
+  };
+}
 
 /** Nearest-rank percentile of an ascending array. */
 export function percentile(sorted: number[], p: number): number {
@@ -345,54 +383,58 @@ async function runChild(subject: Subject, workload: Workload): Promise<number> {
 }
 
 /**
- * Runs each workload in a child process (`<script> --child <workload> <args>`)
- * and forwards its line. A `drain_flow` (or `drain_flow_group_index`) line
- * gets `vs_drain`: its jobs/s over those of the plain drain before it, in
- * this run.
+ * Runs workload `w` of `store` in a child process
+ * (`<script> --child <workload> <store>`) and forwards its line. A
+ * `drain_flow` (or `drain_flow_group_index`) line gets `vs_drain`: its
+ * jobs/s over those of the plain drain of the same store (`drainRates`), in
+ * this run. Returns whether it failed.
  */
-async function runOrchestrator(
+async function runWorkload(
   script: string,
-  childArgs: string[],
+  store: StoreName,
   peer: string,
-  workloads: readonly Workload[],
-) {
-  let failures = 0;
-  let drainRate: number | undefined;
-  for (const w of workloads) {
-    const child = spawn(process.execPath, [...process.execArgv, script, "--child", w, ...childArgs], {
-      stdio: ["ignore", "pipe", "inherit"],
-      env: process.env,
-    });
-    let out = "";
-    child.stdout.on("data", (d) => (out += d));
-    const killer = setTimeout(() => child.kill("SIGKILL"), (CFG.timeoutS + 30) * 1000);
-    const code = await new Promise((r) => child.on("exit", (c, sig) => r(sig ? 128 : c)));
-    clearTimeout(killer);
-    const line = out.split("\n").find((l) => l.startsWith("{") && l.includes(`"workload":"${w}"`));
-    const result = line ? JSON.parse(line) : undefined;
-    if (result && !result.error) {
-      if (w === "drain") drainRate = result.jobs_per_s;
-      if (w.startsWith("drain_flow") && drainRate) {
-        console.log(JSON.stringify({ ...result, vs_drain: round(result.jobs_per_s / drainRate, 2) }));
-      } else console.log(line);
-    } else {
-      failures++;
-      console.log(
-        line ??
-          JSON.stringify({
-            peer,
-            workload: w,
-            ts: new Date().toISOString(),
-            error: `child exited with ${code} without a result line`,
-          }),
-      );
-    }
+  w: Workload,
+  drainRates: Map<StoreName, number>,
+): Promise<boolean> {
+  const child = spawn(process.execPath, [...process.execArgv, script, "--child", w, store], {
+    stdio: ["ignore", "pipe", "inherit"],
+    env: process.env,
+  });
+  let out = "";
+  child.stdout.on("data", (d) => (out += d));
+  const killer = setTimeout(() => child.kill("SIGKILL"), (CFG.timeoutS + 30) * 1000);
+  const code = await new Promise((r) => child.on("exit", (c, sig) => r(sig ? 128 : c)));
+  clearTimeout(killer);
+  const line = out.split("\n").find((l) => l.startsWith("{") && l.includes(`"workload":"${w}"`));
+  const result = line ? JSON.parse(line) : undefined;
+  if (result && !result.error) {
+    if (w === "drain") drainRates.set(store, result.jobs_per_s);
+    const drainRate = drainRates.get(store);
+    if (w.startsWith("drain_flow") && drainRate) {
+      console.log(JSON.stringify({ ...result, vs_drain: round(result.jobs_per_s / drainRate, 2) }));
+    } else console.log(line);
+    return false;
   }
-  return failures;
+  console.log(
+    line ??
+      JSON.stringify({
+        peer,
+        workload: w,
+        ts: new Date().toISOString(),
+        error: `child exited with ${code} without a result line`,
+      }),
+  );
+  return true;
 }
 
-/** The stores a bench script measures. */
-export type StoreName = "libsql" | "postgres";
+/**
+ * The stores a bench script measures: libSQL through `@libsql/client`
+ * (`libsql`), PostgreSQL, and SQLite through each synchronous driver (see
+ * sqlite_drivers.ts).
+ */
+export type StoreName = "libsql" | "postgres" | SqliteDriverStore;
+/** Every store, in the order a run interleaves them. */
+const STORES: readonly StoreName[] = ["libsql", ...SQLITE_DRIVER_STORES, "postgres"];
 
 /**
  * The entry of a bench script. With `--child <workload> <store>` it runs that
@@ -400,6 +442,9 @@ export type StoreName = "libsql" | "postgres";
  * (or those named in the arguments) and each workload the subject has (or
  * those named; a `drain_flow` workload brings the plain `drain` along, its baseline),
  * every workload in a child process of `script`, and exits 1 if any failed.
+ * The stores are interleaved: each workload runs on every store before the
+ * next workload starts. A store whose driver this runtime lacks is skipped,
+ * with a line on stderr saying why.
  */
 export async function benchMain(
   script: string,
@@ -411,16 +456,22 @@ export async function benchMain(
   if (childAt >= 0) {
     process.exit(await runChild(subject(args[childAt + 2] as StoreName), args[childAt + 1] as Workload));
   }
-  const stores = (["libsql", "postgres"] as const).filter((s) =>
-    !args.some((a) => a === "libsql" || a === "postgres") || args.includes(s)
-  );
+  const stores = STORES.filter((s) => {
+    if (args.some((a) => (STORES as readonly string[]).includes(a)) && !args.includes(s)) return false;
+    const missing = s === "libsql" || s === "postgres" ? undefined : sqliteDriverMissing(s);
+    if (missing) console.error(`${peerPrefix}-${s}: skipped: ${missing}`);
+    return !missing;
+  });
   const named = args.filter((a) => (WORKLOADS as readonly string[]).includes(a));
   if (named.some((w) => w.startsWith("drain_flow"))) named.push("drain");
+  const has = new Map(stores.map((s) => [s, subject(s).workloads]));
+  const drainRates = new Map<StoreName, number>();
   let failures = 0;
-  for (const store of stores) {
-    const has = subject(store).workloads;
-    const workloads = WORKLOADS.filter((w) => has[w] && (!named.length || named.includes(w)));
-    failures += await runOrchestrator(script, [store], `${peerPrefix}-${store}`, workloads);
+  for (const w of WORKLOADS) {
+    if (named.length && !named.includes(w)) continue;
+    for (const store of stores) {
+      if (has.get(store)![w] && await runWorkload(script, store, `${peerPrefix}-${store}`, w, drainRates)) failures++;
+    }
   }
   process.exit(failures ? 1 : 0);
 }
