@@ -26,7 +26,7 @@
  * synchronous drivers: those workloads count errand's statements, which the
  * bench does on `@libsql/client` and PostgreSQL only). Each line says
  * exactly which options were set, in `settings`. Each drain line says, in
- * `stall_ms` and `stall_busy_ms`, the event loop's longest stall during the
+ * `stall_ms` and `stall_own_ms`, the event loop's longest stall during the
  * drain.
  */
 import process from "node:process";

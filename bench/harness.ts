@@ -7,7 +7,7 @@
  * workload starts from.
  */
 import { spawn } from "node:child_process";
-import { mkdirSync, rmSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
@@ -167,38 +167,52 @@ export const round = (x: number, d = 1): number => Math.round(x * 10 ** d) / 10 
 export const rate = (n: number, ms: number): number => round(n / (ms / 1000), 1);
 
 /**
+ * How long this thread has waited for a CPU while it could run, in ms
+ * (Linux's `/proc/thread-self/schedstat`), or undefined where that is not
+ * readable.
+ */
+function runqueueWaitMs(): number | undefined {
+  try {
+    return Number(readFileSync("/proc/thread-self/schedstat", "utf8").split(" ")[1]) / 1e6;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * Starts measuring how late the event loop runs a timer (every `everyMs`)
  * until `stop()`, which returns the longest lateness in ms (`stall_ms`): the
  * longest stall of the event loop in between, which a synchronous driver's
  * statements, run on the event loop's thread, make longer. On a machine
- * other processes share, a stall may also be time the process was not
- * running at all: `stall_busy_ms` is the longest lateness the process spent
- * on the CPU (the lateness, or the CPU time of all its threads over that
- * interval if less).
+ * other processes share, part of a stall may be time the thread waited for
+ * a CPU: `stall_own_ms` is the longest lateness less that wait (Linux
+ * only, else null), the stall the process made itself (its work and its
+ * blocking I/O, an fsync included).
  */
-export function stallMeter(everyMs = 5): { stop(): { stall_ms: number; stall_busy_ms: number } } {
-  const cpuMs = () => {
-    const { user, system } = process.cpuUsage();
-    return (user + system) / 1000;
-  };
+export function stallMeter(everyMs = 5): { stop(): { stall_ms: number; stall_own_ms: number | null } } {
   let last = now();
-  let lastCpu = cpuMs();
+  let lastWait = runqueueWaitMs();
   let worst = 0;
-  let worstBusy = 0;
+  let worstOwn = 0;
   const tick = () => {
     const t = now();
-    const cpu = cpuMs();
+    const wait = runqueueWaitMs();
     const late = t - last - everyMs;
     worst = Math.max(worst, late);
-    worstBusy = Math.max(worstBusy, Math.min(late, cpu - lastCpu));
+    if (wait !== undefined && lastWait !== undefined) worstOwn = Math.max(worstOwn, late - (wait - lastWait));
     last = t;
-    lastCpu = cpu;
+    lastWait = wait;
   };
   const timer = setInterval(tick, everyMs);
   return {
     stop() {
+      // The tick due now, which a loop that never yields to timers would otherwise leave out.
+      tick();
       clearInterval(timer);
-      return { stall_ms: round(Math.max(0, worst), 1), stall_busy_ms: round(Math.max(0, worstBusy), 1) };
+      return {
+        stall_ms: round(Math.max(0, worst), 1),
+        stall_own_ms: lastWait === undefined ? null : round(Math.max(0, worstOwn), 1),
+      };
     },
   };
 }

@@ -4,7 +4,7 @@
  * before `start()` to the first check that finds them all completed; and
  * `drain_flow`, the same jobs and handler with flow control on (see `FLOW`
  * in harness.ts), whose line the harness compares with the plain drain's.
- * Each line has `stall_ms` and `stall_busy_ms`, the event loop's longest
+ * Each line has `stall_ms` and `stall_own_ms`, the event loop's longest
  * stall during the drain (see `stallMeter` in harness.ts).
  *
  * @module
