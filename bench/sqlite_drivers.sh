@@ -15,6 +15,8 @@
 #                      node_modules/.bin/bun); one that is missing is left out, saying so
 # PLAINJOB_DIR         a folder holding ../shared/bench/peers' plainjob.mjs and common.mjs with
 #                      plainjob, better-sqlite3 and pg installed (npm ci of that folder does it)
+# SQLITE_DIR           where the SQLite files go (default: a new temporary folder, removed at the
+#                      end, so that no other run on the machine deletes or writes them meanwhile)
 # RUNS                 rounds (default 3)
 # OUT                  the results file
 set -u
@@ -28,6 +30,11 @@ OUT=${OUT:-bench/results/$(date -u +%Y-%m-%d)-errand-sqlite-drivers-$(git rev-pa
 OUT=$(realpath -m "$OUT")
 LOGDIR=${LOGDIR:-/tmp/queue-bench-logs}
 mkdir -p "$LOGDIR"
+if [ -z "${SQLITE_DIR:-}" ]; then
+  SQLITE_DIR=$(mktemp -d)
+  trap 'rm -rf "$SQLITE_DIR"' EXIT
+fi
+export SQLITE_DIR
 
 node_modules/.bin/esbuild bench/errand_bench.ts bench/floor_bench.ts --bundle --platform=node \
   --format=esm --packages=external --log-level=warning --outdir=bench/.out --out-extension:.js=.mjs || exit 1
@@ -61,7 +68,7 @@ runtime() {
   done
 }
 
-echo "$(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); writing to $OUT" >&2
+echo "$(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); SQLite files in $SQLITE_DIR; writing to $OUT" >&2
 for run in $(seq 1 "$RUNS"); do
   runtime "node $("$NODE20" --version)" "$NODE20" libsql sqlite-libsql
   runtime "node $("$NODE24" --version 2>/dev/null)" "$NODE24" libsql sqlite-libsql sqlite-node
