@@ -166,17 +166,36 @@ export const round = (x: number, d = 1): number => Math.round(x * 10 ** d) / 10 
 /** Jobs per second. */
 export const rate = (n: number, ms: number): number => round(n / (ms / 1000), 1);
 
-/**
- * How long this thread has waited for a CPU while it could run, in ms
- * (Linux's `/proc/thread-self/schedstat`), or undefined where that is not
- * readable.
- */
-function runqueueWaitMs(): number | undefined {
+/** What {@link waitedMs} reads at one moment: the thread's wait for a CPU, the CPU it last ran on, and each CPU's steal. */
+interface WaitSample {
+  readonly queuedMs: number;
+  readonly cpu: number;
+  readonly stealMs: readonly number[];
+}
+
+/** A {@link WaitSample} of this thread, or undefined where that is not readable (Linux only). */
+function waitSample(): WaitSample | undefined {
   try {
-    return Number(readFileSync("/proc/thread-self/schedstat", "utf8").split(" ")[1]) / 1e6;
+    const queuedMs = Number(readFileSync("/proc/thread-self/schedstat", "utf8").split(" ")[1]) / 1e6;
+    const stat = readFileSync("/proc/thread-self/stat", "utf8");
+    const cpu = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[36]);
+    // Each CPU's line: its name, then user, nice, system, idle, iowait, irq, softirq, steal, in 10 ms ticks.
+    const stealMs = readFileSync("/proc/stat", "utf8").split("\n").filter((l) => /^cpu\d/.test(l))
+      .map((l) => Number(l.split(/\s+/)[8]) * 10);
+    return { queuedMs, cpu, stealMs };
   } catch {
     return undefined;
   }
+}
+
+/**
+ * How long this thread waited, from `a` to `b`, while it could run: its
+ * wait for a CPU of the system and, in a virtual machine, the time the host
+ * took from the CPU it ran on (of the two it was seen on, the more).
+ */
+function waitedMs(a: WaitSample, b: WaitSample): number {
+  const steal = (cpu: number) => (b.stealMs[cpu] ?? 0) - (a.stealMs[cpu] ?? 0);
+  return b.queuedMs - a.queuedMs + Math.max(steal(a.cpu), steal(b.cpu));
 }
 
 /**
@@ -184,22 +203,23 @@ function runqueueWaitMs(): number | undefined {
  * until `stop()`, which returns the longest lateness in ms (`stall_ms`): the
  * longest stall of the event loop in between, which a synchronous driver's
  * statements, run on the event loop's thread, make longer. On a machine
- * other processes share, part of a stall may be time the thread waited for
- * a CPU: `stall_own_ms` is the longest lateness less that wait (Linux
- * only, else null), the stall the process made itself (its work and its
- * blocking I/O, an fsync included).
+ * other processes (or, in a virtual machine, the host) share, part of a
+ * stall may be time the thread could not run: `stall_own_ms` is the longest
+ * lateness less that time (see {@link waitedMs}; Linux only, else null), the
+ * stall the process made itself (its work and its blocking I/O, an fsync
+ * included).
  */
 export function stallMeter(everyMs = 5): { stop(): { stall_ms: number; stall_own_ms: number | null } } {
   let last = now();
-  let lastWait = runqueueWaitMs();
+  let lastWait = waitSample();
   let worst = 0;
   let worstOwn = 0;
   const tick = () => {
     const t = now();
-    const wait = runqueueWaitMs();
+    const wait = waitSample();
     const late = t - last - everyMs;
     worst = Math.max(worst, late);
-    if (wait !== undefined && lastWait !== undefined) worstOwn = Math.max(worstOwn, late - (wait - lastWait));
+    if (wait && lastWait) worstOwn = Math.max(worstOwn, late - waitedMs(lastWait, wait));
     last = t;
     lastWait = wait;
   };
