@@ -10,8 +10,15 @@
  * `drain_flow` is the floor of the drain under flow control (see
  * {@link FLOW}): the least an exact, fair claim costs on these drivers.
  *
- * `npm run bench:floor` takes the same arguments as `npm run bench` and prints
- * lines whose peer is `floor-libsql` or `floor-postgres`.
+ * On the synchronous SQLite drivers (`sqlite-libsql`, `sqlite-node`,
+ * `sqlite-bun`: see sqlite_drivers.ts) the floor is the same SQL, each
+ * statement prepared once, and the inserts of a batch one prepared insert
+ * per row in one transaction (the fastest form on a synchronous driver).
+ *
+ * `npm run bench:floor` takes the same arguments as `npm run bench` (runtimes
+ * included: run the bundle with Node 24 for `sqlite-node`, with Bun for
+ * `sqlite-bun`) and prints lines whose peer is `floor-<store>`. Each drain
+ * line has `stall_ms` and `stall_own_ms`, as errand's.
  */
 import { fileURLToPath } from "node:url";
 import { toHex } from "../adapters/sql/hex.ts";
@@ -31,10 +38,18 @@ import {
   payloadBatches,
   rate,
   removeSqliteFiles,
+  stallMeter,
   type StoreName,
   type Subject,
   timeSequential,
 } from "./harness.ts";
+import {
+  closeSqliteDriver,
+  driverSettings,
+  isSqliteDriverStore,
+  sqliteDriver,
+  type SqliteDriverStore,
+} from "./sqlite_drivers.ts";
 
 /** A job row as the floor writes it: an id and the payload's bytes; under flow control, its group and turn. */
 interface Row {
@@ -215,6 +230,100 @@ async function libsqlFloor(flow: boolean, groupIndex = false): Promise<Floor> {
   };
 }
 
+/**
+ * The floor on a SQLite file through a synchronous driver (`store`): the SQL
+ * of {@link libsqlFloor}, on the same two connections, every statement
+ * prepared once.
+ */
+async function syncFloor(store: SqliteDriverStore, flow: boolean, groupIndex = false): Promise<Floor> {
+  removeSqliteFiles(SQLITE_FILE);
+  const [open, { libsqlMigrationSql }] = await Promise.all([
+    sqliteDriver(store),
+    import("../adapters/libsql/mod.ts"),
+  ]);
+  const connect = (synchronous: string) => {
+    const db = open(SQLITE_FILE);
+    db.exec(`PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 1000; PRAGMA synchronous = ${synchronous};`);
+    return db;
+  };
+  const db = connect(CFG.sqliteSynchronous);
+  const claimer = connect("normal");
+  db.exec(libsqlMigrationSql());
+  if (flow) {
+    db.exec(
+      `ALTER TABLE errand_jobs ADD COLUMN turn INTEGER;
+       CREATE INDEX errand_jobs_turn_claim ON errand_jobs (namespace, queue, turn, priority, run_at, id)
+         WHERE state IN ('available', 'scheduled') AND grp IS NOT NULL;
+       ${groupIndex ? "" : "DROP INDEX errand_jobs_group_claim;"}`,
+    );
+  }
+  const insert = db.prepare(
+    `INSERT INTO errand_jobs (${INSERT_COLUMNS}${flow ? ", grp, turn" : ""})
+     VALUES (?1, ?2, ?3, ?3, ${INSERT_CONSTANTS}${flow ? ", ?4, ?5" : ""})`,
+  );
+  const insertRow = (r: Row, at: number) =>
+    insert.run(...[r.id, r.payload, at, ...(r.group ? [r.group.key, r.group.turn] : [])] as never[]);
+  const begin = db.prepare("BEGIN");
+  const commit = db.prepare("COMMIT");
+  const picks = flow
+    ? flowPicksSql({ jobs: "errand_jobs", now: "?1", limit: "?3", greatest: "max", least: "min" })
+    : `SELECT id FROM errand_jobs
+       WHERE namespace = 'default' AND queue = 'default' AND state IN ('available', 'scheduled')
+         AND topic IS NULL AND grp IS NULL AND run_at <= ?1
+       ORDER BY priority, run_at, id LIMIT ?3`;
+  const claim = claimer.prepare(
+    `UPDATE errand_jobs SET state = 'running', attempt = attempt + 1, fence = fence + 1,
+       started_at = ?1, lease_until = ?2, worker_id = 'floor'
+     WHERE id IN (${picks})
+     RETURNING id, payload`,
+  );
+  const complete = db.prepare(
+    `UPDATE errand_jobs SET state = 'completed', finished_at = ?1, lease_until = NULL, worker_id = NULL
+     WHERE id IN (SELECT value FROM json_each(?2)) AND +namespace = 'default' AND state = 'running'`,
+  );
+  const count = db.prepare("SELECT count(*) AS n FROM errand_jobs WHERE state = ?1");
+  return {
+    insertOne(r) {
+      insertRow(r, Date.now());
+      return Promise.resolve();
+    },
+    insertMany(rows) {
+      const at = Date.now();
+      begin.run();
+      try {
+        for (const r of rows) insertRow(r, at);
+        commit.run();
+      } catch (err) {
+        db.exec("ROLLBACK");
+        throw err;
+      }
+      return Promise.resolve();
+    },
+    claim(limit) {
+      const at = Date.now();
+      const rows = claim.all(...[at, at + 30_000, limit] as never[]) as { id: string; payload: Uint8Array }[];
+      return Promise.resolve(rows.map((r) => ({ id: String(r.id), payload: r.payload })));
+    },
+    complete(ids) {
+      complete.run(...[Date.now(), JSON.stringify(ids)] as never[]);
+      return Promise.resolve();
+    },
+    count: (state) => Promise.resolve(Number((count.all(...[state] as never[])[0] as { n: number | bigint }).n)),
+    settings: {
+      storage: `SQLite file ${SQLITE_FILE}`,
+      ...driverSettings(store),
+      journal_mode: "wal",
+      synchronous: CFG.sqliteSynchronous,
+      statements: "prepared once; each its own autocommit transaction but a batch's inserts (one); claims not synced",
+    },
+    close: () => {
+      closeSqliteDriver(claimer);
+      closeSqliteDriver(db);
+      return Promise.resolve();
+    },
+  };
+}
+
 async function postgresFloor(flow: boolean): Promise<Floor> {
   const [{ default: postgres }, { postgresMigrationSql }] = await Promise.all([
     import("postgres"),
@@ -302,7 +411,11 @@ function subject(name: StoreName): Subject {
   const open = async (
     flow = false,
     groupIndex = false,
-  ) => (floor = name === "postgres" ? await postgresFloor(flow) : await libsqlFloor(flow, groupIndex));
+  ) => (floor = name === "postgres"
+    ? await postgresFloor(flow)
+    : isSqliteDriverStore(name)
+    ? await syncFloor(name, flow, groupIndex)
+    : await libsqlFloor(flow, groupIndex));
   /**
    * The drain, plain or (`flow`) under the floor's flow control, whose every
    * claim is checked to start no more of a group than its concurrency.
@@ -326,6 +439,7 @@ function subject(name: StoreName): Subject {
     };
     // One loop: each batch's completion goes out together with the next claim (pipelined on
     // PostgreSQL's one connection; one after the other on libSQL, which writes one at a time).
+    const stalls = stallMeter();
     const t0 = now();
     let claimed = await f.claim(CFG.concurrency);
     while (claimed.length) {
@@ -334,6 +448,7 @@ function subject(name: StoreName): Subject {
       [, claimed] = await Promise.all([f.complete(ids), f.claim(CFG.concurrency)]);
     }
     const ms = now() - t0;
+    const stall = stalls.stop();
     const completed = await f.count("completed");
     if (completed !== CFG.nDrain) throw new Error(`verification failed: ${completed} completed`);
     return {
@@ -341,6 +456,7 @@ function subject(name: StoreName): Subject {
       c: CFG.concurrency,
       jobs_per_s: rate(CFG.nDrain, ms),
       elapsed_ms: Math.round(ms),
+      ...stall,
       verified: { completed_in_db: completed, distinct_jobs: tracker.distinct },
       settings: {
         ...f.settings,
@@ -377,7 +493,7 @@ function subject(name: StoreName): Subject {
     drain: ({ signal }) => drain(signal, false),
     drain_flow: ({ signal }) => drain(signal, true),
     // PostgreSQL's schema keeps the index of queued jobs by group in any case.
-    ...name === "libsql"
+    ...name !== "postgres"
       ? { drain_flow_group_index: ({ signal }: { signal: AbortSignal }) => drain(signal, true, true) }
       : {},
     async latency({ signal }) {
@@ -400,7 +516,7 @@ function subject(name: StoreName): Subject {
     workloads,
     async cleanup() {
       await floor?.close();
-      if (name === "libsql") removeSqliteFiles(SQLITE_FILE);
+      if (name !== "postgres") removeSqliteFiles(SQLITE_FILE);
     },
   };
 }

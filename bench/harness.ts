@@ -7,10 +7,11 @@
  * workload starts from.
  */
 import { spawn } from "node:child_process";
-import { mkdirSync, rmSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
+import { SQLITE_DRIVER_STORES, sqliteDriverMissing, type SqliteDriverStore } from "./sqlite_drivers.ts";
 
 function envInt(name: string, fallback: number): number {
   const v = process.env[name];
@@ -164,6 +165,77 @@ export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeou
 export const round = (x: number, d = 1): number => Math.round(x * 10 ** d) / 10 ** d;
 /** Jobs per second. */
 export const rate = (n: number, ms: number): number => round(n / (ms / 1000), 1);
+
+/** What {@link waitedMs} reads at one moment: the thread's wait for a CPU, the CPU it last ran on, and each CPU's steal. */
+interface WaitSample {
+  readonly queuedMs: number;
+  readonly cpu: number;
+  readonly stealMs: readonly number[];
+}
+
+/** A {@link WaitSample} of this thread, or undefined where that is not readable (Linux only). */
+function waitSample(): WaitSample | undefined {
+  try {
+    const queuedMs = Number(readFileSync("/proc/thread-self/schedstat", "utf8").split(" ")[1]) / 1e6;
+    const stat = readFileSync("/proc/thread-self/stat", "utf8");
+    const cpu = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[36]);
+    // Each CPU's line: its name, then user, nice, system, idle, iowait, irq, softirq, steal, in 10 ms ticks.
+    const stealMs = readFileSync("/proc/stat", "utf8").split("\n").filter((l) => /^cpu\d/.test(l))
+      .map((l) => Number(l.split(/\s+/)[8]) * 10);
+    return { queuedMs, cpu, stealMs };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * How long this thread waited, from `a` to `b`, while it could run: its
+ * wait for a CPU of the system and, in a virtual machine, the time the host
+ * took from the CPU it ran on (of the two it was seen on, the more).
+ */
+function waitedMs(a: WaitSample, b: WaitSample): number {
+  const steal = (cpu: number) => (b.stealMs[cpu] ?? 0) - (a.stealMs[cpu] ?? 0);
+  return b.queuedMs - a.queuedMs + Math.max(steal(a.cpu), steal(b.cpu));
+}
+
+/**
+ * Starts measuring how late the event loop runs a timer (every `everyMs`)
+ * until `stop()`, which returns the longest lateness in ms (`stall_ms`): the
+ * longest stall of the event loop in between, which a synchronous driver's
+ * statements, run on the event loop's thread, make longer. On a machine
+ * other processes (or, in a virtual machine, the host) share, part of a
+ * stall may be time the thread could not run: `stall_own_ms` is the longest
+ * lateness less that time (see {@link waitedMs}; Linux only, else null), the
+ * stall the process made itself (its work and its blocking I/O, an fsync
+ * included).
+ */
+export function stallMeter(everyMs = 5): { stop(): { stall_ms: number; stall_own_ms: number | null } } {
+  let last = now();
+  let lastWait = waitSample();
+  let worst = 0;
+  let worstOwn = 0;
+  const tick = () => {
+    const t = now();
+    const wait = waitSample();
+    const late = t - last - everyMs;
+    worst = Math.max(worst, late);
+    if (wait && lastWait) worstOwn = Math.max(worstOwn, late - waitedMs(lastWait, wait));
+    last = t;
+    lastWait = wait;
+  };
+  const timer = setInterval(tick, everyMs);
+  return {
+    stop() {
+      // The tick due now, which a loop that never yields to timers would otherwise leave out.
+      tick();
+      clearInterval(timer);
+      return {
+        stall_ms: round(Math.max(0, worst), 1),
+        stall_own_ms: lastWait === undefined ? null : round(Math.max(0, worstOwn), 1),
+      };
+    },
+  };
+}
 
 /** Nearest-rank percentile of an ascending array. */
 export function percentile(sorted: number[], p: number): number {
@@ -345,54 +417,58 @@ async function runChild(subject: Subject, workload: Workload): Promise<number> {
 }
 
 /**
- * Runs each workload in a child process (`<script> --child <workload> <args>`)
- * and forwards its line. A `drain_flow` (or `drain_flow_group_index`) line
- * gets `vs_drain`: its jobs/s over those of the plain drain before it, in
- * this run.
+ * Runs workload `w` of `store` in a child process
+ * (`<script> --child <workload> <store>`) and forwards its line. A
+ * `drain_flow` (or `drain_flow_group_index`) line gets `vs_drain`: its
+ * jobs/s over those of the plain drain of the same store (`drainRates`), in
+ * this run. Returns whether it failed.
  */
-async function runOrchestrator(
+async function runWorkload(
   script: string,
-  childArgs: string[],
+  store: StoreName,
   peer: string,
-  workloads: readonly Workload[],
-) {
-  let failures = 0;
-  let drainRate: number | undefined;
-  for (const w of workloads) {
-    const child = spawn(process.execPath, [...process.execArgv, script, "--child", w, ...childArgs], {
-      stdio: ["ignore", "pipe", "inherit"],
-      env: process.env,
-    });
-    let out = "";
-    child.stdout.on("data", (d) => (out += d));
-    const killer = setTimeout(() => child.kill("SIGKILL"), (CFG.timeoutS + 30) * 1000);
-    const code = await new Promise((r) => child.on("exit", (c, sig) => r(sig ? 128 : c)));
-    clearTimeout(killer);
-    const line = out.split("\n").find((l) => l.startsWith("{") && l.includes(`"workload":"${w}"`));
-    const result = line ? JSON.parse(line) : undefined;
-    if (result && !result.error) {
-      if (w === "drain") drainRate = result.jobs_per_s;
-      if (w.startsWith("drain_flow") && drainRate) {
-        console.log(JSON.stringify({ ...result, vs_drain: round(result.jobs_per_s / drainRate, 2) }));
-      } else console.log(line);
-    } else {
-      failures++;
-      console.log(
-        line ??
-          JSON.stringify({
-            peer,
-            workload: w,
-            ts: new Date().toISOString(),
-            error: `child exited with ${code} without a result line`,
-          }),
-      );
-    }
+  w: Workload,
+  drainRates: Map<StoreName, number>,
+): Promise<boolean> {
+  const child = spawn(process.execPath, [...process.execArgv, script, "--child", w, store], {
+    stdio: ["ignore", "pipe", "inherit"],
+    env: process.env,
+  });
+  let out = "";
+  child.stdout.on("data", (d) => (out += d));
+  const killer = setTimeout(() => child.kill("SIGKILL"), (CFG.timeoutS + 30) * 1000);
+  const code = await new Promise((r) => child.on("exit", (c, sig) => r(sig ? 128 : c)));
+  clearTimeout(killer);
+  const line = out.split("\n").find((l) => l.startsWith("{") && l.includes(`"workload":"${w}"`));
+  const result = line ? JSON.parse(line) : undefined;
+  if (result && !result.error) {
+    if (w === "drain") drainRates.set(store, result.jobs_per_s);
+    const drainRate = drainRates.get(store);
+    if (w.startsWith("drain_flow") && drainRate) {
+      console.log(JSON.stringify({ ...result, vs_drain: round(result.jobs_per_s / drainRate, 2) }));
+    } else console.log(line);
+    return false;
   }
-  return failures;
+  console.log(
+    line ??
+      JSON.stringify({
+        peer,
+        workload: w,
+        ts: new Date().toISOString(),
+        error: `child exited with ${code} without a result line`,
+      }),
+  );
+  return true;
 }
 
-/** The stores a bench script measures. */
-export type StoreName = "libsql" | "postgres";
+/**
+ * The stores a bench script measures: libSQL through `@libsql/client`
+ * (`libsql`), PostgreSQL, and SQLite through each synchronous driver (see
+ * sqlite_drivers.ts).
+ */
+export type StoreName = "libsql" | "postgres" | SqliteDriverStore;
+/** Every store, in the order a run interleaves them. */
+const STORES: readonly StoreName[] = ["libsql", ...SQLITE_DRIVER_STORES, "postgres"];
 
 /**
  * The entry of a bench script. With `--child <workload> <store>` it runs that
@@ -400,6 +476,9 @@ export type StoreName = "libsql" | "postgres";
  * (or those named in the arguments) and each workload the subject has (or
  * those named; a `drain_flow` workload brings the plain `drain` along, its baseline),
  * every workload in a child process of `script`, and exits 1 if any failed.
+ * The stores are interleaved: each workload runs on every store before the
+ * next workload starts. A store whose driver this runtime lacks is skipped,
+ * with a line on stderr saying why.
  */
 export async function benchMain(
   script: string,
@@ -411,16 +490,22 @@ export async function benchMain(
   if (childAt >= 0) {
     process.exit(await runChild(subject(args[childAt + 2] as StoreName), args[childAt + 1] as Workload));
   }
-  const stores = (["libsql", "postgres"] as const).filter((s) =>
-    !args.some((a) => a === "libsql" || a === "postgres") || args.includes(s)
-  );
+  const stores = STORES.filter((s) => {
+    if (args.some((a) => (STORES as readonly string[]).includes(a)) && !args.includes(s)) return false;
+    const missing = s === "libsql" || s === "postgres" ? undefined : sqliteDriverMissing(s);
+    if (missing) console.error(`${peerPrefix}-${s}: skipped: ${missing}`);
+    return !missing;
+  });
   const named = args.filter((a) => (WORKLOADS as readonly string[]).includes(a));
   if (named.some((w) => w.startsWith("drain_flow"))) named.push("drain");
+  const has = new Map(stores.map((s) => [s, subject(s).workloads]));
+  const drainRates = new Map<StoreName, number>();
   let failures = 0;
-  for (const store of stores) {
-    const has = subject(store).workloads;
-    const workloads = WORKLOADS.filter((w) => has[w] && (!named.length || named.includes(w)));
-    failures += await runOrchestrator(script, [store], `${peerPrefix}-${store}`, workloads);
+  for (const w of WORKLOADS) {
+    if (named.length && !named.includes(w)) continue;
+    for (const store of stores) {
+      if (has.get(store)![w] && await runWorkload(script, store, `${peerPrefix}-${store}`, w, drainRates)) failures++;
+    }
   }
   process.exit(failures ? 1 : 0);
 }

@@ -1,8 +1,11 @@
 /**
  * The fresh database each of errand's workloads starts from, on either
  * store, with errand's store on it and a count query to verify the figures
- * by: PostgreSQL in the database `bench_errand` beside `PG_URL`, libSQL in
- * the file `errand.db` of `SQLITE_DIR`. Each driver is loaded only by the
+ * by: PostgreSQL in the database `bench_errand` beside `PG_URL`, SQLite in
+ * the file `errand.db` of `SQLITE_DIR`, through `@libsql/client`
+ * (`libsqlStore`) or a synchronous driver (`sqliteStore`, see
+ * sqlite_drivers.ts; its count queries run on a connection of their own, so
+ * none joins a transaction errand holds open on the store's). Each driver is loaded only by the
  * runs that use it, as an application loads only its own. Opened `counted`
  * (the workflow workloads), it also counts the statements errand sends
  * (see statements.ts), and its count queries run on a connection of their
@@ -13,6 +16,7 @@
 import process from "node:process";
 import type { StoreFor } from "../../src/store/mod.ts";
 import { CFG, dropPgDatabase, freshPgDatabase, removeSqliteFiles, type StoreName } from "../harness.ts";
+import { closeSqliteDriver, driverSettings, isSqliteDriverStore, sqliteDriver } from "../sqlite_drivers.ts";
 import { libsqlStatementCounter, pgStatementCounter, PROBE, type StatementCounter } from "./statements.ts";
 
 /** A fresh database for one workload, with a count query for verification. */
@@ -74,6 +78,40 @@ export async function openDatabase(name: StoreName, counted = false): Promise<Be
     };
   }
   removeSqliteFiles(SQLITE_FILE);
+  if (isSqliteDriverStore(name)) {
+    if (counted) throw new Error(`statements are counted on @libsql/client and PostgreSQL only, not on ${name}`);
+    const { sqliteStore } = await import("../../adapters/sqlite/mod.ts");
+    const options = { synchronous: CFG.sqliteSynchronous };
+    const open = await sqliteDriver(name);
+    const db = open(SQLITE_FILE);
+    const probe = open(SQLITE_FILE);
+    const dbs = [db, probe];
+    const countRows = (query: string, args: (string | null)[]) =>
+      Promise.resolve(Number((probe.prepare(query).all(...args as never[])[0] as { n: number | bigint }).n));
+    return {
+      store: sqliteStore(db, options) as StoreFor<unknown>,
+      count: (state, kind) =>
+        countRows("SELECT count(*) AS n FROM errand_jobs WHERE state = ? AND (? IS NULL OR kind = ?)", [
+          state,
+          kind ?? null,
+          kind ?? null,
+        ]),
+      countSteps: (type, state) =>
+        countRows("SELECT count(*) AS n FROM errand_steps WHERE type = ? AND state = ?", [type, state]),
+      connect: () => {
+        const other = open(SQLITE_FILE);
+        dbs.push(other);
+        return sqliteStore(other, options) as StoreFor<unknown>;
+      },
+      settings: {
+        storage: `SQLite file ${SQLITE_FILE}`,
+        ...driverSettings(name),
+        journal_mode: "wal",
+        synchronous: CFG.sqliteSynchronous,
+      },
+      close: () => Promise.resolve(dbs.forEach(closeSqliteDriver)),
+    };
+  }
   const [{ createClient }, { libsqlStore }] = await Promise.all([
     import("@libsql/client"),
     import("../../adapters/libsql/mod.ts"),

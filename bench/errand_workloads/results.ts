@@ -65,7 +65,7 @@ export function resultWorkloads(session: Session): Record<"result_idle" | "resul
       logger: silent,
       queues: { default: { concurrency: CFG.concurrency } },
       claimBatch: CFG.concurrency,
-      ...(session.store === "libsql" ? { pollInterval: RESULT.libsqlPollInterval } : {}),
+      ...(session.store !== "postgres" ? { pollInterval: RESULT.libsqlPollInterval } : {}),
       handlers: {
         bench: () => Promise.resolve(void plainRuns++),
         echo: (p) => {
@@ -91,7 +91,7 @@ export function resultWorkloads(session: Session): Record<"result_idle" | "resul
     const variants = [
       { label: "separate_instance", errand: waiter },
       { label: "same_instance", errand: worker },
-      ...(session.store === "libsql"
+      ...(session.store !== "postgres"
         ? [{
           label: `separate_instance_poll_${RESULT.fastResultPoll}`,
           errand: open({ resultPollInterval: RESULT.fastResultPoll }),
@@ -175,7 +175,7 @@ export function resultWorkloads(session: Session): Record<"result_idle" | "resul
         worker: {
           mode: "work",
           ...workSettings(),
-          ...(session.store === "libsql" ? { pollInterval: RESULT.libsqlPollInterval } : {}),
+          ...(session.store !== "postgres" ? { pollInterval: RESULT.libsqlPollInterval } : {}),
         },
         separate_instance: {
           mode: "enqueue",
@@ -187,7 +187,7 @@ export function resultWorkloads(session: Session): Record<"result_idle" | "resul
         wakeup: session.store === "postgres"
           ? "the worker: the enqueue's NOTIFY; result(): NOTIFY of a watched job's change (and a read every 5 s)"
           : "the worker: its poll; result(): its poll every resultPollInterval",
-        ...(session.store === "libsql"
+        ...(session.store !== "postgres"
           ? {
             [`separate_instance_poll_${RESULT.fastResultPoll}`]: {
               mode: "enqueue",

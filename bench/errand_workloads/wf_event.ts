@@ -39,7 +39,7 @@ export function wfEventWorkloads(session: Session): Record<"wf_event", WorkloadR
   return {
     async wf_event({ signal }) {
       const { nEvent: n, eventSettleMs } = CFG.wf;
-      const tuning = { pollInterval: envDuration("ERRAND_WF_POLL", session.store === "libsql" ? "10ms" : undefined) };
+      const tuning = { pollInterval: envDuration("ERRAND_WF_POLL", session.store !== "postgres" ? "10ms" : undefined) };
       const db = await session.open(true);
       const book = { steps: new StepTracker(n, 1), marks: noMarks(n) };
       const { marks } = book;
