@@ -3,7 +3,7 @@
  * libSQL in memory, and PostgreSQL (a fresh schema per test) when
  * DATABASE_URL is set.
  */
-import { createClient, type Transaction } from "@libsql/client";
+import { type Client, createClient, type Transaction } from "@libsql/client";
 import postgres, { type TransactionSql } from "postgres";
 import { libsqlStore } from "../../adapters/libsql/mod.ts";
 import { type SqliteDatabase, sqliteStore, type SqliteTransaction } from "../../adapters/sqlite/mod.ts";
@@ -60,6 +60,27 @@ export interface StoreKind<TTx> {
   open(): Promise<TestDatabase<TTx>>;
 }
 
+/** A trigger by which an SQLite database refuses every write of a run record holding `marker` (see refuseRunsWith). */
+const refuseRunsSql = (marker: string) =>
+  `CREATE TRIGGER refuse_marked_runs BEFORE UPDATE OF runs ON errand_jobs
+   WHEN NEW.runs LIKE '%${marker}%'
+   BEGIN SELECT RAISE(ABORT, 'the test database refuses this value'); END`;
+
+/** Runs `fn` in a write transaction of the libSQL `client`: commits when it returns, rolls back when it throws. */
+async function clientTransaction<T>(client: Client, fn: (tx: Transaction) => Promise<T>): Promise<T> {
+  const tx = await client.transaction("write");
+  try {
+    const result = await fn(tx);
+    await tx.commit();
+    return result;
+  } catch (err) {
+    await tx.rollback();
+    throw err;
+  } finally {
+    tx.close();
+  }
+}
+
 let counter = 0;
 const unique = () => `${Date.now().toString(36)}${process.pid.toString(36)}${(counter++).toString(36)}`;
 
@@ -76,26 +97,8 @@ export function libsqlKind(where: "file" | "memory"): StoreKind<Transaction> {
       return Promise.resolve({
         url,
         store: (namespace = "default") => libsqlStore(client, { namespace }),
-        async transaction(fn) {
-          const tx = await client.transaction("write");
-          try {
-            const result = await fn(tx);
-            await tx.commit();
-            return result;
-          } catch (err) {
-            await tx.rollback();
-            throw err;
-          } finally {
-            tx.close();
-          }
-        },
-        async refuseRunsWith(marker) {
-          await client.execute(
-            `CREATE TRIGGER refuse_marked_runs BEFORE UPDATE OF runs ON errand_jobs
-             WHEN NEW.runs LIKE '%${marker}%'
-             BEGIN SELECT RAISE(ABORT, 'the test database refuses this value'); END`,
-          );
-        },
+        transaction: (fn) => clientTransaction(client, fn),
+        refuseRunsWith: (marker) => client.execute(refuseRunsSql(marker)).then(() => {}),
         openAnother: () => kind.open(),
         async lock() {
           const holder = where === "memory" ? client : createClient({ url });
@@ -134,26 +137,8 @@ export function sqldKind(protocol: "http" | "ws"): StoreKind<Transaction> {
       return {
         url,
         store: (namespace = "default") => libsqlStore(client, { namespace }),
-        async transaction(fn) {
-          const tx = await client.transaction("write");
-          try {
-            const result = await fn(tx);
-            await tx.commit();
-            return result;
-          } catch (err) {
-            await tx.rollback();
-            throw err;
-          } finally {
-            tx.close();
-          }
-        },
-        async refuseRunsWith(marker) {
-          await client.execute(
-            `CREATE TRIGGER refuse_marked_runs BEFORE UPDATE OF runs ON errand_jobs
-             WHEN NEW.runs LIKE '%${marker}%'
-             BEGIN SELECT RAISE(ABORT, 'the test database refuses this value'); END`,
-          );
-        },
+        transaction: (fn) => clientTransaction(client, fn),
+        refuseRunsWith: (marker) => client.execute(refuseRunsSql(marker)).then(() => {}),
         openAnother: () => kind.open(),
         async lock() {
           // The server takes a write transaction away after 5 s of holding it: a lock lasts at most that long.
@@ -236,11 +221,7 @@ export async function sqliteKind(driver: SqliteDriver): Promise<StoreKind<Sqlite
         store: (namespace = "default") => sqliteStore(db, { namespace }),
         transaction: (fn) => sqliteStore(db).transaction(fn),
         refuseRunsWith(marker) {
-          db.exec(
-            `CREATE TRIGGER refuse_marked_runs BEFORE UPDATE OF runs ON errand_jobs
-             WHEN NEW.runs LIKE '%${marker}%'
-             BEGIN SELECT RAISE(ABORT, 'the test database refuses this value'); END`,
-          );
+          db.exec(refuseRunsSql(marker));
           return Promise.resolve();
         },
         openAnother: () => kind.open(),
