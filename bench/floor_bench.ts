@@ -142,6 +142,25 @@ function flowPicksSql(d: FlowDialect): string {
  * The floor on a libSQL file; under flow control (`flow`), the turn index
  * replaces the index of queued jobs by group unless `groupIndex` keeps it.
  */
+/** The floor's claim on SQLite (`?1` now, `?2` the lease's end, `?3` the limit): plain, or fair over groups with `flow`. */
+function sqliteClaimSql(flow: boolean): string {
+  const picks = flow
+    ? flowPicksSql({ jobs: "errand_jobs", now: "?1", limit: "?3", greatest: "max", least: "min" })
+    : `SELECT id FROM errand_jobs
+       WHERE namespace = 'default' AND queue = 'default' AND state IN ('available', 'scheduled')
+         AND topic IS NULL AND grp IS NULL AND run_at <= ?1
+       ORDER BY priority, run_at, id LIMIT ?3`;
+  return `UPDATE errand_jobs SET state = 'running', attempt = attempt + 1, fence = fence + 1,
+            started_at = ?1, lease_until = ?2, worker_id = 'floor'
+          WHERE id IN (${picks})
+          RETURNING id, payload`;
+}
+
+/** The floor's completion of a batch on SQLite (`?1` now, `?2` the ids as a JSON array). */
+const SQLITE_COMPLETE_SQL =
+  `UPDATE errand_jobs SET state = 'completed', finished_at = ?1, lease_until = NULL, worker_id = NULL
+   WHERE id IN (SELECT value FROM json_each(?2)) AND +namespace = 'default' AND state = 'running'`;
+
 async function libsqlFloor(flow: boolean, groupIndex = false): Promise<Floor> {
   removeSqliteFiles(SQLITE_FILE);
   const [{ createClient }, { libsqlMigrationSql }] = await Promise.all([
@@ -190,27 +209,11 @@ async function libsqlFloor(flow: boolean, groupIndex = false): Promise<Floor> {
     insertMany,
     async claim(limit) {
       const at = Date.now();
-      const picks = flow
-        ? flowPicksSql({ jobs: "errand_jobs", now: "?1", limit: "?3", greatest: "max", least: "min" })
-        : `SELECT id FROM errand_jobs
-           WHERE namespace = 'default' AND queue = 'default' AND state IN ('available', 'scheduled')
-             AND topic IS NULL AND grp IS NULL AND run_at <= ?1
-           ORDER BY priority, run_at, id LIMIT ?3`;
-      const rs = await claimer.execute({
-        sql: `UPDATE errand_jobs SET state = 'running', attempt = attempt + 1, fence = fence + 1,
-                started_at = ?1, lease_until = ?2, worker_id = 'floor'
-              WHERE id IN (${picks})
-              RETURNING id, payload`,
-        args: [at, at + 30_000, limit],
-      });
+      const rs = await claimer.execute({ sql: sqliteClaimSql(flow), args: [at, at + 30_000, limit] });
       return rs.rows.map((r) => ({ id: String(r.id), payload: new Uint8Array(r.payload as ArrayBuffer) }));
     },
     async complete(ids) {
-      await client.execute({
-        sql: `UPDATE errand_jobs SET state = 'completed', finished_at = ?, lease_until = NULL, worker_id = NULL
-              WHERE id IN (SELECT value FROM json_each(?)) AND +namespace = 'default' AND state = 'running'`,
-        args: [Date.now(), JSON.stringify(ids)],
-      });
+      await client.execute({ sql: SQLITE_COMPLETE_SQL, args: [Date.now(), JSON.stringify(ids)] });
     },
     async count(state) {
       const rs = await client.execute({ sql: "SELECT count(*) AS n FROM errand_jobs WHERE state = ?", args: [state] });
@@ -265,22 +268,8 @@ async function syncFloor(store: SqliteDriverStore, flow: boolean, groupIndex = f
     insert.run(...[r.id, r.payload, at, ...(r.group ? [r.group.key, r.group.turn] : [])] as never[]);
   const begin = db.prepare("BEGIN");
   const commit = db.prepare("COMMIT");
-  const picks = flow
-    ? flowPicksSql({ jobs: "errand_jobs", now: "?1", limit: "?3", greatest: "max", least: "min" })
-    : `SELECT id FROM errand_jobs
-       WHERE namespace = 'default' AND queue = 'default' AND state IN ('available', 'scheduled')
-         AND topic IS NULL AND grp IS NULL AND run_at <= ?1
-       ORDER BY priority, run_at, id LIMIT ?3`;
-  const claim = claimer.prepare(
-    `UPDATE errand_jobs SET state = 'running', attempt = attempt + 1, fence = fence + 1,
-       started_at = ?1, lease_until = ?2, worker_id = 'floor'
-     WHERE id IN (${picks})
-     RETURNING id, payload`,
-  );
-  const complete = db.prepare(
-    `UPDATE errand_jobs SET state = 'completed', finished_at = ?1, lease_until = NULL, worker_id = NULL
-     WHERE id IN (SELECT value FROM json_each(?2)) AND +namespace = 'default' AND state = 'running'`,
-  );
+  const claim = claimer.prepare(sqliteClaimSql(flow));
+  const complete = db.prepare(SQLITE_COMPLETE_SQL);
   const count = db.prepare("SELECT count(*) AS n FROM errand_jobs WHERE state = ?1");
   return {
     insertOne(r) {

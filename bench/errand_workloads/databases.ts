@@ -35,6 +35,22 @@ export interface BenchDatabase {
 }
 
 const PG_DB = "bench_errand";
+
+/** The counts of a {@link BenchDatabase} on an SQLite file, by `countRows` (a query with its arguments, read as `n`). */
+function sqliteCounts(
+  countRows: (query: string, args: (string | null)[]) => Promise<number>,
+): Pick<BenchDatabase, "count" | "countSteps"> {
+  return {
+    count: (state, kind) =>
+      countRows("SELECT count(*) AS n FROM errand_jobs WHERE state = ? AND (? IS NULL OR kind = ?)", [
+        state,
+        kind ?? null,
+        kind ?? null,
+      ]),
+    countSteps: (type, state) =>
+      countRows("SELECT count(*) AS n FROM errand_steps WHERE type = ? AND state = ?", [type, state]),
+  };
+}
 const SQLITE_FILE = `${CFG.sqliteDir}/errand.db`;
 
 /**
@@ -90,14 +106,7 @@ export async function openDatabase(name: StoreName, counted = false): Promise<Be
       Promise.resolve(Number((probe.prepare(query).all(...args as never[])[0] as { n: number | bigint }).n));
     return {
       store: sqliteStore(db, options) as StoreFor<unknown>,
-      count: (state, kind) =>
-        countRows("SELECT count(*) AS n FROM errand_jobs WHERE state = ? AND (? IS NULL OR kind = ?)", [
-          state,
-          kind ?? null,
-          kind ?? null,
-        ]),
-      countSteps: (type, state) =>
-        countRows("SELECT count(*) AS n FROM errand_steps WHERE type = ? AND state = ?", [type, state]),
+      ...sqliteCounts(countRows),
       connect: () => {
         const other = open(SQLITE_FILE);
         dbs.push(other);
@@ -130,14 +139,7 @@ export async function openDatabase(name: StoreName, counted = false): Promise<Be
     Number((await probe.execute({ sql: query, args })).rows[0].n);
   return {
     store: libsqlStore(client, { synchronous: CFG.sqliteSynchronous }) as StoreFor<unknown>,
-    count: (state, kind) =>
-      countRows("SELECT count(*) AS n FROM errand_jobs WHERE state = ? AND (? IS NULL OR kind = ?)", [
-        state,
-        kind ?? null,
-        kind ?? null,
-      ]),
-    countSteps: (type, state) =>
-      countRows("SELECT count(*) AS n FROM errand_steps WHERE type = ? AND state = ?", [type, state]),
+    ...sqliteCounts(countRows),
     statements: counter,
     connect: () => {
       const other = open();

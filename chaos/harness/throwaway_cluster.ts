@@ -9,9 +9,9 @@
  */
 import { execFile, execFileSync } from "node:child_process";
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import process from "node:process";
+import { freePort } from "../../tests/support/free_port.ts";
 import { sleep } from "../../tests/support/wait.ts";
 
 /** One running throwaway cluster. */
@@ -49,18 +49,6 @@ function binDir(): string {
     throw new Error("A throwaway PostgreSQL cluster needs initdb and pg_ctl (the PostgreSQL server package)");
   }
   return `/usr/lib/postgresql/${newest}/bin`;
-}
-
-/** A TCP port of 127.0.0.1 that was free a moment ago. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /**

