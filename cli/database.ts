@@ -3,7 +3,8 @@
  * `postgresql://`; libSQL for `file:`, `libsql://`, `http(s)://` and
  * `ws(s)://`), how it is shown (password and auth token hidden), and
  * opening the store on it with the driver the project installed
- * (`postgres` or `@libsql/client`, imported only when used).
+ * (`postgres` or `@libsql/client`, imported only when used; for a `file:`
+ * URL without `@libsql/client`, the runtime's own SQLite driver).
  *
  * @module
  */
@@ -11,6 +12,7 @@ import { existsSync, statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { StoreFor } from "../src/store/mod.ts";
+import type { SqliteDatabase } from "../adapters/sqlite/mod.ts";
 import { CommandFailure, UsageError } from "./failures.ts";
 
 /** The stores the command line opens. */
@@ -206,22 +208,19 @@ async function openLibsql(url: DatabaseUrl, options: OpenOptions): Promise<OpenD
       throw new CommandFailure(`"${path.dirname(file)}" of --db ${url.shown} is a file, not a folder; check the path`);
     }
   }
-  const { createClient } = await importDriver(() => import("@libsql/client"), "@libsql/client", "libSQL");
-  const { libsqlStore } = await import("../adapters/libsql/mod.ts");
-  let client: ReturnType<typeof createClient>;
+  let libsql: typeof import("@libsql/client");
   try {
-    client = createClient({ url: url.url });
+    libsql = await import("@libsql/client");
   } catch (err) {
-    // SQLite's SQLITE_CANTOPEN (14): the URL is fine, the file cannot be opened or created where it names.
-    if (url.file !== undefined && /\b14\b|CANTOPEN/.test(String((err as Error).message))) {
-      const file = path.resolve(url.file);
-      throw new CommandFailure(
-        `Cannot open or create the database file "${file}" (--db ${url.shown}): the folder "${
-          path.dirname(file)
-        }" cannot be written, or the file cannot be read; check their permissions, or choose another path`,
-        { cause: err },
-      );
-    }
+    if (url.file !== undefined) return await openSqliteFile(url, url.file, options, err as Error);
+    throw driverMissing("@libsql/client", "libSQL", err as Error);
+  }
+  const { libsqlStore } = await import("../adapters/libsql/mod.ts");
+  let client: ReturnType<typeof libsql.createClient>;
+  try {
+    client = libsql.createClient({ url: url.url });
+  } catch (err) {
+    if (url.file !== undefined && cannotOpen(err)) throw cannotOpenFile(url, url.file, err as Error);
     throw new UsageError(
       `--db "${url.shown}" is not a valid libSQL URL: ${scrubbed((err as Error).message, url.url)}`,
       { cause: err },
@@ -238,15 +237,79 @@ async function openLibsql(url: DatabaseUrl, options: OpenOptions): Promise<OpenD
   };
 }
 
+/**
+ * A `file:` database in a project without `@libsql/client` (the getting-started pages install none): opened with
+ * the runtime's own SQLite driver, `bun:sqlite` on Bun and `node:sqlite` on Node 22.5+ and Deno, else the `libsql`
+ * package when the project has it. `clientError` is why `@libsql/client` could not be loaded.
+ */
+async function openSqliteFile(
+  url: DatabaseUrl,
+  file: string,
+  options: OpenOptions,
+  clientError: Error,
+): Promise<OpenDatabase> {
+  // Each driver's module and the name of its database class.
+  const drivers = [["bun:sqlite", "Database"], ["node:sqlite", "DatabaseSync"], ["libsql", "default"]]
+    .filter(([specifier]) => specifier !== "bun:sqlite" || "Bun" in globalThis);
+  for (const [specifier, name] of drivers) {
+    let Database: new (path: string) => SqliteDatabase & { close(): void };
+    try {
+      // In a variable: a runtime without the module (node:sqlite before Node 22.5) fails here, not at load.
+      Database = (await import(specifier))[name];
+      if (typeof Database !== "function") continue;
+    } catch {
+      continue;
+    }
+    let db: SqliteDatabase & { close(): void };
+    try {
+      db = new Database(file);
+    } catch (err) {
+      throw cannotOpen(err) ? cannotOpenFile(url, file, err as Error) : err;
+    }
+    const { sqliteStore } = await import("../adapters/sqlite/mod.ts");
+    return {
+      url,
+      store: sqliteStore(db, { namespace: options.namespace, migrate: options.migrate }) as StoreFor<unknown>,
+      close: () => Promise.resolve(db.close()),
+    };
+  }
+  throw new CommandFailure(
+    `No SQLite driver for --db ${url.shown}: "@libsql/client" cannot be loaded (${
+      clientError.message.split("\n")[0]
+    }), and this runtime has no SQLite of its own (node:sqlite needs Node 22.5 or later, or Deno; Bun has ` +
+      "bun:sqlite); install one in your project: npm install @libsql/client (or npm install libsql)",
+    { cause: clientError },
+  );
+}
+
+/** Whether `err` is SQLite's SQLITE_CANTOPEN (14): the file cannot be opened or created where the URL names. */
+function cannotOpen(err: unknown): boolean {
+  return /\b14\b|CANTOPEN|unable to open database file/i.test(String((err as Error)?.message));
+}
+
+function cannotOpenFile(url: DatabaseUrl, file: string, err: Error): CommandFailure {
+  const resolved = path.resolve(file);
+  return new CommandFailure(
+    `Cannot open or create the database file "${resolved}" (--db ${url.shown}): the folder "${
+      path.dirname(resolved)
+    }" cannot be written, or the file cannot be read; check their permissions, or choose another path`,
+    { cause: err },
+  );
+}
+
 async function importDriver<T>(load: () => Promise<T>, name: string, what: string): Promise<T> {
   try {
     return await load();
   } catch (err) {
-    throw new CommandFailure(
-      `The ${what} driver "${name}" cannot be loaded (${
-        (err as Error).message.split("\n")[0]
-      }); install it in your project: npm install ${name}`,
-      { cause: err },
-    );
+    throw driverMissing(name, what, err as Error);
   }
+}
+
+function driverMissing(name: string, what: string, err: Error): CommandFailure {
+  return new CommandFailure(
+    `The ${what} driver "${name}" cannot be loaded (${
+      err.message.split("\n")[0]
+    }); install it in your project: npm install ${name}`,
+    { cause: err },
+  );
 }

@@ -6,8 +6,9 @@
  * type-checked (once, on the machine's Node), and the programs and test files
  * run as their own processes on the runtime running this test (on Node, each
  * bundled by esbuild first, all in one build, and run by plain node: tsx's
- * loader would be most of each run's time). `ERRAND_DOCS=docs/guides` limits
- * the run to the pages under that path.
+ * loader would be most of each run's time); a block that imports a runtime's
+ * own SQLite driver (`node:sqlite`, `bun:sqlite`) runs on the runtimes that
+ * have it. `ERRAND_DOCS=docs/guides` limits the run to the pages under that path.
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -15,6 +16,7 @@ import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
 import { blocksOf, type DocBlock, docPages, root } from "../support/doc_blocks.ts";
 import { runtimeCommand } from "../support/processes.ts";
+import { sqliteDriverMissing } from "../support/sqlite_drivers.ts";
 
 const only = process.env.ERRAND_DOCS;
 const blocks = docPages().filter((page) => !only || page.startsWith(only)).flatMap(blocksOf);
@@ -31,9 +33,22 @@ const typeCheckSkip = onNode && !process.execPath.includes("/node_modules/")
 /** The directory a block runs in, and its file there. */
 const cwdOf = (block: DocBlock) => `${dir}/run_${block.page.replace(/[/.]/g, "_")}_L${block.line}`;
 const mainOf = (block: DocBlock) => `${cwdOf(block)}/${block.role === "test" ? "example_test.ts" : "main.ts"}`;
+/**
+ * Why this runtime cannot run `block`, if it cannot: the block imports a runtime's own SQLite driver
+ * (`node:sqlite`, `bun:sqlite`) that this runtime lacks. Such a block runs on the runtimes that have it.
+ */
+function driverMissing(block: DocBlock): string | false {
+  for (const driver of ["node:sqlite", "bun:sqlite"] as const) {
+    const imports = new RegExp(`^import [^\n]* from "${driver}";`, "m").test(block.code);
+    const missing = imports && sqliteDriverMissing(driver);
+    if (missing) return missing;
+  }
+  return false;
+}
 /** The blocks that run as their own processes. */
 const runnable = blocks.filter((block) =>
-  block.role === "test" || block.role === "run" || (block.role === "run-postgres" && process.env.DATABASE_URL)
+  (block.role === "test" || block.role === "run" || (block.role === "run-postgres" && process.env.DATABASE_URL)) &&
+  !driverMissing(block)
 );
 
 describe("docs", () => {
@@ -92,14 +107,15 @@ describe("docs", () => {
 
   for (const block of blocks) {
     if (block.role === "run" || block.role === "run-postgres") {
-      const skip = block.role === "run-postgres" && !process.env.DATABASE_URL && "needs DATABASE_URL";
+      const skip = (block.role === "run-postgres" && !process.env.DATABASE_URL && "needs DATABASE_URL") ||
+        driverMissing(block);
       it(`${where(block)} runs and exits`, { skip }, () => {
         const run = runBlock(block, programCommand);
         assert.equal(run.status, 0, `${where(block)} failed:\n${run.output}`);
       });
     }
     if (block.role === "test") {
-      it(`${where(block)} passes as a test file`, () => {
+      it(`${where(block)} passes as a test file`, { skip: driverMissing(block) }, () => {
         const run = runBlock(block, testCommand);
         assert.equal(run.status, 0, `${where(block)} failed:\n${run.output}`);
       });

@@ -7,7 +7,8 @@
  *   `<!-- step: TAG ... -->` only in the runs that have every TAG (`node20`,
  *   `node22`, `postgres`).
  * - `<!-- file: NAME -->` before a ```ts block: a file saved under NAME where
- *   the page stands.
+ *   the page stands; `<!-- file: NAME TAG ... -->` only in the runs that
+ *   have every TAG (a page's variants of one file, e.g. in a code group).
  *
  * Each page becomes one bash script in document order (so its `cd` carries
  * over): the steps as written, each file saved with a here-document. The
@@ -65,9 +66,9 @@ const skip = !onNode
 /** A marked block of a page. */
 type Block =
   | { kind: "step"; tags: string[]; code: string; line: number }
-  | { kind: "file"; name: string; code: string; line: number };
+  | { kind: "file"; name: string; tags: string[]; code: string; line: number };
 
-const MARKER = /^(?:step(?::([\w\s-]*))?|file:\s*([\w.-]+))$/;
+const MARKER = /^(?:step(?::([\w\s-]*))?|file:\s*([\w.-]+)([\w\s-]*))$/;
 
 /** The marked blocks of a page, in order. */
 function blocksOf(page: string): Block[] {
@@ -75,25 +76,26 @@ function blocksOf(page: string): Block[] {
   for (const { lang, marker: comment, code, line } of fencedBlocks(page)) {
     const marker = MARKER.exec(comment ?? "");
     if (!marker) continue;
-    const [, tags, name] = marker;
+    const [, stepTags, name, fileTags] = marker;
+    const tags = (name ? fileTags : stepTags)?.trim().split(/\s+/).filter(Boolean) ?? [];
     if (name) {
       assert.equal(lang, "ts", `${page}:${line}: a file: block is a ts block`);
-      blocks.push({ kind: "file", name, code, line });
+      blocks.push({ kind: "file", name, tags, code, line });
     } else {
       assert.equal(lang, "sh", `${page}:${line}: a step is an sh block`);
-      blocks.push({ kind: "step", tags: tags?.trim() ? tags.trim().split(/\s+/) : [], code, line });
+      blocks.push({ kind: "step", tags, code, line });
     }
   }
   return blocks;
 }
 
 /** The blocks before the first `postgres` step, and the rest. */
-function partsOf(blocks: Block[]): { libsql: Block[]; postgres: Block[] } {
+function partsOf(blocks: Block[]): { sqlite: Block[]; postgres: Block[] } {
   const at = blocks.findIndex((b) => b.kind === "step" && b.tags.includes("postgres"));
-  return at < 0 ? { libsql: blocks, postgres: [] } : { libsql: blocks.slice(0, at), postgres: blocks.slice(at) };
+  return at < 0 ? { sqlite: blocks, postgres: [] } : { sqlite: blocks.slice(0, at), postgres: blocks.slice(at) };
 }
 
-const included = (block: Block, tags: string[]) => block.kind === "file" || block.tags.every((t) => tags.includes(t));
+const included = (block: Block, tags: string[]) => block.tags.every((t) => tags.includes(t));
 
 /** One bash script that does what the blocks say, for a run with these tags. */
 function scriptOf(page: string, blocks: Block[], tags: string[]): string {
@@ -268,14 +270,13 @@ describe("getting started, followed as written", { skip }, () => {
 
   for (const { page, runs } of pages) {
     const blocks = blocksOf(page);
-    const { libsql, postgres } = partsOf(blocks);
+    const { sqlite, postgres } = partsOf(blocks);
 
     it(`${page}: every step is followed by one of its runs`, () => {
       assert.ok(blocks.some((b) => b.kind === "file" && b.name === "main.ts"), "the page saves main.ts");
       for (const block of blocks) {
-        if (block.kind !== "step") continue;
         const runsIt = runs.some((run) => included(block, [...run.tags, "postgres"]));
-        assert.ok(runsIt, `${page}:${block.line} is marked for no run (step: ${block.tags.join(" ")})`);
+        assert.ok(runsIt, `${page}:${block.line} is marked for no run (${block.kind}: ${block.tags.join(" ")})`);
       }
     });
 
@@ -287,13 +288,13 @@ describe("getting started, followed as written", { skip }, () => {
         const caches = () => `${work}/${name}.caches`;
 
         it(
-          "with libSQL: installs errand from the tarball next to the project, runs main.ts, its job completes",
+          "with SQLite: installs errand from the tarball next to the project, runs main.ts, its job completes",
           { timeout: 240_000 },
           async (t) => {
             const cwd = mkdtempSync(`${work}/run-`);
             copyFileSync(tarball, `${cwd}/${basename(tarball)}`); // where the page has the reader put it
             const seen = registry.requests.length;
-            const script = `${scriptOf(page, libsql, run.tags)}pwd > '${state()}'\n`;
+            const script = `${scriptOf(page, sqlite, run.tags)}pwd > '${state()}'\n`;
             const { code, output } = await bash(script, cwd, envFor(run.node!, caches()), 200_000);
             t.diagnostic(tail(output));
             assert.equal(code, 0, `${page} (${run.label}) failed:\n${output}`);
@@ -308,7 +309,7 @@ describe("getting started, followed as written", { skip }, () => {
           skip: postgres.length ? postgresSkip(postgres, run.tags) : "the page has no PostgreSQL section",
           timeout: 180_000,
         }, async (t) => {
-          if (!project) return t.skip("the libSQL part did not finish");
+          if (!project) return t.skip("the SQLite part did not finish");
           const script = `cd '${project}'\n${scriptOf(page, postgres, [...run.tags, "postgres"])}`;
           const env = envFor(run.node!, caches(), { DATABASE_URL: pageDatabaseUrl(databaseUrl!).toString() });
           const seen = registry.requests.length;

@@ -12,14 +12,8 @@ import { describe, it } from "node:test";
 import { type Worker, Workers } from "../support/processes.ts";
 import { createErrand, JobFailedError, partitionOf } from "../../mod.ts";
 import { processJobs, processTopics } from "../support/process_jobs.ts";
-import {
-  libsqlKind,
-  nativeSqliteDriver,
-  postgresKind,
-  sqliteKind,
-  type StoreKind,
-  type TestDatabase,
-} from "../support/stores.ts";
+import { libsqlKind, postgresKind, sqliteKind, type StoreKind, type TestDatabase } from "../support/stores.ts";
+import { nativeSqliteDriver } from "../support/sqlite_drivers.ts";
 import { eventually } from "../support/wait.ts";
 
 /** Every worker process of this file: worker_process.ts on the runtime running the test. */

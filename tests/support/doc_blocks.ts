@@ -9,7 +9,8 @@
  *   database it is only type-checked.
  * - `<!-- test -->`: a `node:test` file; it is run by the runtime's test runner and must pass.
  * - `<!-- file: NAME -->`: a file of the getting-started project; it is
- *   type-checked here, and the getting-started test saves and runs it.
+ *   type-checked here, and the getting-started test saves and runs it
+ *   (`<!-- file: NAME TAG ... -->`: only in its runs with every TAG).
  *
  * or it is a fragment, only type-checked, and says why it does not run:
  *
@@ -87,7 +88,7 @@ export function fencedBlocks(page: string): FencedBlock[] {
   });
 }
 
-const ROLE = /^(run: postgres|run|test|setup|file: [\w.-]+|fragment: \S.*)$/s;
+const ROLE = /^(run: postgres|run|test|setup|file: [\w.-]+(?: [\w-]+)*|fragment: \S.*)$/s;
 
 /** The TypeScript blocks of one markdown file, in order. */
 export function blocksOf(page: string): DocBlock[] {
@@ -110,7 +111,7 @@ export function blocksOf(page: string): DocBlock[] {
       page,
       line,
       role,
-      fileName: role === "file" ? marker.slice("file: ".length) : undefined,
+      fileName: role === "file" ? marker.slice("file: ".length).split(" ")[0] : undefined,
       note: role === "fragment" ? marker.slice("fragment: ".length).trim() : role === "unmarked" ? comment : undefined,
       code,
       checked: pointAtCheckout(checked),
@@ -123,13 +124,16 @@ export function blocksOf(page: string): DocBlock[] {
 /** The subpaths both packages export, and the checkout file each one is. */
 const EXPORTS: Record<string, string> = JSON.parse(readFileSync(`${root}deno.json`, "utf8")).exports;
 
-/** Points `errand`, `@errand/errand` and their subpaths at this checkout's files. */
+/** Points `errand`, `@errand/errand` and their subpaths at this checkout's files, and `bun:sqlite` at its types (tests/support/bun_sqlite.ts). */
 export function pointAtCheckout(code: string): string {
-  return code.replace(/(from\s+|import\s*\(\s*)"(?:errand|@errand\/errand)(\/[\w-]+)?"/g, (all, lead, sub) => {
-    const target = EXPORTS[`.${sub ?? ""}`];
-    if (!target) return all;
-    return `${lead}${JSON.stringify(`${root}${target.replace(/^\.\//, "")}`)}`;
-  });
+  return code.replace(/(from\s+)"bun:sqlite"/g, `$1${JSON.stringify(`${root}tests/support/bun_sqlite.ts`)}`).replace(
+    /(from\s+|import\s*\(\s*)"(?:errand|@errand\/errand)(\/[\w-]+)?"/g,
+    (all, lead, sub) => {
+      const target = EXPORTS[`.${sub ?? ""}`];
+      if (!target) return all;
+      return `${lead}${JSON.stringify(`${root}${target.replace(/^\.\//, "")}`)}`;
+    },
+  );
 }
 
 const IMPORT = /^import\s+([\s\S]*?)\s+from\s+("[^"]+");?[ \t]*$/gm;

@@ -6,10 +6,11 @@
 import { type Client, createClient, type Transaction } from "@libsql/client";
 import postgres, { type TransactionSql } from "postgres";
 import { libsqlStore } from "../../adapters/libsql/mod.ts";
-import { type SqliteDatabase, sqliteStore, type SqliteTransaction } from "../../adapters/sqlite/mod.ts";
+import { sqliteStore, type SqliteTransaction } from "../../adapters/sqlite/mod.ts";
 import { postgresStore } from "../../adapters/postgres/mod.ts";
 import type { StoreFor } from "../../src/store/mod.ts";
 import { startSqld } from "./sqld.ts";
+import { type SqliteDriver, sqliteDriver, sqliteDriverMissing } from "./sqlite_drivers.ts";
 
 /** One fresh, empty database for one test. */
 export interface TestDatabase<TTx> {
@@ -159,46 +160,6 @@ export function sqldKind(protocol: "http" | "ws"): StoreKind<Transaction> {
     },
   };
   return kind;
-}
-
-/** The synchronous SQLite drivers `sqliteStore()` takes. */
-export type SqliteDriver = "node:sqlite" | "bun:sqlite" | "libsql";
-
-/** Opens a database file with `driver`'s own constructor. */
-export type OpenSqlite = (path: string) => SqliteDatabase;
-
-/**
- * Why this runtime has no `driver`, or undefined when it has it:
- * `node:sqlite` needs Node 22.5+ or Deno, `bun:sqlite` needs Bun.
- */
-export function sqliteDriverMissing(driver: SqliteDriver): string | undefined {
-  const bun = typeof (globalThis as { Bun?: unknown }).Bun !== "undefined";
-  if (driver === "bun:sqlite" && !bun) return "bun:sqlite is Bun's own";
-  if (driver === "node:sqlite" && bun) return "Bun has no node:sqlite";
-  const [major, minor] = process.versions.node.split(".").map(Number);
-  if (driver === "node:sqlite" && (major < 22 || (major === 22 && minor < 5))) {
-    return `node:sqlite needs Node 22.5 or later, this is Node ${process.versions.node}`;
-  }
-  return undefined;
-}
-
-/** The fastest SQLite driver this runtime has of its own: bun:sqlite on Bun, node:sqlite where it exists, else libsql. */
-export function nativeSqliteDriver(): SqliteDriver {
-  if (!sqliteDriverMissing("bun:sqlite")) return "bun:sqlite";
-  return sqliteDriverMissing("node:sqlite") ? "libsql" : "node:sqlite";
-}
-
-/** `driver`'s constructor (see {@link sqliteDriverMissing} for the runtimes that lack one). */
-export async function sqliteDriver(driver: SqliteDriver): Promise<OpenSqlite> {
-  // A specifier in a variable: the type check and a runtime without the module leave it alone until it runs.
-  const specifier: string = driver;
-  const module = await import(specifier);
-  const Database = driver === "node:sqlite"
-    ? module.DatabaseSync
-    : driver === "bun:sqlite"
-    ? module.Database
-    : module.default;
-  return (path) => new Database(path);
 }
 
 /** SQLite on a new database file through `driver`: skipped, saying why, on a runtime without it. */
