@@ -53,6 +53,8 @@ const QUICK_SKIPS = new Set([
   "tests/stores/libsql_memory_test.ts",
   "tests/stores/postgres_unprepared_test.ts",
   "tests/stores/sqld_http_test.ts",
+  "tests/stores/sqld_replica_test.ts",
+  "tests/stores/sqld_replicas_test.ts",
   "tests/stores/sqld_ws_test.ts",
 ]);
 /**
@@ -79,10 +81,13 @@ const ONE_RUNTIME = new Map([
   ...["tests/stores/libsql_memory_test.ts", "tests/store_operations/libsql_memory_test.ts"].map((
     f,
   ) => [f, ["node", "@libsql/client on :memory:: the run of the suite on a file is on every runtime"]]),
-  // A libSQL server does the work of these suites; the client's remote protocol is the same JavaScript everywhere.
+  // A libSQL server does the work of these suites; the client's remote protocol is the same JavaScript everywhere, and an
+  // embedded replica's (sqld_replica*) is the one native libsql module every runtime loads.
   // Bun runs them: its fetch and WebSocket took the suites in a quarter of Node 20's time (about 110 s against 410 s).
   ...[
     "tests/stores/sqld_http_test.ts",
+    "tests/stores/sqld_replica_test.ts",
+    "tests/stores/sqld_replicas_test.ts",
     "tests/stores/sqld_ws_test.ts",
     "tests/store_operations/sqld_http_test.ts",
     "tests/store_operations/sqld_ws_test.ts",

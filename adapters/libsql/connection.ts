@@ -22,7 +22,7 @@ import { TAKE_WRITE_LOCK, type WriteProtocol } from "./write_protocol.ts";
 
 /**
  * Reads the random id that tells this database from any other (see
- * {@link LibsqlConnection.checkOwnTransaction}). It is a row of
+ * {@link LibsqlConnection.joinTransaction}). It is a row of
  * `errand_migrations` at version 0, below every migration, so it needs no
  * migration of its own.
  */
@@ -166,13 +166,19 @@ export class LibsqlConnection {
   }
 
   /**
-   * Checks that the application's transaction `tx` is on this database (read
-   * once per transaction): the driver's `Transaction` tells nothing of its
-   * client, so its database's id is compared. A write in a transaction of
-   * another database would commit where the store never looks.
+   * The application's transaction `tx` as errand's statements run in it,
+   * once it is checked to be on this database (read once per transaction):
+   * the driver's `Transaction` tells nothing of its client, so its
+   * database's id is compared. A write in a transaction of another database
+   * would commit where the store never looks.
    * @throws {ValidationError} Unless it is.
    */
-  async checkOwnTransaction(tx: Transaction): Promise<void> {
+  async joinTransaction(tx: Transaction): Promise<Transaction> {
+    await this.#checkOwnTransaction(tx);
+    return await this.#writes.join(tx);
+  }
+
+  async #checkOwnTransaction(tx: Transaction): Promise<void> {
     if (this.#ownTransactions.has(tx)) return;
     const own = await this.databaseId();
     const id = await this.run(() => tx.execute(DATABASE_ID), false).then(

@@ -18,6 +18,7 @@ import { checkName, NAMESPACE_PATTERN } from "../../src/checks/names.ts";
 import { composeLibsqlStore, type LibsqlStore } from "./store.ts";
 import { isRemote, remoteClient } from "./remote_client.ts";
 import { RemoteWrites } from "./remote_writes.ts";
+import { FileWrites } from "./replica.ts";
 
 export { LIBSQL_SCHEMA_VERSION, libsqlMigrationSql } from "./migrations.ts";
 export type { LibsqlStore } from "./store.ts";
@@ -76,7 +77,8 @@ export interface LibsqlStoreOptions {
  *
  * @param client A client from `createClient()` of `@libsql/client`: an
  *   embedded `file:` database, `:memory:`, or a libSQL server (`http:`,
- *   `ws:`, `libsql:`), where errand's writes are the server's own write
+ *   `ws:`, `libsql:`) or an embedded replica of one (`file:` with
+ *   `syncUrl`), where errand's writes are the server's own write
  *   transactions and `busyTimeout` and `synchronous` are the server's to set.
  * @param options See {@link LibsqlStoreOptions}.
  * @throws {ValidationError} When an option is invalid.
@@ -95,7 +97,8 @@ export function libsqlStore(client: Client, options: LibsqlStoreOptions = {}): L
     busyTimeoutMs: parseDuration(options.busyTimeout ?? "30s", "busyTimeout"),
     synchronous: checkSynchronous(options.synchronous ?? "full"),
   };
-  if (!isRemote(client)) return composeLibsqlStore(client, settings);
+  // A file of its own, or an embedded replica whose writes go to its primary (replica.ts).
+  if (!isRemote(client)) return composeLibsqlStore(client, settings, new FileWrites(client, settings.synchronous));
   // A libSQL server: its own write transactions, and only the arguments each statement uses (remote_client.ts).
   const remote = remoteClient(client);
   return composeLibsqlStore(remote, settings, new RemoteWrites(remote));

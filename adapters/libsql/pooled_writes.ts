@@ -85,6 +85,10 @@ export class PooledWrites implements WriteProtocol {
     tx.close();
   }
 
+  join(tx: Transaction): Promise<Transaction> {
+    return Promise.resolve(tx);
+  }
+
   /** See {@link PooledWrites.#restore}. */
   #applicationPragmas(): Promise<string> {
     this.#restore ??= (async () => {

@@ -1,15 +1,16 @@
 /**
- * A libSQL server's client (`http:`, `ws:`, `libsql:` and the like) as
- * errand's SQLite dialect runs on it: a server refuses a statement whose
- * arguments it does not all use ("ARGS_INVALID"), and errand passes one
- * argument list to several statements that each use part of it, so every
- * statement, on the client and in its transactions, gets only the
- * arguments its SQL uses (parameters.ts).
+ * A libSQL server's client (`http:`, `ws:`, `libsql:` and the like, or an
+ * embedded replica, whose writes go to its primary) as errand's SQLite
+ * dialect runs on it: a server refuses a statement whose arguments it does
+ * not all use ("ARGS_INVALID"), and errand passes one argument list to
+ * several statements that each use part of it, so every statement, on the
+ * client and in its transactions, gets only the arguments its SQL uses,
+ * bound by position (parameters.ts).
  *
  * @module
  */
 import type { Client, InStatement, ResultSet, Transaction } from "./driver.ts";
-import { withUsedArguments } from "./parameters.ts";
+import { remoteStatement } from "./parameters.ts";
 
 /** Whether `client` reaches its database through a server rather than opening it itself. */
 export function isRemote(client: Client): boolean {
@@ -34,7 +35,7 @@ export class RemoteClient implements Client {
   /** The application's client. */
   readonly inner: Client;
 
-  /** Wraps `inner`, a client of a libSQL server. */
+  /** Wraps `inner`, a client of a libSQL server or an embedded replica. */
   constructor(inner: Client) {
     this.inner = inner;
   }
@@ -44,7 +45,7 @@ export class RemoteClient implements Client {
   }
 
   execute(statement: InStatement): Promise<ResultSet> {
-    return this.inner.execute(withUsedArguments(statement));
+    return this.inner.execute(remoteStatement(statement));
   }
 
   executeMultiple(sql: string): Promise<void> {
@@ -58,14 +59,14 @@ export class RemoteClient implements Client {
 
 /**
  * `tx` (a transaction on a server) with only the arguments each statement
- * uses; every other property is the driver's own, so the application can
+ * uses, by position; every other property is the driver's own, so the application can
  * use it as the driver's `Transaction`.
  */
 export function remoteTransaction<T extends Transaction>(tx: T): T {
   return new Proxy(tx, {
     get(target, key) {
-      if (key === "execute") return (statement: InStatement) => target.execute(withUsedArguments(statement));
-      if (key === "batch") return (statements: InStatement[]) => target.batch(statements.map(withUsedArguments));
+      if (key === "execute") return (statement: InStatement) => target.execute(remoteStatement(statement));
+      if (key === "batch") return (statements: InStatement[]) => target.batch(statements.map(remoteStatement));
       const value = Reflect.get(target, key, target);
       return typeof value === "function" ? value.bind(target) : value;
     },

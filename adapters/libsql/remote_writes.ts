@@ -8,7 +8,8 @@
  *
  * @module
  */
-import type { Client } from "./driver.ts";
+import type { Client, Transaction } from "./driver.ts";
+import { remoteTransaction } from "./remote_client.ts";
 import { type OpenWrite, TAKE_WRITE_LOCK, type WriteProtocol } from "./write_protocol.ts";
 
 /** {@link WriteProtocol} on a libSQL server's client. */
@@ -30,6 +31,11 @@ export class RemoteWrites implements WriteProtocol {
       throw err;
     }
     return { tx, commit: () => tx.commit(), close: () => Promise.resolve(tx.close()) };
+  }
+
+  /** On a server, errand's statements in the application's transaction get only the arguments they use too. */
+  join(tx: Transaction): Promise<Transaction> {
+    return Promise.resolve(remoteTransaction(tx));
   }
 
   async script(script: string): Promise<void> {

@@ -68,8 +68,6 @@ import { listPartitions, partitionsExist, trimPartitionHistory } from "./partiti
 import { claimJobs, finishJobs, listenForWakes, listExpiredJobs, renewLeases, saveProgress } from "./runs.ts";
 import { advanceSchedule, deleteSchedule, getSchedule, listSchedules, saveSchedule } from "./schedules.ts";
 import { ensureSchema } from "./schema.ts";
-import { PooledWrites } from "./pooled_writes.ts";
-import { isRemote, remoteTransaction } from "./remote_client.ts";
 import type { WriteProtocol } from "./write_protocol.ts";
 import { listSteps, listWaitingEvents, pruneEvents, saveSteps, sendEvent, suspendStep } from "./steps.ts";
 import { listenForChanges, watchJobs } from "./watch.ts";
@@ -139,7 +137,7 @@ export type SqliteDialectStore<TTx> = StoreFor<TTx> & {
 export function composeLibsqlStore<TTx extends Transaction>(
   client: Client,
   settings: LibsqlStoreSettings,
-  writes: WriteProtocol = new PooledWrites(client, settings.synchronous),
+  writes: WriteProtocol,
 ): SqliteDialectStore<TTx> {
   const db = new LibsqlConnection(client, settings, writes);
   const ctx: LibsqlContext = { db, namespace: settings.namespace, settings };
@@ -232,20 +230,16 @@ export function composeLibsqlStore<TTx extends Transaction>(
     // The transactional operations inside the application's libSQL `Transaction`.
     inTransaction(tx) {
       checkTransaction(tx);
-      // On a server, errand's statements in the application's transaction get only the arguments they use too.
-      const inTx = isRemote(client) ? remoteTransaction(tx as Transaction) as typeof tx : tx;
-      const own = <P, R>(op: (p: P) => Promise<R>) => async (p: P): Promise<R> => {
-        await ctx.db.checkOwnTransaction(tx);
-        return await op(p);
-      };
+      const own = <P, R>(op: (p: P, inTx: Transaction) => Promise<R>) => async (p: P): Promise<R> =>
+        await op(p, await ctx.db.joinTransaction(tx as Transaction));
       return {
-        eventSend: own((p) => sendEvent(ctx, p, inTx)),
-        jobFinishMany: own((p) => finishJobs(ctx, p, inTx)),
-        jobInsertMany: own((p) => insertJobs(ctx, p, inTx)),
-        jobRenewLeases: own((p) => renewLeases(ctx, p, inTx)),
-        logAppend: own((p) => appendRecords(ctx, p, inTx)),
-        stepList: own((p) => listSteps(ctx, p, inTx)),
-        stepSave: own((p) => saveSteps(ctx, p, inTx)),
+        eventSend: own((p, inTx) => sendEvent(ctx, p, inTx)),
+        jobFinishMany: own((p, inTx) => finishJobs(ctx, p, inTx)),
+        jobInsertMany: own((p, inTx) => insertJobs(ctx, p, inTx)),
+        jobRenewLeases: own((p, inTx) => renewLeases(ctx, p, inTx)),
+        logAppend: own((p, inTx) => appendRecords(ctx, p, inTx)),
+        stepList: own((p, inTx) => listSteps(ctx, p, inTx)),
+        stepSave: own((p, inTx) => saveSteps(ctx, p, inTx)),
       };
     },
   };

@@ -44,4 +44,6 @@ export interface WriteProtocol {
   open(takeLock: string, synced: boolean): Promise<OpenWrite>;
   /** Runs a script of writing statements in a write transaction of its own, synced. */
   script(script: string): Promise<void>;
+  /** The application's transaction `tx` as errand's statements run in it on this kind of client. */
+  join(tx: Transaction): Promise<Transaction>;
 }

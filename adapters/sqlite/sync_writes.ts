@@ -9,6 +9,7 @@
  * @module
  */
 import { NATIVE_BUSY_WAIT_MS, type OpenWrite, TAKE_WRITE_LOCK, type WriteProtocol } from "../libsql/write_protocol.ts";
+import type { Transaction } from "../libsql/driver.ts";
 import { type SyncClient, SyncTransaction } from "./sync_client.ts";
 
 /** SQLite's numbers for the `synchronous` levels. */
@@ -52,6 +53,10 @@ export class SyncWrites implements WriteProtocol {
     } finally {
       await write.close();
     }
+  }
+
+  join(tx: Transaction): Promise<Transaction> {
+    return Promise.resolve(tx);
   }
 
   #open(takeLock: string, synced: boolean): OpenWrite {

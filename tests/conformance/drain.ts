@@ -135,16 +135,22 @@ export function drainCases(kind: StoreKind<unknown>): void {
         } finally {
           await release();
         }
-        assert.equal(report?.left, null, "the jobs left could not be counted");
-        assert.deepEqual(report?.unfinished, [
-          "announce this drain (heartbeat)",
-          "hand back the runs still going",
-          "save the runs' outcomes",
-          "stop renewing leases",
-          "give up the leader lease",
-          "remove this drain's heartbeat",
-          "count the jobs left",
-        ]);
+        if (kind.blockingWrites) {
+          // The process stood still until the server took the lock away (after 5 s) and let the drain's writes
+          // through: the drain finished everything but the run, whose budget had passed, and counted the job left.
+          assert.deepEqual(report, { ran: 0, completed: 0, failed: 0, left: 1, unfinished: [] });
+        } else {
+          assert.equal(report?.left, null, "the jobs left could not be counted");
+          assert.deepEqual(report?.unfinished, [
+            "announce this drain (heartbeat)",
+            "hand back the runs still going",
+            "save the runs' outcomes",
+            "stop renewing leases",
+            "give up the leader lease",
+            "remove this drain's heartbeat",
+            "count the jobs left",
+          ]);
+        }
         assert.deepEqual(ran, []);
         // Once the store answers again the next drain finishes what the first one left, then runs the job.
         assert.deepEqual(await errand.drain({ budget: "5s" }), {

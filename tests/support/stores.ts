@@ -9,7 +9,7 @@ import { libsqlStore } from "../../adapters/libsql/mod.ts";
 import { sqliteStore, type SqliteTransaction } from "../../adapters/sqlite/mod.ts";
 import { postgresStore } from "../../adapters/postgres/mod.ts";
 import type { StoreFor } from "../../src/store/mod.ts";
-import { startSqld } from "./sqld.ts";
+import { type Sqld, startSqld } from "./sqld.ts";
 import { type SqliteDriver, sqliteDriver, sqliteDriverMissing } from "./sqlite_drivers.ts";
 
 /** One fresh, empty database for one test. */
@@ -58,6 +58,13 @@ export interface StoreKind<TTx> {
    * long a transaction or a stream may stay open.
    */
   readonly remote?: boolean;
+  /**
+   * Whether its writes block the process until the server answers (an
+   * embedded replica sends them to its primary synchronously): while
+   * `lock()` holds the database no timer of the process fires, so nothing
+   * can end a wait for the lock before the server does.
+   */
+  readonly blockingWrites?: boolean;
   open(): Promise<TestDatabase<TTx>>;
 }
 
@@ -127,14 +134,44 @@ export function libsqlKind(where: "file" | "memory"): StoreKind<Transaction> {
  * Without the sqld binary every test fails saying how to install it.
  */
 export function sqldKind(protocol: "http" | "ws"): StoreKind<Transaction> {
+  return sqldServerKind(`sqld-${protocol}`, {}, (server) => {
+    const url = protocol === "http" ? server.httpUrl : server.wsUrl;
+    return { url, client: createClient({ url }), remove: () => {} };
+  });
+}
+
+/**
+ * libSQL on an embedded replica of a libSQL server (sqld): a local file
+ * that syncs from the server, whose writes go to the server (a fresh server
+ * and file per test database). A child process reaches the same database
+ * through the server's URL.
+ */
+export function sqldReplicaKind(): StoreKind<Transaction> {
+  return sqldServerKind("sqld-replica", { blockingWrites: true }, (server) => {
+    const dir = mkdtempSync(`${tmpdir()}/errand-replica-`);
+    const client = createClient({ url: `file:${dir}/replica.db`, syncUrl: server.httpUrl });
+    return { url: server.httpUrl, client, remove: () => rmSync(dir, { recursive: true, force: true }) };
+  });
+}
+
+/**
+ * A libSQL server per test database, reached by the client `connect` makes
+ * of it, at `url` (another client there holds `lock()`); `remove` deletes
+ * what that client left once it is closed.
+ */
+function sqldServerKind(
+  name: string,
+  traits: Pick<StoreKind<Transaction>, "blockingWrites">,
+  connect: (server: Sqld) => { url: string; client: Client; remove: () => void },
+): StoreKind<Transaction> {
   const kind: StoreKind<Transaction> = {
-    name: `sqld-${protocol}`,
+    name,
     shared: true,
     remote: true,
+    ...traits,
     async open() {
       const server = await startSqld();
-      const url = protocol === "http" ? server.httpUrl : server.wsUrl;
-      const client = createClient({ url });
+      const { url, client, remove } = connect(server);
       return {
         url,
         store: (namespace = "default") => libsqlStore(client, { namespace }),
@@ -154,6 +191,7 @@ export function sqldKind(protocol: "http" | "ws"): StoreKind<Transaction> {
         },
         async close() {
           client.close();
+          remove();
           await server.close();
         },
       };
@@ -288,7 +326,7 @@ export function allKinds(): StoreKind<unknown>[] {
   return [libsqlKind("file"), libsqlKind("memory"), postgresKind()] as StoreKind<unknown>[];
 }
 
-import { mkdirSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 
 function ensureDir(dir: string): void {

@@ -1,7 +1,7 @@
 /** Which parameters a statement uses, and the arguments a driver that refuses unused ones is handed. */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { parameters, withUsedArguments } from "../../adapters/libsql/parameters.ts";
+import { parameters, remoteStatement } from "../../adapters/libsql/parameters.ts";
 
 describe("parameters()", () => {
   it("reads positional and named parameters outside literals, quoted names and comments", () => {
@@ -11,12 +11,12 @@ describe("parameters()", () => {
     assert.deepEqual(parameters("SELECT ?, ? FROM t"), { positional: 2, named: [] });
   });
 
-  it("hands a statement only the arguments it uses", () => {
-    assert.deepEqual(withUsedArguments({ sql: "SELECT ?2", args: [1, 2, 3] }), { sql: "SELECT ?2", args: [1, 2] });
-    assert.deepEqual(withUsedArguments({ sql: "SELECT :a, :b", args: { a: 1, c: 3 } }), {
-      sql: "SELECT :a, :b",
-      args: { a: 1, b: null },
+  it("hands a server's statement only the arguments it uses, named ones by position", () => {
+    assert.deepEqual(remoteStatement({ sql: "SELECT ?2", args: [1, 2, 3] }), { sql: "SELECT ?2", args: [1, 2] });
+    assert.deepEqual(remoteStatement({ sql: "SELECT :a, :b, ':c' /* :a */, :a", args: { a: 1, c: 3 } }), {
+      sql: "SELECT ?1, ?2, ':c' /* :a */, ?1",
+      args: [1, null],
     });
-    assert.equal(withUsedArguments("SELECT 1"), "SELECT 1");
+    assert.equal(remoteStatement("SELECT 1"), "SELECT 1");
   });
 });

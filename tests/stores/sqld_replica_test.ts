@@ -1,0 +1,4 @@
+import { sqldReplicaKind } from "../support/stores.ts";
+import { runConformance } from "../conformance/mod.ts";
+
+runConformance(sqldReplicaKind());
