@@ -1,6 +1,6 @@
 /**
  * How jobs become available in the libSQL store: inserts (multi-row INSERTs
- * of literals, the sequence numbers of partitioned rows, unique keys, rows
+ * of literals, or on a synchronous driver one job's prepared INSERT, the sequence numbers of partitioned rows, unique keys, rows
  * inserted already claimed, and a continuation's links to its parents, all
  * in one write transaction, the application's when it passes one), the
  * promotion of due scheduled jobs and timed-out waits, and the release of
@@ -31,7 +31,10 @@ const INSERT_CHUNK = 5_000;
  * `jobInsertMany`: inserts jobs (in the application's transaction `tx` when
  * given), one INSERT per chunk, with the rows as literals (payloads as blob
  * literals): SQLite parses literals faster than it binds parameters or reads
- * JSON, and a script prepares no statement.
+ * JSON, and a script prepares no statement. On a synchronous driver, which
+ * keeps its statements prepared, one job without sequence number, unique key,
+ * claim or parents (a one-by-one enqueue) is one prepared INSERT with
+ * parameters instead, compiled once rather than parsed on every call.
  */
 export async function insertJobs(
   { db, namespace }: LibsqlContext,
