@@ -21,40 +21,10 @@ import Database from "libsql";
 import { createErrand } from "../mod.ts";
 import { libsqlStore } from "../adapters/libsql/mod.ts";
 import { benchQueues, flowJobs, jobs } from "./bench_jobs.ts";
-import { CFG, drainTracker, now, payloadBatches, rate, removeSqliteFiles, round } from "./harness.ts";
+import { CFG, drainTracker, now, payloadBatches, removeSqliteFiles, round } from "./harness.ts";
+import { Ledger, statementKind } from "./statement_costs.ts";
 
 const FILE = `${CFG.sqliteDir}/errand-costs.db`;
-
-/** What a statement errand runs does, from its text. */
-function statementKind(sql: string): string {
-  if (sql.includes("WITH RECURSIVE") && sql.includes("SET state = 'running'")) return "claim under limits";
-  if (sql.includes("SET state = 'running'")) return "claim";
-  if (sql.startsWith("SELECT 'running' AS what")) return "read before a claim under limits";
-  if (sql.startsWith("UPDATE errand_jobs AS j SET")) return "outcomes";
-  return sql.trim().split(/\s+/).slice(0, 3).join(" ");
-}
-
-/** Time spent per kind of statement. */
-class Ledger {
-  readonly #kinds = new Map<string, { calls: number; ms: number; rows: number; sql: string }>();
-
-  add(kind: string, ms: number, rows: number, sql: string): void {
-    const k = this.#kinds.get(kind) ?? { calls: 0, ms: 0, rows: 0, sql };
-    k.calls++;
-    k.ms += ms;
-    k.rows += rows;
-    this.#kinds.set(kind, k);
-  }
-
-  clear(): void {
-    this.#kinds.clear();
-  }
-
-  /** The kinds, most time first. */
-  entries() {
-    return [...this.#kinds].sort((a, b) => b[1].ms - a[1].ms);
-  }
-}
 
 /**
  * Wraps `tx` so its statements are timed: each `execute` by its kind, each
@@ -127,32 +97,13 @@ async function drain(flow: boolean) {
   await errand.shutdown();
   client.close();
   if (tracker.distinct !== CFG.nDrain) throw new Error(`verification failed: ${tracker.distinct} jobs ran`);
-  const entries = ledger.entries();
-  const total = entries.reduce((sum, [, k]) => sum + k.ms, 0);
-  // The maintenance statements of the worker's start take under 1 % of the time together: one figure.
-  const minor = entries.filter(([, k]) => k.ms < total / 100);
-  const statements = Object.fromEntries(
-    entries.filter(([, k]) => k.ms >= total / 100).map(([kind, k]) => [kind, {
-      calls: k.calls,
-      ms: Math.round(k.ms),
-      us_per_call: Math.round((k.ms / k.calls) * 1000),
-      rows_per_call: round(k.rows / k.calls),
-      ...kind.startsWith("claim") ? { compile_us: compileMicros(k.sql) } : {},
-    }]),
-  );
   return {
     workload: flow ? "drain_flow" : "drain",
-    n: CFG.nDrain,
-    jobs_per_s: rate(CFG.nDrain, t1 - t0),
-    elapsed_ms: Math.round(t1 - t0),
-    statements_ms: Math.round(total),
-    statements: {
-      ...statements,
-      other: {
-        calls: minor.reduce((n, [, k]) => n + k.calls, 0),
-        ms: Math.round(minor.reduce((n, [, k]) => n + k.ms, 0)),
-      },
-    },
+    ...ledger.figures(
+      CFG.nDrain,
+      t1 - t0,
+      (kind, sql): Record<string, number> => kind.startsWith("claim") ? { compile_us: compileMicros(sql) } : {},
+    ),
   };
 }
 

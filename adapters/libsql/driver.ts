@@ -45,6 +45,14 @@ export interface Transaction {
 export interface Client {
   /** "file" for a local database (a file or in memory); "http", "ws" and the like for a server. */
   readonly protocol: string;
+  /**
+   * Whether it is a synchronous driver's shim (adapters/sqlite/sync_client.ts):
+   * it keeps each statement prepared for later calls, so a statement with
+   * parameters is compiled once, and its driver builds each returned row
+   * natively; `@libsql/client` compiles every statement anew and builds
+   * each row in JavaScript, two properties per column.
+   */
+  readonly synchronousDriver?: boolean;
   /** Runs one statement, outside any transaction of errand's. */
   execute(statement: InStatement): Promise<ResultSet>;
   /** Runs a script of statements separated by semicolons, without arguments. */

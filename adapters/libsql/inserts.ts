@@ -1,6 +1,6 @@
 /**
  * How jobs become available in the libSQL store: inserts (multi-row INSERTs
- * of literals, the sequence numbers of partitioned rows, unique keys, rows
+ * of literals, or on a synchronous driver one job's prepared INSERT, the sequence numbers of partitioned rows, unique keys, rows
  * inserted already claimed, and a continuation's links to its parents, all
  * in one write transaction, the application's when it passes one), the
  * promotion of due scheduled jobs and timed-out waits, and the release of
@@ -8,7 +8,7 @@
  *
  * @module
  */
-import type { Transaction } from "./driver.ts";
+import type { InStatement, Transaction } from "./driver.ts";
 import type {
   InsertClaim,
   JobInsertParams,
@@ -31,7 +31,10 @@ const INSERT_CHUNK = 5_000;
  * `jobInsertMany`: inserts jobs (in the application's transaction `tx` when
  * given), one INSERT per chunk, with the rows as literals (payloads as blob
  * literals): SQLite parses literals faster than it binds parameters or reads
- * JSON, and a script prepares no statement.
+ * JSON, and a script prepares no statement. On a synchronous driver, which
+ * keeps its statements prepared, one job without sequence number, unique key,
+ * claim or parents (a one-by-one enqueue) is one prepared INSERT with
+ * parameters instead, compiled once rather than parsed on every call.
  */
 export async function insertJobs(
   { db, namespace }: LibsqlContext,
@@ -63,6 +66,12 @@ export async function insertJobs(
   const hasParents = p.rows.some((r) => r.parents.length > 0);
   const none = new Set<string>();
   if (!p.start && !p.rows.some((r) => r.uniqueKey !== null)) {
+    if (db.client.synchronousDriver && p.rows.length === 1 && !allocate.length && !hasParents) {
+      const one = insertOneSql(namespace, p.rows[0]);
+      if (tx) await db.run(() => tx.execute(one), false);
+      else await db.write(one);
+      return { holders: [p.rows[0].id], started: [] };
+    }
     // Without unique keys or claims nothing needs reading: a script prepares no
     // statement object that would hold native memory until garbage collection.
     const statements = [...allocate, ...insert(none)];
@@ -188,21 +197,21 @@ export async function resolveWaitingJobs(
   return toResolvedWaiting(rs.rows);
 }
 
+/** A job row's value of one column of errand_jobs. */
+type ColumnValue = (r: JobInsertRow, i: number) => string | number | null;
+
 /**
- * The INSERT of `rows` in `namespace`, as literals, with each row's sequence
- * number expression from `seqs`; rows in `claimed` go in claimed by `claim`. A column whose value is
- * the same in every row (in a bulk enqueue: most of them) is written once, in a SELECT over the
- * VALUES of the others, which halves what SQLite parses per row.
+ * The columns of errand_jobs an insert writes besides the payload and the
+ * sequence number, each with its value for a row; rows in `claimed` go in
+ * claimed by `claim`.
  */
-function insertSql(
+function insertColumns(
   namespace: string,
-  rows: readonly JobInsertRow[],
-  seqs: readonly string[],
   claimed: ReadonlySet<string>,
   claim: InsertClaim | undefined,
-): string {
+): [name: string, value: ColumnValue][] {
   const taken = (r: JobInsertRow) => claim !== undefined && claimed.has(r.id);
-  const columns: [name: string, value: (r: JobInsertRow, i: number) => string | number | null][] = [
+  return [
     ["id", (r) => r.id],
     ["namespace", () => namespace],
     ["kind", (r) => r.kind],
@@ -227,6 +236,22 @@ function insertSql(
     ["lease_until", (r) => taken(r) ? claim!.leaseUntil : null],
     ["worker_id", (r) => taken(r) ? claim!.workerId : null],
   ];
+}
+
+/**
+ * The INSERT of `rows` in `namespace`, as literals, with each row's sequence
+ * number expression from `seqs`; rows in `claimed` go in claimed by `claim`. A column whose value is
+ * the same in every row (in a bulk enqueue: most of them) is written once, in a SELECT over the
+ * VALUES of the others, which halves what SQLite parses per row.
+ */
+function insertSql(
+  namespace: string,
+  rows: readonly JobInsertRow[],
+  seqs: readonly string[],
+  claimed: ReadonlySet<string>,
+  claim: InsertClaim | undefined,
+): string {
+  const columns = insertColumns(namespace, claimed, claim);
   const varying: ((r: JobInsertRow, i: number) => string)[] = [];
   const selected: string[] = [];
   for (const [, value] of columns) {
@@ -246,6 +271,31 @@ function insertSql(
   });
   return `INSERT INTO errand_jobs (payload, seq, ${names})
             SELECT column1, column2, ${selected.join(", ")} FROM (VALUES ${values.join(",\n")}) WHERE true`;
+}
+
+/** The columns of an unclaimed row, whose names and order are the same in every namespace. */
+const UNCLAIMED = (namespace: string) => insertColumns(namespace, new Set(), undefined);
+
+/** The INSERT of {@link insertOneSql}: one text, so the client finds its prepared statement at once. */
+const INSERT_ONE_SQL = `INSERT INTO errand_jobs (payload, ${UNCLAIMED("").map(([name]) => name).join(", ")})
+  VALUES (?${", ?".repeat(UNCLAIMED("").length)})`;
+
+/**
+ * The INSERT of one unclaimed `row` without a sequence number, with
+ * parameters: on a client that keeps its statements prepared it is
+ * compiled once, where the literals of {@link insertSql} are parsed anew
+ * on every call.
+ */
+function insertOneSql(namespace: string, row: JobInsertRow): InStatement {
+  return {
+    sql: INSERT_ONE_SQL,
+    args: [row.payload, ...UNCLAIMED(namespace).map(([, value]) => bindable(value(row, 0)))],
+  };
+}
+
+/** A value as {@link sqlLiteral} writes it, bound as a parameter. */
+function bindable(value: string | number | null): string | number | null {
+  return typeof value === "number" ? Math.trunc(value) : value;
 }
 
 /**

@@ -18,7 +18,7 @@
 import type { InValue, Transaction } from "./driver.ts";
 import type { ClaimedJob, ClaimLimits, JobClaimParams } from "../../src/store/mod.ts";
 import { toClaimedJob } from "../sql/rows.ts";
-import { PACKED_CLAIM_COLUMNS, unpackClaim } from "./packed_claim.ts";
+import { type ClaimReturning, claimReturning } from "./packed_claim.ts";
 import type { LibsqlContext } from "./connection.ts";
 import { TAKE_WRITE_LOCK } from "./write_protocol.ts";
 
@@ -144,8 +144,8 @@ const UNGROUPED_SQL = `UNION ALL
               AND topic IS NULL AND grp IS NULL AND kind || '@' || version IN (SELECT value FROM json_each(:kinds))
             ORDER BY priority, run_at, id LIMIT :lim) AS u`;
 
-/** The claim's statement of `shape`. */
-function limitedClaimSql(shape: ClaimShape): string {
+/** The claim's statement of `shape`, returning its rows by `returning`. */
+function limitedClaimSql(shape: ClaimShape, returning: ClaimReturning): string {
   const queued = `namespace = :ns AND queue = :queue AND state IN ('available', 'scheduled') AND grp IS NOT NULL`;
   const next = (from: string) => `(SELECT grp FROM errand_jobs WHERE ${queued} AND grp > ${from} ORDER BY grp LIMIT 1)`;
   const first = `(SELECT grp FROM errand_jobs WHERE ${queued} ORDER BY grp LIMIT 1)`;
@@ -231,7 +231,7 @@ function limitedClaimSql(shape: ClaimShape): string {
     UPDATE errand_jobs SET state = 'running', attempt = attempt + 1, fence = fence + 1,
       started_at = :now, lease_until = :lease_until, worker_id = :worker
     WHERE id IN (SELECT id FROM picked)
-    RETURNING id, payload, json_array(${PACKED_CLAIM_COLUMNS.join(", ")}) AS packed`;
+    ${returning.sql}`;
 }
 
 /** Counts every start in its buckets' windows, in the claim's commit. */
@@ -288,6 +288,7 @@ export async function claimLimitedJobs({ db, namespace }: LibsqlContext, p: JobC
       }
       : {},
   };
+  const returning = claimReturning(db.client);
   const rows = await db.run(() =>
     db.transaction(
       async (tx) => {
@@ -296,7 +297,7 @@ export async function claimLimitedJobs({ db, namespace }: LibsqlContext, p: JobC
         const capped = [...state.groups];
         const blocked = capped.filter(([, n]) => n === 0).map(([group]) => group);
         const rs = await tx.execute({
-          sql: limitedClaimSql({ ...shape, ungrouped: state.ungrouped, blocked: blocked.length > 0 }),
+          sql: limitedClaimSql({ ...shape, ungrouped: state.ungrouped, blocked: blocked.length > 0 }, returning),
           args: {
             ...args,
             lim: state.size,
@@ -316,5 +317,5 @@ export async function claimLimitedJobs({ db, namespace }: LibsqlContext, p: JobC
       false,
     )
   );
-  return rows.map((row) => toClaimedJob(unpackClaim(row)));
+  return rows.map((row) => toClaimedJob(returning.read(row)));
 }

@@ -25,7 +25,7 @@ import { EXPIRED_COLUMNS, toClaimedJob, toExpiredJob, toFinishedJob } from "../s
 import { toHex } from "../sql/hex.ts";
 import type { LibsqlContext } from "./connection.ts";
 import { claimLimitedJobs } from "./limited_claim.ts";
-import { PACKED_CLAIM_COLUMNS, unpackClaim } from "./packed_claim.ts";
+import { claimReturning } from "./packed_claim.ts";
 
 /** `jobClaim`: claims due jobs, under `p.limits` when given (see limited_claim.ts); the commit is not synced. */
 export function claimJobs(ctx: LibsqlContext, p: JobClaimParams): Promise<ClaimedJob[]> {
@@ -161,6 +161,7 @@ async function claimUnlimited({ db, namespace }: LibsqlContext, p: JobClaimParam
                   OR json_array(p.topic, p."partition") IN (SELECT value FROM json_each(?)))
                 AND h.queue = ? AND h.state IN ('available', 'scheduled') AND h.run_at <= ?
                 AND h.kind || '@' || h.version IN (SELECT value FROM json_each(?))`;
+  const returning = claimReturning(db.client);
   const rs = await db.writeUnsynced({
     sql: `UPDATE errand_jobs SET state = 'running', attempt = attempt + 1, fence = fence + 1,
             started_at = ?, lease_until = ?, worker_id = ?
@@ -168,7 +169,7 @@ async function claimUnlimited({ db, namespace }: LibsqlContext, p: JobClaimParam
             SELECT id FROM (${p.heads ? `SELECT * FROM (${plain}) UNION ALL ${heads}` : plain})
             WHERE NOT EXISTS (SELECT 1 FROM errand_queues WHERE namespace = ? AND queue = ? AND paused)
             ORDER BY priority, run_at, id LIMIT ?)
-          RETURNING id, payload, json_array(${PACKED_CLAIM_COLUMNS.join(", ")}) AS packed`,
+          ${returning.sql}`,
     args: [
       p.now,
       p.leaseUntil,
@@ -193,5 +194,5 @@ async function claimUnlimited({ db, namespace }: LibsqlContext, p: JobClaimParam
       p.limit,
     ],
   });
-  return rs.rows.map((row) => toClaimedJob(unpackClaim(row)));
+  return rs.rows.map((row) => toClaimedJob(returning.read(row)));
 }

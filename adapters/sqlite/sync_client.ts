@@ -53,6 +53,7 @@ const MOST_PREPARED = 2_000;
 /** A synchronous driver's database as a {@link Client}. */
 export class SyncClient implements Client {
   readonly protocol = "file";
+  readonly synchronousDriver = true;
   readonly #db: SqliteDatabase;
   readonly #prepared = new Map<string, Prepared>();
 
@@ -83,6 +84,11 @@ export class SyncClient implements Client {
       return { rows, rowsAffected: rows.length };
     }
     return { rows: [], rowsAffected: Number(prepared.run(...params).changes) };
+  }
+
+  /** Runs one statement without arguments now, on the driver's thread, leaving any rows it returns unread. */
+  runNow(sql: string): void {
+    this.#prepare(sql).run();
   }
 
   executeMultiple(sql: string): Promise<void> {

@@ -63,7 +63,7 @@ export class SyncWrites implements WriteProtocol {
     const application = this.#application ??= this.#read();
     this.#set({ busy: NATIVE_BUSY_WAIT_MS, synchronous: synced ? this.#synchronous : LEVELS.normal });
     try {
-      this.#client.executeNow("BEGIN IMMEDIATE");
+      this.#client.runNow("BEGIN IMMEDIATE");
     } catch (err) {
       this.#set(application);
       throw err;
@@ -99,9 +99,9 @@ export class SyncWrites implements WriteProtocol {
   /** Gives the connection `settings`, changing only what differs. */
   #set(settings: Settings): void {
     const current = this.#current!;
-    if (settings.busy !== current.busy) this.#client.executeNow(`PRAGMA busy_timeout = ${settings.busy}`);
+    if (settings.busy !== current.busy) this.#client.runNow(`PRAGMA busy_timeout = ${settings.busy}`);
     if (settings.synchronous !== current.synchronous) {
-      this.#client.executeNow(`PRAGMA synchronous = ${settings.synchronous}`);
+      this.#client.runNow(`PRAGMA synchronous = ${settings.synchronous}`);
     }
     this.#current = settings;
   }
