@@ -3,7 +3,7 @@
 // Node runs twice: the machine's own (Node 20 here) and Node 24 from the devDependency node24.
 // What runs where: every test file on every runtime (each store's conformance suite included), except the files of
 // ONE_RUNTIME, which run on the one runtime it names: their tests run in processes of another runtime or of a
-// fixed Node, repeat a suite on another setting of one driver, or are answered by a server. Files that need Node (playwright, npm pack) skip themselves on Deno and Bun, and tests/docs/docs_test.ts
+// fixed Node, repeat a suite on another setting of one driver, or are answered by a server or a store at scale. Files that need Node (playwright, npm pack) skip themselves on Deno and Bun, and tests/docs/docs_test.ts
 // type-checks the docs' blocks (deno check, the same everywhere) on the machine's Node only. On Node, the command
 // line's test and the docs' blocks run bundled by esbuild on plain node rather than through tsx's loader. The checks
 // run first, one at a time, not beside a runtime's tests: with both cores busy, timing-bound tests (leases, the
@@ -60,7 +60,8 @@ const QUICK_SKIPS = new Set([
 /**
  * The files run on one runtime only (Deno and Bun would skip a Node-only file anyway), each with the runtime and why:
  * what they test runs in processes of another runtime or of a fixed Node, the test only starting and watching them;
- * or it repeats a suite on another setting of one driver; or a server does the work.
+ * or it repeats a suite on another setting of one driver; or a server (or the store, at a scale of 200,000 jobs) does
+ * the work.
  */
 const ONE_RUNTIME = new Map([
   ["tests/runtimes/deno_permissions_test.ts", ["node", "runs the example under `deno run`"]],
@@ -71,6 +72,14 @@ const ONE_RUNTIME = new Map([
       "node",
       "installs the tarball and runs it on the machine's plain Node (20, the oldest supported) and Bun; the Node " +
       "page of tests/docs/getting_started_test.ts runs the tarball on Node 24",
+    ],
+  ],
+  [
+    "tests/api/bulk_test.ts",
+    [
+      "node",
+      "enqueues 200,000 jobs in one call: the chunking and the single wake-up are the store's; enqueueMany's cases " +
+      "run on every runtime in the conformance suite (the file took 1 to 2 minutes on each runtime)",
     ],
   ],
   // The second run of a suite on another setting of one driver: the first run of each suite is on every runtime.
