@@ -284,6 +284,21 @@ function bunFailures(out) {
   }
   return blocks;
 }
+/** The lines of `out` from the last that matches `from` up to one that matches `to` (or the end), or none. */
+function section(out, from, to) {
+  const lines = out.split("\n");
+  const start = lines.findLastIndex((line) => from.test(line));
+  if (start < 0) return [];
+  const end = to ? lines.findIndex((line, i) => i > start && to.test(line)) : -1;
+  return [lines.slice(start, end < 0 ? undefined : end).slice(0, 120).join("\n")];
+}
+/** Each runtime's failed tests with their errors, as its output gives them. */
+const failuresOf = {
+  node: (out) => section(out, /^✖ failing tests:$/),
+  node24: (out) => section(out, /^✖ failing tests:$/),
+  deno: (out) => section(out, /^ ERRORS $/, /^FAILED \|/),
+  bun: bunFailures,
+};
 const tsxCli = path.join(root, "node_modules", "tsx", "dist", "cli.mjs");
 /** The test files of `runtime`'s run: all but those ONE_RUNTIME gives to another runtime. */
 const filesOf = (runtime) => testFiles.filter((f) => (ONE_RUNTIME.get(f)?.[0] ?? runtime) === runtime);
@@ -314,7 +329,8 @@ const markers = {
 /** Per runtime, its test files by the seconds they took. */
 const slowest = [];
 const summary = [];
-const failureBlocks = [];
+/** Per runtime, the failures its output names, to repeat at the end where a log's tail shows them. */
+const failureReports = [];
 let passed = 0;
 let failed = 0;
 for (const runtime of runtimes) {
@@ -335,15 +351,15 @@ for (const runtime of runtimes) {
   passed += pass;
   failed += fail;
   if (!result.ok) failures.push(`tests on ${runtime}${result.stopped ? ` (${result.stopped} stopped)` : ""}`);
-  if (runtime === "bun") failureBlocks.push(...bunFailures(out));
+  if (fail) failureReports.push(...failuresOf[runtime](out).map((report) => [runtime, report]));
   summary.push(
     `${runtime}${version}: ${pass} passed, ${fail} failed, ${Number(s?.[1] ?? 0)} skipped (${result.seconds}s)`,
   );
 }
-// Bun prints a failure's error where the test ran, far above the end; repeat them where a log's tail shows them.
-if (failureBlocks.length) console.log(`\n=== failures on bun, repeated\n${failureBlocks.join("\n\n")}`);
 console.log("\n=== seconds per test file, slowest first");
 for (const line of slowest) console.log(line);
+// Each runtime prints a failure's error far above the end of the log; repeat them where the log's tail shows them.
+for (const [runtime, report] of failureReports) console.log(`\n=== failed on ${runtime}, repeated\n${report}`);
 console.log("\n=== summary");
 for (const line of summary) console.log(line);
 if (failures.length) console.log(`failed: ${failures.join(", ")}`);
