@@ -4,7 +4,7 @@
  * and later, Bun), `sqlite-node` (`node:sqlite`, Node 22.5 and later) and
  * `sqlite-bun` (`bun:sqlite`, Bun). A runtime without a driver skips its
  * store, saying why and how to run it. Which drivers a runtime has, and
- * opening a file with one, are the tests' (tests/support/sqlite_drivers.ts).
+ * opening a file with one, are adapters/sqlite/drivers.ts's.
  *
  * @module
  */
@@ -15,7 +15,7 @@ import {
   type SqliteDriver,
   sqliteDriver as openWith,
   sqliteDriverMissing as missing,
-} from "../tests/support/sqlite_drivers.ts";
+} from "../adapters/sqlite/drivers.ts";
 
 /** The store names of the synchronous drivers, in the order the bench runs them. */
 export const SQLITE_DRIVER_STORES = ["sqlite-libsql", "sqlite-node", "sqlite-bun"] as const;

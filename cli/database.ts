@@ -12,7 +12,7 @@ import { existsSync, statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { StoreFor } from "../src/store/mod.ts";
-import type { SqliteDatabase } from "../adapters/sqlite/mod.ts";
+import { type OpenSqlite, sqliteDriver, sqliteDriverMissing } from "../adapters/sqlite/drivers.ts";
 import { CommandFailure, UsageError } from "./failures.ts";
 
 /** The stores the command line opens. */
@@ -248,21 +248,17 @@ async function openSqliteFile(
   options: OpenOptions,
   clientError: Error,
 ): Promise<OpenDatabase> {
-  // Each driver's module and the name of its database class.
-  const drivers = [["bun:sqlite", "Database"], ["node:sqlite", "DatabaseSync"], ["libsql", "default"]]
-    .filter(([specifier]) => specifier !== "bun:sqlite" || "Bun" in globalThis);
-  for (const [specifier, name] of drivers) {
-    let Database: new (path: string) => SqliteDatabase & { close(): void };
+  const drivers = (["bun:sqlite", "node:sqlite", "libsql"] as const).filter((driver) => !sqliteDriverMissing(driver));
+  for (const driver of drivers) {
+    let open: OpenSqlite;
     try {
-      // In a variable: a runtime without the module (node:sqlite before Node 22.5) fails here, not at load.
-      Database = (await import(specifier))[name];
-      if (typeof Database !== "function") continue;
+      open = await sqliteDriver(driver);
     } catch {
-      continue;
+      continue; // Not installed, or node:sqlite behind its flag (Node 22 before 22.13).
     }
-    let db: SqliteDatabase & { close(): void };
+    let db: ReturnType<OpenSqlite>;
     try {
-      db = new Database(file);
+      db = open(file);
     } catch (err) {
       throw cannotOpen(err) ? cannotOpenFile(url, file, err as Error) : err;
     }

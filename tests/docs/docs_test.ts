@@ -16,7 +16,7 @@ import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
 import { blocksOf, type DocBlock, docPages, root } from "../support/doc_blocks.ts";
 import { runtimeCommand } from "../support/processes.ts";
-import { sqliteDriverMissing } from "../support/sqlite_drivers.ts";
+import { sqliteDriverMissing } from "../../adapters/sqlite/drivers.ts";
 
 const only = process.env.ERRAND_DOCS;
 const blocks = docPages().filter((page) => !only || page.startsWith(only)).flatMap(blocksOf);

@@ -13,7 +13,7 @@ import { type Worker, Workers } from "../support/processes.ts";
 import { createErrand, JobFailedError, partitionOf } from "../../mod.ts";
 import { processJobs, processTopics } from "../support/process_jobs.ts";
 import { libsqlKind, postgresKind, sqliteKind, type StoreKind, type TestDatabase } from "../support/stores.ts";
-import { nativeSqliteDriver } from "../support/sqlite_drivers.ts";
+import { nativeSqliteDriver } from "../../adapters/sqlite/drivers.ts";
 import { eventually } from "../support/wait.ts";
 
 /** Every worker process of this file: worker_process.ts on the runtime running the test. */

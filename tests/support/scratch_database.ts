@@ -13,7 +13,7 @@ import { libsqlStore } from "errand/libsql";
 import { sqliteStore } from "errand/sqlite";
 import { postgresStore } from "errand/postgres";
 import type { StoreFor } from "errand/store";
-import { nativeSqliteDriver, sqliteDriver } from "./sqlite_drivers.ts";
+import { nativeSqliteDriver, sqliteDriver } from "../../adapters/sqlite/drivers.ts";
 
 /** Opens a database file with the runtime's own SQLite driver (the store "sqlite"). */
 const openNativeSqlite = await sqliteDriver(nativeSqliteDriver());

@@ -10,7 +10,7 @@ import { sqliteStore, type SqliteTransaction } from "../../adapters/sqlite/mod.t
 import { postgresStore } from "../../adapters/postgres/mod.ts";
 import type { StoreFor } from "../../src/store/mod.ts";
 import { type Sqld, startSqld } from "./sqld.ts";
-import { type SqliteDriver, sqliteDriver, sqliteDriverMissing } from "./sqlite_drivers.ts";
+import { type SqliteDriver, sqliteDriver, sqliteDriverMissing } from "../../adapters/sqlite/drivers.ts";
 
 /** One fresh, empty database for one test. */
 export interface TestDatabase<TTx> {

@@ -19,7 +19,7 @@ import postgres from "postgres";
 import { libsqlStore } from "../../adapters/libsql/mod.ts";
 import { postgresStore } from "../../adapters/postgres/mod.ts";
 import { sqliteStore } from "../../adapters/sqlite/mod.ts";
-import { type SqliteDriver, sqliteDriver } from "./sqlite_drivers.ts";
+import { type SqliteDriver, sqliteDriver } from "../../adapters/sqlite/drivers.ts";
 import { createErrand, partitionOf } from "../../mod.ts";
 import type { StoreFor } from "../../src/store/mod.ts";
 import { processJobs, processTopics } from "./process_jobs.ts";
