@@ -62,7 +62,9 @@ export interface PostgresStoreOptions {
   migrate?: boolean;
   /**
    * Wake workers of other processes with LISTEN/NOTIFY. Turn it off behind
-   * PgBouncer in transaction mode; workers then poll.
+   * PgBouncer in transaction mode, or on a server without LISTEN/NOTIFY: no
+   * statement then sends a NOTIFY, workers poll every `pollInterval` and
+   * `result()` every `resultPollInterval`.
    * @default {true}
    *
    * @example Behind PgBouncer in transaction mode

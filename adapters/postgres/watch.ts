@@ -2,7 +2,10 @@
  * The PostgreSQL store's side of waiting for jobs (`WatchStore`): the read
  * of the jobs someone waits for, which marks them watched (the trigger of
  * migration 11 then NOTIFYs their changes on the schema's changes channel),
- * and the LISTEN on that channel.
+ * and the LISTEN on that channel. With `notify: false` the store pushes
+ * nothing: it marks no job, so no change of a job runs `pg_notify` (a
+ * server without NOTIFY, or one that refuses it, never sees a call), and
+ * waiters poll.
  *
  * @module
  */
@@ -24,29 +27,28 @@ export async function listenForChanges(
   return () => request.unlisten();
 }
 
-/** Reads the jobs of `p.ids`, marking them watched first with `p.mark` (`jobWatch`). */
+/** Reads the jobs of `p.ids`, marking them watched first with `p.mark` unless the store pushes nothing (`jobWatch`). */
 export async function watchJobs({ db, target }: PostgresContext, p: JobWatchParams): Promise<JobChange[]> {
   if (p.ids.length === 0) return [];
+  // Without NOTIFY nobody listens on the changes channel: a mark would only make the trigger call pg_notify.
+  const mark = p.mark && target.notify;
   const jobs = target.tables.jobs;
   const columns = `${readingState(CHANGE_COLUMNS, LAST_OUTCOME)}, runs -> -1 -> 'error' AS last_error`;
   // The mark's RETURNING reads each job after any change that committed while the mark waited for
   // its row, so that change is either read here or (committing later) NOTIFYs. While the mark holds
   // a row, a claim skips it (SKIP LOCKED) and may find nothing: marking an available job wakes the
   // workers, as its insert did.
-  const wake = target.notify
-    ? `, (SELECT pg_notify($3, '') FROM marked WHERE state = 'available' LIMIT 1) AS wake`
-    : "";
   const rows = await db.query(
-    p.mark
+    mark
       ? `WITH marked AS (
            UPDATE ${jobs} SET watched = true WHERE id = ANY($1::text[]) AND namespace = $2 AND NOT watched
            RETURNING ${columns})
-         SELECT *${wake} FROM marked
+         SELECT *, (SELECT pg_notify($3, '') FROM marked WHERE state = 'available' LIMIT 1) AS wake FROM marked
          UNION ALL
-         SELECT ${columns}${wake ? ", NULL" : ""} FROM ${jobs}
+         SELECT ${columns}, NULL FROM ${jobs}
          WHERE id = ANY($1::text[]) AND namespace = $2 AND id NOT IN (SELECT id FROM marked)`
       : `SELECT ${columns} FROM ${jobs} WHERE id = ANY($1::text[]) AND namespace = $2`,
-    p.mark && wake ? [p.ids, target.namespace, target.channel] : [p.ids, target.namespace],
+    mark ? [p.ids, target.namespace, target.channel] : [p.ids, target.namespace],
   );
   return rows.map(toJobChange);
 }

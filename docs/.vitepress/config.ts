@@ -107,6 +107,7 @@ export default defineConfig({
           { text: "Deno Deploy", link: "/deploying/deno-deploy" },
           { text: "Vercel and Netlify", link: "/deploying/vercel-netlify" },
           { text: "PgBouncer", link: "/deploying/pgbouncer" },
+          { text: "Past one primary", link: "/deploying/distributed-postgres" },
           { text: "Kubernetes", link: "/deploying/kubernetes" },
         ],
       },

@@ -244,29 +244,39 @@ export async function sqliteKind(driver: SqliteDriver): Promise<StoreKind<Sqlite
   return kind;
 }
 
-/** PostgreSQL at DATABASE_URL, a fresh schema per test; `prepare: false` is how PgBouncer users connect. */
-export function postgresKind(options: { prepare?: boolean } = {}): StoreKind<TransactionSql> {
+/**
+ * PostgreSQL at DATABASE_URL, a fresh schema per test. PgBouncer users in
+ * transaction mode connect with `prepare: false` and `notify: false` (no
+ * LISTEN, so workers poll), as users of a server without LISTEN/NOTIFY do.
+ */
+export function postgresKind(options: { prepare?: boolean; notify?: boolean } = {}): StoreKind<TransactionSql> {
   const prepare = options.prepare ?? true;
+  const notify = options.notify ?? true;
   const url = process.env.DATABASE_URL;
   const required = process.env.ERRAND_REQUIRE_PG === "1";
   if (!url && required) throw new Error("ERRAND_REQUIRE_PG=1 but DATABASE_URL is not set");
   return {
-    name: prepare ? "postgres" : "postgres-unprepared",
+    name: ["postgres", ...(prepare ? [] : ["unprepared"]), ...(notify ? [] : ["polling"])].join("-"),
     shared: true,
     skip: url
       ? undefined
       : "DATABASE_URL is not set; PostgreSQL tests skipped (set it, e.g. postgres://root@127.0.0.1:5432/test)",
-    open: () => openPostgres(url!, `errand_t_${unique()}`, prepare),
+    open: () => openPostgres(url!, `errand_t_${unique()}`, prepare, notify),
   };
 }
 
 /** A fresh schema on the database at `url`. */
-function openPostgres(url: string, schema: string, prepare: boolean): Promise<TestDatabase<TransactionSql>> {
+function openPostgres(
+  url: string,
+  schema: string,
+  prepare: boolean,
+  notify: boolean,
+): Promise<TestDatabase<TransactionSql>> {
   const sql = postgres(url, { max: 6, prepare, onnotice: () => {} });
   return Promise.resolve({
     url,
     schema,
-    store: (namespace = "default") => postgresStore(sql, { namespace, schema }),
+    store: (namespace = "default") => postgresStore(sql, { namespace, schema, notify }),
     transaction: <T>(fn: (tx: TransactionSql) => Promise<T>) => sql.begin(fn) as Promise<T>,
     async refuseRunsWith(marker) {
       await sql.unsafe(`
@@ -305,7 +315,7 @@ function openPostgres(url: string, schema: string, prepare: boolean): Promise<Te
       await sql.unsafe(`CREATE DATABASE "${name}"`);
       const other = new URL(url);
       other.pathname = `/${name}`;
-      const db = await openPostgres(other.href, schema, prepare);
+      const db = await openPostgres(other.href, schema, prepare, notify);
       return {
         ...db,
         async close() {
