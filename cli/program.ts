@@ -14,6 +14,7 @@ import { addMoveCommand } from "./commands/move.ts";
 import { addDrainCommand } from "./commands/drain.ts";
 import { addEventCommands } from "./commands/events.ts";
 import { addJobCommands } from "./commands/jobs.ts";
+import { addDoctorCommand } from "./commands/doctor.ts";
 import { addMigrateCommand } from "./commands/migrate.ts";
 import { addQueueCommands } from "./commands/queues.ts";
 import { addRescueCommand } from "./commands/rescue.ts";
@@ -64,6 +65,7 @@ export function buildProgram(): Command {
   addGlobalOptions(program);
   program.addHelpText("after", HELP_AFTER);
   addMigrateCommand(program);
+  addDoctorCommand(program);
   addStatsCommand(program);
   addJobCommands(program);
   addChangeCommands(program);

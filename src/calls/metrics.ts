@@ -11,7 +11,7 @@
 import { checkOptions } from "../checks/arguments.ts";
 import { liveWorkers } from "../cluster/heartbeat.ts";
 import { ValidationError } from "../base/errors.ts";
-import { checkHealthOptions, type ErrandHealth, type HealthOptions, healthFindings } from "../observability/health.ts";
+import { checkHealthOptions, type ErrandHealth, healthFindings, type HealthOptions } from "../observability/health.ts";
 import { type ErrandStats, STATS_BUCKETS, STATS_MINUTES, type StatsOptions, toStats } from "../observability/stats.ts";
 import type { Snapshot, Telemetry } from "../observability/telemetry.ts";
 import type { Workers } from "../running/workers.ts";
@@ -84,7 +84,7 @@ export class MetricsCalls {
   async health(options: HealthOptions = {}): Promise<ErrandHealth> {
     checkOptions("health()", options);
     checkHealthOptions(options);
-    await this.#env.ready();
+    // Not ready(): the figures are read as they are, a schema behind or missing included.
     const health = await this.#env.store.healthRead();
     return { ...health, findings: healthFindings(health, options) };
   }

@@ -112,7 +112,12 @@ export function healthFindings(health: StoreHealth, options: HealthOptions = {})
   if (has > 0) {
     for (const i of health.indexes) {
       if (i.state === "missing") {
-        add("error", "index_missing", `index ${i.index} on ${i.table} is missing`, `recreate ${i.index} as errand's migrations write it (postgresMigrationSql() or libsqlMigrationSql() print them)`);
+        add(
+          "error",
+          "index_missing",
+          `index ${i.index} on ${i.table} is missing`,
+          `recreate ${i.index} as errand's migrations write it (postgresMigrationSql() or libsqlMigrationSql() print them)`,
+        );
       } else if (i.state === "invalid") {
         add(
           "error",
@@ -151,7 +156,9 @@ export function healthFindings(health: StoreHealth, options: HealthOptions = {})
         "warning",
         "dead_tuples",
         `table ${t.table} has ${dead} dead rows beside ${t.liveTuples ?? 0} live ones` +
-          (t.autovacuumAgeSeconds == null ? " and was never autovacuumed" : `, last autovacuumed ${Math.round(t.autovacuumAgeSeconds)} s ago`),
+          (t.autovacuumAgeSeconds == null
+            ? " and was never autovacuumed"
+            : `, last autovacuumed ${Math.round(t.autovacuumAgeSeconds)} s ago`),
         (h && h.ageSeconds > limits.horizonSeconds ? "end the transaction holding the horizon (above), then " : "") +
           `VACUUM (ANALYZE) ${t.table}; if it recurs, make autovacuum visit it sooner ` +
           `(ALTER TABLE ${t.table} SET (autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_cost_delay = 0))`,
