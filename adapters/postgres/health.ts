@@ -22,14 +22,13 @@ const EXPECTED_INDEXES = migrationIndexes(POSTGRES_MIGRATIONS.map((m) => m.sql))
 /** `healthRead`: the figures of errand's schema and the current database's horizon. */
 export async function readHealth(ctx: PostgresContext): Promise<StoreHealth> {
   const { db, settings } = ctx;
-  const [version, tables, indexes, horizon] = await Promise.all([
+  const [version, tables, indexes, horizon, server] = await Promise.all([
     schemaVersion(ctx, db.sql),
     db.query(
       `SELECT c.relname AS "table", s.n_live_tup AS live, s.n_dead_tup AS dead,
          extract(epoch FROM now() - greatest(s.last_vacuum, s.last_autovacuum)) AS vacuum_age,
          extract(epoch FROM now() - s.last_autovacuum) AS autovacuum_age,
-         current_setting('autovacuum')::boolean
-           AND NOT EXISTS (SELECT FROM unnest(c.reloptions) o WHERE o ~* '^autovacuum_enabled=(false|off|no|f|n|0)$')
+         NOT EXISTS (SELECT FROM unnest(c.reloptions) o WHERE o ~* '^autovacuum_enabled=(false|off|no|f|n|0)$')
            AS autovacuum,
          pg_table_size(c.oid) AS table_bytes, pg_indexes_size(c.oid) AS index_bytes
        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -44,9 +43,12 @@ export async function readHealth(ctx: PostgresContext): Promise<StoreHealth> {
       [settings.schema],
     ),
     readHorizon(ctx),
+    db.query("SELECT current_setting('autovacuum')::boolean AS autovacuum", []),
   ]);
   const found = new Map(indexes.map((r) => [String(r.index), Boolean(r.valid)]));
   return {
+    schema: settings.schema,
+    autovacuum: Boolean(server[0].autovacuum),
     schemaVersion: version,
     schemaVersionExpected: POSTGRES_SCHEMA_VERSION,
     tables: tables.map(toTableHealth),

@@ -47,7 +47,9 @@ function renderDoctor(out: Output, health: ErrandHealth): string {
   if (health.horizon !== undefined) {
     lines.push(
       health.horizon
-        ? `oldest transaction holding the MVCC horizon: ${Math.round(health.horizon.ageSeconds)} s`
+        ? `oldest transaction holding the MVCC horizon: ${Math.round(health.horizon.ageSeconds)} s (${
+          health.horizon.kind === "prepared" ? `prepared "${health.horizon.gid}"` : `pid ${health.horizon.pid}`
+        })`
         : "no transaction holds the MVCC horizon",
     );
   }

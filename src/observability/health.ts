@@ -10,7 +10,7 @@
  * - Dead tuples (PostgreSQL): a table whose dead rows pass
  *   `deadTuplesRatio` of its live rows and `deadTuplesMin` is bloated;
  *   autovacuum is behind, turned off, or held back by the horizon.
- * - Autovacuum turned off on one of errand's tables (PostgreSQL).
+ * - Autovacuum turned off on the server or one of errand's tables (PostgreSQL).
  * - The schema behind or ahead of this errand, an index the migrations
  *   create missing, or invalid (a failed `CREATE INDEX CONCURRENTLY`): errors.
  * - SQLite: a journal mode other than WAL (readers wait for writers), and a
@@ -99,6 +99,7 @@ export function healthFindings(health: StoreHealth, options: HealthOptions = {})
   const add = (severity: HealthFinding["severity"], code: HealthFindingCode, message: string, fix: string) =>
     found.push({ code, severity, message, fix });
   const { schemaVersion: has, schemaVersionExpected: wants } = health;
+  const name = (table: string) => health.schema === undefined ? table : `"${health.schema}".${table}`;
   if (has < wants) {
     add(
       "error",
@@ -123,7 +124,7 @@ export function healthFindings(health: StoreHealth, options: HealthOptions = {})
           "error",
           "index_invalid",
           `index ${i.index} on ${i.table} is invalid (a CREATE INDEX CONCURRENTLY failed or is still running)`,
-          `REINDEX INDEX CONCURRENTLY ${i.index} (qualified with errand's schema)`,
+          `REINDEX INDEX CONCURRENTLY ${name(i.index)}`,
         );
       }
     }
@@ -149,6 +150,14 @@ export function healthFindings(health: StoreHealth, options: HealthOptions = {})
       );
     }
   }
+  if (health.autovacuum === false) {
+    add(
+      "warning",
+      "autovacuum_off",
+      "autovacuum is off on the server: dead rows of errand's tables stay until someone runs VACUUM",
+      "set autovacuum = on in postgresql.conf (ALTER SYSTEM SET autovacuum = on; SELECT pg_reload_conf())",
+    );
+  }
   for (const t of health.tables) {
     const dead = t.deadTuples ?? 0;
     if (dead > limits.deadTuplesMin && dead > limits.deadTuplesRatio * (t.liveTuples ?? 0)) {
@@ -160,7 +169,7 @@ export function healthFindings(health: StoreHealth, options: HealthOptions = {})
             ? " and was never autovacuumed"
             : `, last autovacuumed ${Math.round(t.autovacuumAgeSeconds)} s ago`),
         (h && h.ageSeconds > limits.horizonSeconds ? "end the transaction holding the horizon (above), then " : "") +
-          `VACUUM (ANALYZE) ${t.table}; if it recurs, make autovacuum visit it sooner ` +
+          `VACUUM (ANALYZE) ${name(t.table)}; if it recurs, make autovacuum visit it sooner ` +
           `(ALTER TABLE ${t.table} SET (autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_cost_delay = 0))`,
       );
     }
@@ -169,7 +178,7 @@ export function healthFindings(health: StoreHealth, options: HealthOptions = {})
         "warning",
         "autovacuum_off",
         `autovacuum is off for table ${t.table}`,
-        `ALTER TABLE ${t.table} RESET (autovacuum_enabled), and check the server's autovacuum setting`,
+        `ALTER TABLE ${name(t.table)} RESET (autovacuum_enabled)`,
       );
     }
   }

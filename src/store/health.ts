@@ -20,7 +20,7 @@ export interface TableHealth {
   readonly vacuumAgeSeconds?: number | null;
   /** Seconds since the last autovacuum, or null if never (PostgreSQL). */
   readonly autovacuumAgeSeconds?: number | null;
-  /** Whether autovacuum may run on it: the server's `autovacuum` and the table's `autovacuum_enabled` (PostgreSQL). */
+  /** Whether the table's own `autovacuum_enabled` lets autovacuum visit it (PostgreSQL). */
   readonly autovacuumEnabled?: boolean;
   /** Bytes of the table with its TOAST, without indexes (PostgreSQL). */
   readonly tableBytes?: number;
@@ -74,6 +74,10 @@ export interface FileHealth {
 
 /** The database's health figures for errand's tables, as {@link HealthStore.healthRead} returns them. */
 export interface StoreHealth {
+  /** The schema errand's tables are in (PostgreSQL), for statements that name them. */
+  readonly schema?: string;
+  /** The server's `autovacuum` setting (PostgreSQL). */
+  readonly autovacuum?: boolean;
   /** The errand schema version the database records, 0 when it has none. */
   readonly schemaVersion: number;
   /** The schema version this errand's migrations reach. */
