@@ -10,6 +10,7 @@ import { describe, it } from "node:test";
 import postgres from "postgres";
 import { createErrand, defineJobs, job } from "../../mod.ts";
 import { postgresStore } from "../../adapters/postgres/mod.ts";
+import { adminRouter } from "../../adapters/hono/mod.ts";
 import { postgresKind } from "../support/stores.ts";
 
 const url = process.env.DATABASE_URL;
@@ -124,6 +125,12 @@ describe("PostgreSQL health figures", { skip: postgresKind().skip }, () => {
       assert.ok((sample(metrics, "errand_db_table_bytes", '{table="jobs"}') ?? 0) > 0);
       assert.ok((sample(metrics, "errand_db_index_bytes", '{table="jobs"}') ?? 0) > 0);
       assert.equal(sample(metrics, "errand_db_autovacuum_age_seconds", '{table="jobs"}'), undefined);
+
+      // The dashboard's overview shows the finding with its fix.
+      const page = await (await adminRouter(errand, { insecure: true }).request("/")).text();
+      assert.match(page, /<h2>Database health<\/h2>/);
+      assert.match(page, /table jobs has \d+ dead rows/);
+      assert.match(page, /VACUUM \(ANALYZE\) &quot;errand_bloat_\w+&quot;\.jobs/);
     });
   });
 
