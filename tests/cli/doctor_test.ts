@@ -85,11 +85,17 @@ describe("errand doctor on PostgreSQL", { skip: postgresKind().skip }, () => {
         const run = await errand(["--db", url!, "--schema", schema, "doctor", "--horizon-after", "1s"]);
         assert.equal(run.code, 1, `${run.stdout}\n${run.stderr}`);
         assert.match(run.stdout, /^error transaction of pid \d+ .* holds the MVCC horizon/m);
-        assert.match(run.stdout, /fix: end that transaction \(SELECT pg_terminate_backend\(\d+\)\).*idle_in_transaction/);
+        assert.match(
+          run.stdout,
+          /fix: end that transaction \(SELECT pg_terminate_backend\(\d+\)\).*idle_in_transaction/,
+        );
         // errand stats shows the same finding first, and still exits 0: it reports, doctor judges.
         const stats = await errand(["--db", url!, "--schema", schema, "stats", "--horizon-after", "1s"]);
         assert.equal(stats.code, 0, `${stats.stdout}\n${stats.stderr}`);
-        assert.match(stats.stdout, /Health[\s\S]*error transaction of pid \d+ [\s\S]*fix: end that transaction[\s\S]*Jobs/);
+        assert.match(
+          stats.stdout,
+          /Health[\s\S]*error transaction of pid \d+ [\s\S]*fix: end that transaction[\s\S]*Jobs/,
+        );
       } finally {
         await reserved.unsafe("ROLLBACK");
         reserved.release();
@@ -99,7 +105,13 @@ describe("errand doctor on PostgreSQL", { skip: postgresKind().skip }, () => {
   });
 
   it("exits 1 on a schema errand has not created, saying to migrate", async () => {
-    const run = await errand(["--db", url!, "--schema", `errand_doctor_none_${crypto.randomUUID().slice(0, 8)}`, "doctor"]);
+    const run = await errand([
+      "--db",
+      url!,
+      "--schema",
+      `errand_doctor_none_${crypto.randomUUID().slice(0, 8)}`,
+      "doctor",
+    ]);
     assert.equal(run.code, 1, `${run.stdout}\n${run.stderr}`);
     assert.match(run.stdout, /^error errand's schema does not exist$/m);
     assert.match(run.stdout, /fix: .*errand migrate/);

@@ -66,7 +66,10 @@ describe("PostgreSQL health figures", { skip: postgresKind().skip }, () => {
           assert.equal(health.horizon.application, "health-test");
           assert.equal(health.horizon.state, "idle in transaction");
           assert.match(finding.message, new RegExp(`pid ${pid} \\(application "health-test"`));
-          assert.match(finding.fix, new RegExp(`pg_terminate_backend\\(${pid}\\).*idle_in_transaction_session_timeout`));
+          assert.match(
+            finding.fix,
+            new RegExp(`pg_terminate_backend\\(${pid}\\).*idle_in_transaction_session_timeout`),
+          );
         }
         const metrics = await errand.metrics();
         assert.ok(
