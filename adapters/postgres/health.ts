@@ -60,7 +60,11 @@ export async function readHealth(ctx: PostgresContext): Promise<StoreHealth> {
   };
 }
 
-/** The oldest session transaction or prepared transaction of the current database, other than this session. */
+/**
+ * The oldest session transaction or prepared transaction of the current
+ * database, other than this session. Autovacuum workers are left out: vacuum
+ * ignores their snapshots, and a long one would read as a pinned horizon.
+ */
 async function readHorizon({ db }: PostgresContext): Promise<HorizonHolder | null> {
   const rows = await db.query(
     `SELECT * FROM (
@@ -68,6 +72,7 @@ async function readHorizon({ db }: PostgresContext): Promise<HorizonHolder | nul
          pid, application_name, usename AS "user", state, NULL AS gid
        FROM pg_stat_activity
        WHERE datname = current_database() AND pid <> pg_backend_pid()
+         AND backend_type IS DISTINCT FROM 'autovacuum worker'
          AND (backend_xmin IS NOT NULL OR backend_xid IS NOT NULL)
        UNION ALL
        SELECT 'prepared', extract(epoch FROM now() - prepared), NULL, NULL, owner, NULL, gid
