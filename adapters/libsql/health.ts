@@ -32,10 +32,11 @@ export async function readHealth({ db }: LibsqlContext): Promise<StoreHealth> {
     schemaVersion: version,
     schemaVersionExpected: LIBSQL_SCHEMA_VERSION,
     tables: names("table").map((table) => ({ table })),
-    indexes: [...EXPECTED_INDEXES].map(([index, table]): IndexHealth => ({
+    indexes: [...EXPECTED_INDEXES].map(([index, { table, sql }]): IndexHealth => ({
       index,
       table,
       state: indexes.has(index) ? "valid" : "missing",
+      definition: sql,
     })),
     ...file ? { file } : {},
   };

@@ -52,9 +52,18 @@ export async function readHealth(ctx: PostgresContext): Promise<StoreHealth> {
     schemaVersion: version,
     schemaVersionExpected: POSTGRES_SCHEMA_VERSION,
     tables: tables.map(toTableHealth),
-    indexes: [...EXPECTED_INDEXES].map(([index, table]): IndexHealth => {
+    indexes: [...EXPECTED_INDEXES].map(([index, { table, sql }]): IndexHealth => {
       const valid = found.get(index);
-      return { index, table, state: valid === undefined ? "missing" : valid ? "valid" : "invalid" };
+      return {
+        index,
+        table,
+        state: valid === undefined ? "missing" : valid ? "valid" : "invalid",
+        // Concurrently: rebuilding an index of a busy jobs table must not block its writes.
+        definition: sql.replaceAll("{schema}", ctx.target.schema).replace(
+          /^CREATE (UNIQUE )?INDEX /i,
+          "CREATE $1INDEX CONCURRENTLY ",
+        ),
+      };
     }),
     horizon,
   };

@@ -11,20 +11,38 @@ const CREATE =
   /CREATE\s+(?:UNIQUE\s+)?INDEX\s+(?:CONCURRENTLY\s+)?(?:IF\s+NOT\s+EXISTS\s+)?("?[\w]+"?)\s+ON\s+(?:ONLY\s+)?([\w{}."]+)/gi;
 const DROP = /DROP\s+INDEX\s+(?:CONCURRENTLY\s+)?(?:IF\s+EXISTS\s+)?([\w{}."]+)/gi;
 
-/** The indexes left by `statements` (in the order they run), as index name to the unqualified table name. */
-export function migrationIndexes(statements: readonly string[]): Map<string, string> {
-  const indexes = new Map<string, string>();
+/** An index a dialect's migrations leave. */
+export interface MigrationIndex {
+  /** The unqualified name of its table. */
+  readonly table: string;
+  /** The statement that creates it, as the migration writes it (without a trailing semicolon). */
+  readonly sql: string;
+}
+
+/** The indexes left by `statements` (in the order they run), by name. */
+export function migrationIndexes(statements: readonly string[]): Map<string, MigrationIndex> {
+  const indexes = new Map<string, MigrationIndex>();
   for (const statement of statements) {
     const events = [
-      ...[...statement.matchAll(CREATE)].map((m) => ({ at: m.index, name: bare(m[1]), table: bare(m[2]) })),
-      ...[...statement.matchAll(DROP)].map((m) => ({ at: m.index, name: bare(m[1]), table: undefined })),
+      ...[...statement.matchAll(CREATE)].map((m) => ({
+        at: m.index,
+        name: bare(m[1]),
+        index: { table: bare(m[2]), sql: upTo(statement, m.index) },
+      })),
+      ...[...statement.matchAll(DROP)].map((m) => ({ at: m.index, name: bare(m[1]), index: undefined })),
     ].sort((a, b) => a.at - b.at);
     for (const e of events) {
-      if (e.table === undefined) indexes.delete(e.name);
-      else indexes.set(e.name, e.table);
+      if (e.index === undefined) indexes.delete(e.name);
+      else indexes.set(e.name, e.index);
     }
   }
   return indexes;
+}
+
+/** The statement of `text` that starts at `at`: up to its semicolon or the end, on one line. */
+function upTo(text: string, at: number): string {
+  const end = text.indexOf(";", at);
+  return text.slice(at, end === -1 ? undefined : end).replace(/\s+/g, " ").trim();
 }
 
 /** `{schema}."name"` or `name` as `name`. */

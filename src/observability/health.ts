@@ -117,7 +117,7 @@ export function healthFindings(health: StoreHealth, options: HealthOptions = {})
           "error",
           "index_missing",
           `index ${i.index} on ${i.table} is missing`,
-          `recreate ${i.index} as errand's migrations write it (postgresMigrationSql() or libsqlMigrationSql() print them)`,
+          `recreate it as errand's migrations do: ${i.definition}`,
         );
       } else if (i.state === "invalid") {
         add(
@@ -170,7 +170,9 @@ export function healthFindings(health: StoreHealth, options: HealthOptions = {})
             : `, last autovacuumed ${Math.round(t.autovacuumAgeSeconds)} s ago`),
         (h && h.ageSeconds > limits.horizonSeconds ? "end the transaction holding the horizon (above), then " : "") +
           `VACUUM (ANALYZE) ${name(t.table)}; if it recurs, make autovacuum visit it sooner ` +
-          `(ALTER TABLE ${t.table} SET (autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_cost_delay = 0))`,
+          `(ALTER TABLE ${
+            name(t.table)
+          } SET (autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_cost_delay = 0))`,
       );
     }
     if (t.autovacuumEnabled === false) {

@@ -36,6 +36,8 @@ export interface IndexHealth {
   readonly table: string;
   /** `valid`; `invalid` (a failed `CREATE INDEX CONCURRENTLY`, PostgreSQL); `missing`. */
   readonly state: "valid" | "invalid" | "missing";
+  /** The statement that creates it, as errand's migrations write it (on PostgreSQL, concurrently, with the schema). */
+  readonly definition: string;
 }
 
 /**

@@ -66,11 +66,21 @@ describe("errand doctor on PostgreSQL", { skip: postgresKind().skip }, () => {
       const run = await errand(["--db", url!, "--schema", schema, "doctor", "--horizon-after", "1h"]);
       assert.equal(run.code, 1, `${run.stdout}\n${run.stderr}`);
       assert.match(run.stdout, /^error index jobs_claim on jobs is missing$/m);
-      assert.match(run.stdout, /^ {2}fix: recreate jobs_claim as errand's migrations write it/m);
+      assert.match(
+        run.stdout,
+        new RegExp(
+          `^ {2}fix: recreate it as errand's migrations do: CREATE INDEX CONCURRENTLY jobs_claim ON "${schema}"\\.jobs \\(`,
+          "m",
+        ),
+      );
       assert.match(run.stderr, /1 finding is an error: fix as shown/);
       const json = await errand(["--db", url!, "--schema", schema, "doctor", "--horizon-after", "1h", "--json"]);
-      const report = JSON.parse(json.stdout);
-      assert.deepEqual(report.indexes.find((i: { index: string }) => i.index === "jobs_claim").state, "missing");
+      const claim = JSON.parse(json.stdout).indexes.find((i: { index: string }) => i.index === "jobs_claim");
+      assert.equal(claim.state, "missing");
+      // The fix as printed brings it back.
+      await sql.unsafe(claim.definition);
+      const fixed = await errand(["--db", url!, "--schema", schema, "doctor", "--horizon-after", "1h"]);
+      assert.equal(fixed.code, 0, `${fixed.stdout}\n${fixed.stderr}`);
     });
   });
 
@@ -133,7 +143,10 @@ describe("errand doctor on a libSQL file", () => {
       const broken = await errand(["--db", db, "doctor"]);
       assert.equal(broken.code, 1, `${broken.stdout}\n${broken.stderr}`);
       assert.match(broken.stdout, /^error index errand_jobs_claim on errand_jobs is missing$/m);
-      assert.match(broken.stdout, /fix: recreate errand_jobs_claim/);
+      assert.match(
+        broken.stdout,
+        /fix: recreate it as errand's migrations do: CREATE INDEX errand_jobs_claim ON errand_jobs /,
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

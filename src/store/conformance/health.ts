@@ -17,6 +17,9 @@ export const healthCases: StoreCase[] = cases("health", [
     check(health.schemaVersionExpected > 0, "schemaVersionExpected is the migrations' last version");
     check(health.indexes.length > 0, "the indexes the migrations create are listed");
     checkEqual(health.indexes.filter((i) => i.state !== "missing"), [], "indexes found in an empty database");
+    for (const i of health.indexes) {
+      check(i.definition.includes(i.index), `the definition of ${i.index} creates it: ${i.definition}`);
+    }
   }],
   ["healthRead", "healthRead() after ensureSchema() reports the schema current and every index valid", async (env) => {
     const store = env.store();
