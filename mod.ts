@@ -57,6 +57,8 @@ export type { UniqueOptions } from "./src/enqueue/unique.ts";
 export type { ScheduleInfo, ScheduleOptions } from "./src/schedules/schedules.ts";
 export { partitionOf } from "./src/topics/partition.ts";
 export type { PartitionInfo, PartitionKey, TopicInfo, TopicOptions } from "./src/topics/partition.ts";
+export type { ErrandHealth, HealthFinding, HealthFindingCode, HealthOptions } from "./src/observability/health.ts";
+export type { FileHealth, HorizonHolder, IndexHealth, StoreHealth, TableHealth } from "./src/store/health.ts";
 export { STATS_MINUTES } from "./src/observability/stats.ts";
 export type {
   ErrandStats,

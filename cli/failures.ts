@@ -7,7 +7,7 @@
  * | code | meaning |
  * | --- | --- |
  * | 0 | done |
- * | 1 | the operation failed: the database cannot be reached or refused, an unknown job or schedule, a job in a state the change does not apply to, a module that threw |
+ * | 1 | the operation failed: the database cannot be reached or refused, an unknown job or schedule, a job in a state the change does not apply to, a module that threw, `doctor` found an error |
  * | 2 | the command line is wrong: an unknown command or option, a missing or malformed argument, no `--db`, an unsupported URL, a module that exports no errand |
  *
  * @module

@@ -14,6 +14,7 @@ import { addMoveCommand } from "./commands/move.ts";
 import { addDrainCommand } from "./commands/drain.ts";
 import { addEventCommands } from "./commands/events.ts";
 import { addJobCommands } from "./commands/jobs.ts";
+import { addDoctorCommand } from "./commands/doctor.ts";
 import { addMigrateCommand } from "./commands/migrate.ts";
 import { addQueueCommands } from "./commands/queues.ts";
 import { addRescueCommand } from "./commands/rescue.ts";
@@ -38,13 +39,14 @@ Environment:
 Exit codes:
   0  done
   1  the operation failed (database unreachable, unknown job or schedule, a job in
-     another state, a module that threw)
+     another state, a module that threw), or doctor found an error
   2  the command line is wrong (unknown command or option, bad or missing value,
      no --db, an unsupported URL, a module that exports no errand instance)
 
 Examples:
   errand --db file:errand.db migrate
   errand --db postgres://app@localhost/app stats --watch
+  errand --db postgres://app@localhost/app doctor
   errand --db file:errand.db list --state failed --queue mail
   errand --db file:errand.db retry --state failed --queue mail
   errand --db file:errand.db send-event approval --key order-7 --data '{"approved":true}'
@@ -64,6 +66,7 @@ export function buildProgram(): Command {
   addGlobalOptions(program);
   program.addHelpText("after", HELP_AFTER);
   addMigrateCommand(program);
+  addDoctorCommand(program);
   addStatsCommand(program);
   addJobCommands(program);
   addChangeCommands(program);

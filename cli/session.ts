@@ -27,6 +27,8 @@ export type OperatorErrand = Errand<JobDefinitions, unknown>;
 export interface SessionOptions {
   /** Create and upgrade errand's tables (only `migrate`); otherwise a schema not up to date is an error. */
   readonly migrate?: boolean;
+  /** Check the schema version first (and fail when it is not current). @default {true} */
+  readonly start?: boolean;
   /** Whether a new `file:` database may be created. @default {migrate} */
   readonly create?: boolean;
   /** The application's topics (`--topic`), for `topics()` and the dashboard. */
@@ -72,7 +74,7 @@ export async function withErrand<T>(
     errand = createErrand({ jobs: defineJobs({}), store: db.store, mode: "enqueue", topics: { ...options.topics } });
     // Starting reads the schema version: the first answer. Applying migrations may rightly take longer.
     if (migrate) await errand.start();
-    else {
+    else if (options.start !== false) {
       silent = await answersWithin(errand.start(), globals.connectTimeout) === "no answer";
       if (silent) throw noAnswer(url, globals.connectTimeout);
     }

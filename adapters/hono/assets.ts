@@ -36,6 +36,7 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 .grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(260px, 1fr)); gap: 1rem; }
 .panel { background: var(--panel); border: 1px solid var(--line); border-radius: 6px; padding: .8rem 1rem; }
 .muted { color: var(--muted); }
+#health { margin-bottom: 1rem; border-color: var(--warn); } #health .bad { color: var(--bad); } #health .warn { color: var(--warn); }
 .state { display: inline-block; padding: 0 .45rem; border-radius: 4px; font-size: 12px; border: 1px solid var(--line); }
 .state-completed { color: var(--ok); } .state-failed { color: var(--bad); } .state-cancelled { color: var(--muted); }
 .state-running { color: var(--info); } .state-scheduled, .state-retrying, .state-waiting { color: var(--warn); }

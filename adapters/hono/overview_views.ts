@@ -1,5 +1,6 @@
 /**
- * The dashboard's overview: counts with "Retry all N failed", activity,
+ * The dashboard's overview: the database's health findings with their
+ * fixes (when there are any), counts with "Retry all N failed", activity,
  * workers, queues, workflows waiting for events, schedules, topics with
  * their logs, and the jobs table
  * with its filters. Every number comes from the store, so every instance
@@ -8,7 +9,14 @@
  * @module
  */
 import { html } from "hono/html";
-import { type ErrandStats, JOB_STATES, type JobState, type ListOptions, type StatsMinutes } from "../../mod.ts";
+import {
+  type ErrandStats,
+  type HealthFinding,
+  JOB_STATES,
+  type JobState,
+  type ListOptions,
+  type StatsMinutes,
+} from "../../mod.ts";
 import { activityChart, DEFAULT_CHART_MINUTES, windowLinks, windowName } from "./chart.ts";
 import { logBadges } from "./log_views.ts";
 import { bytes, duration, type Html, jobLink, stateLabel, type ViewContext, when } from "./page.ts";
@@ -27,7 +35,7 @@ export async function overview(
   filters: ListOptions,
   minutes: StatsMinutes,
 ): Promise<Html> {
-  const [counts, stats, schedules, topics, page, logs, waits] = await Promise.all([
+  const [counts, stats, schedules, topics, page, logs, waits, health] = await Promise.all([
     errand.counts(),
     errand.stats({ minutes }),
     errand.schedules(),
@@ -35,6 +43,7 @@ export async function overview(
     errand.list(filters),
     errand.logs(),
     errand.eventWaits(),
+    errand.health(),
   ]);
   const { base } = view;
   const limits = errand.limits();
@@ -48,6 +57,7 @@ export async function overview(
   const windowLink = (m: StatsMinutes) =>
     `${base}/?${new URLSearchParams({ ...textFilters(filters), ...windowParam(m) })}`;
   return html`<div id="live">
+${healthPanel(health.findings)}
 <div class="grid">
   <section class="panel" id="counts"><h2>Jobs by state</h2>
     <table><tbody>${
@@ -222,4 +232,20 @@ function textFilters(filters: ListOptions): Record<string, string> {
 /** The window's total of `what` over the throughput buckets. */
 function sum(stats: ErrandStats, what: "completed" | "failed" | "started" | "attempts" | "enqueued"): number {
   return stats.throughput.reduce((n, s) => n + s[what], 0);
+}
+
+/** The database's findings, each with its fix (nothing when there is none): see `errand doctor`. */
+function healthPanel(findings: readonly HealthFinding[]): Html | string {
+  if (findings.length === 0) return "";
+  return html`
+    <section class="panel" id="health">
+      <h2>Database health</h2>
+      <ul>${findings.map((f) =>
+        html`
+          <li><strong class="${f.severity === "error" ? "bad" : "warn"}">${f.severity}</strong> ${f.message}<br>
+            <span class="muted">fix:</span> ${f.fix}</li>
+        `
+      )}</ul>
+    </section>
+  `;
 }

@@ -43,6 +43,7 @@ export type AdminErrand = Pick<
   | "forceFailPartitionHead"
   | "stats"
   | "metrics"
+  | "health"
   | "groups"
   | "pauseGroup"
   | "resumeGroup"

@@ -60,7 +60,7 @@ async function migrateSchema(db: LibsqlConnection, migrate: boolean): Promise<vo
 }
 
 /** The schema version the database has: 0 before errand's tables exist. */
-async function schemaVersion(db: LibsqlConnection): Promise<number> {
+export async function schemaVersion(db: LibsqlConnection): Promise<number> {
   const table = await db.read(
     "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'errand_migrations'",
   );

@@ -35,6 +35,7 @@ import { acquireLeader, beatWorker, listWorkers, releaseLeader, removeWorker } f
 import { checkTransaction, LibsqlConnection, type LibsqlContext, type LibsqlStoreSettings } from "./connection.ts";
 import { commitOffset, leasePartition, listOffsets, releasePartition, seekOffsets } from "./consumers.ts";
 import { countHeld, listGroups, listPausedQueues, pauseGroup, pauseQueue, pruneFlow } from "./flow.ts";
+import { readHealth } from "./health.ts";
 import { insertJobs, promoteDueJobs, resolveWaitingJobs } from "./inserts.ts";
 import {
   countJobs,
@@ -164,6 +165,8 @@ export function composeLibsqlStore<TTx extends Transaction>(
     groupPause: (p) => pauseGroup(ctx, p),
     queuePause: (p) => pauseQueue(ctx, p),
     queuesPaused: () => listPausedQueues(ctx),
+    // health.ts
+    healthRead: () => readHealth(ctx),
     // inserts.ts
     jobInsertMany: (p) => insertJobs(ctx, p),
     jobPromoteDue: (p) => promoteDueJobs(ctx, p),

@@ -40,7 +40,7 @@ export async function ensureSchema(ctx: PostgresContext): Promise<void> {
 }
 
 /** The version the schema's `migrations` table records, 0 when there is none. */
-async function schemaVersion({ db, target }: PostgresContext, q: Querier): Promise<number> {
+export async function schemaVersion({ db, target }: PostgresContext, q: Querier): Promise<number> {
   const rows = await db.run(() =>
     q.unsafe("SELECT to_regclass($1) IS NOT NULL AS present", [`${target.schema}.migrations`])
   );

@@ -29,6 +29,7 @@ import {
 } from "./connection.ts";
 import { commitOffset, leasePartition, listOffsets, releasePartition, seekOffsets } from "./consumers.ts";
 import { countHeld, listGroups, listPausedQueues, pauseGroup, pauseQueue, pruneFlow } from "./flow.ts";
+import { readHealth } from "./health.ts";
 import { insertJobs, promoteDueJobs, resolveWaitingJobs } from "./inserts.ts";
 import {
   countJobs,
@@ -94,6 +95,8 @@ export function composePostgresStore(sql: Sql, settings: PostgresStoreSettings):
     groupPause: (p) => pauseGroup(ctx, p),
     queuePause: (p) => pauseQueue(ctx, p),
     queuesPaused: () => listPausedQueues(ctx),
+    // health.ts
+    healthRead: () => readHealth(ctx),
     // inserts.ts
     jobInsertMany: (p) => insertJobs(ctx, p),
     jobPromoteDue: (p) => promoteDueJobs(ctx, p),

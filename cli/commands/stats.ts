@@ -1,7 +1,8 @@
 /**
  * `errand stats [--watch] [--minutes 1|5|60] [--topic name:partitions]`:
  * jobs by state and queue, paused queues, throughput and dispatch wait over
- * the window, the live workers, the recurring jobs and the topics named;
+ * the window, the live workers, the recurring jobs and the topics named,
+ * and first the database's health findings with their fixes (as `errand doctor`);
  * with `--watch`, again every `--interval` until SIGINT or SIGTERM (one
  * JSON line each with `--json`).
  *
@@ -10,6 +11,7 @@
 import { type Command, InvalidArgumentError, Option } from "commander";
 import {
   type ErrandStats,
+  type HealthFinding,
   JOB_STATES,
   type JobCounts,
   type ScheduleInfo,
@@ -21,6 +23,7 @@ import { globalOptions, outputOf } from "../context.ts";
 import { bytes, type Output, relative, shortDuration } from "../output.ts";
 import { withErrand } from "../session.ts";
 import { sleep, stopSignals } from "../signals.ts";
+import { addHealthOptions, type HealthFlags, healthOptionsOf, renderFindings } from "./health_options.ts";
 import { durationAtLeast, topicOption } from "./options.ts";
 
 /** What `stats` shows, as `--json` prints it. */
@@ -44,9 +47,11 @@ export interface StatsReport {
   readonly topics: readonly TopicInfo[];
   readonly storageBytes: number | null;
   readonly databaseBytes: number | null;
+  /** The database's health findings (`errand doctor` lists the same), each with its fix. */
+  readonly findings: readonly HealthFinding[];
 }
 
-interface StatsOptions {
+interface StatsOptions extends HealthFlags {
   watch?: boolean;
   interval: number;
   minutes: StatsMinutes;
@@ -55,8 +60,8 @@ interface StatsOptions {
 
 /** Adds `stats`. */
 export function addStatsCommand(program: Command): void {
-  program
-    .command("stats")
+  addHealthOptions(program
+    .command("stats"))
     .description("counts by state and queue, throughput, workers, schedules and topics")
     .option("--watch", "show them again every --interval until Ctrl-C")
     .addOption(
@@ -73,12 +78,13 @@ export function addStatsCommand(program: Command): void {
       const namespace = globalOptions(command).namespace;
       await withErrand(command, async (errand, url) => {
         const read = async (): Promise<StatsReport> => {
-          const [jobs, paused, stats, schedules, topics] = await Promise.all([
+          const [jobs, paused, stats, schedules, topics, health] = await Promise.all([
             errand.counts(),
             errand.pausedQueues(),
             errand.stats({ minutes: options.minutes }),
             errand.schedules(),
             errand.topics(),
+            errand.health(healthOptionsOf(options)),
           ]);
           const sum = (what: "enqueued" | "started" | "attempts" | "completed" | "failed" | "cancelled") =>
             stats.throughput.reduce((n, bucket) => n + bucket[what], 0);
@@ -102,6 +108,7 @@ export function addStatsCommand(program: Command): void {
             topics,
             storageBytes: stats.storageBytes,
             databaseBytes: stats.databaseBytes,
+            findings: health.findings,
           };
         };
         if (!options.watch) {
@@ -134,6 +141,7 @@ export function renderStats(out: Output, report: StatsReport, database: string):
   lines.push(
     `${c.bold("errand")} ${c.dim(`namespace "${report.namespace}" on ${database}, ${report.at.toISOString()}`)}`,
   );
+  if (report.findings.length > 0) lines.push("", out.heading("Health"), ...renderFindings(out, report.findings));
   lines.push("", out.heading("Jobs"));
   const paused = new Set(report.paused);
   const queues = [...new Set([...Object.keys(report.jobs.byQueue), ...paused])].sort();

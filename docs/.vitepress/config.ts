@@ -84,6 +84,7 @@ export default defineConfig({
               { text: "Operating jobs", link: "/guides/operating" },
               { text: "Admin router and dashboard", link: "/guides/admin" },
               { text: "Observability", link: "/guides/observability" },
+              { text: "Database health", link: "/guides/health" },
               { text: "Testing", link: "/guides/testing" },
             ],
           },

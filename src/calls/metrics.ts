@@ -3,13 +3,15 @@
  * throughput over a window, with the live instances) and `metrics()` (the
  * Prometheus text of this instance, with the namespace's queued jobs,
  * topics and their partitions' depths, held-back jobs, consumer lag and
- * live instances, read at most every 15 s).
+ * live instances and the database's health figures, read at most every
+ * 15 s) and `health()` (those figures with what they mean).
  *
  * @module
  */
 import { checkOptions } from "../checks/arguments.ts";
 import { liveWorkers } from "../cluster/heartbeat.ts";
 import { ValidationError } from "../base/errors.ts";
+import { checkHealthOptions, type ErrandHealth, healthFindings, type HealthOptions } from "../observability/health.ts";
 import { type ErrandStats, STATS_BUCKETS, STATS_MINUTES, type StatsOptions, toStats } from "../observability/stats.ts";
 import type { Snapshot, Telemetry } from "../observability/telemetry.ts";
 import type { Workers } from "../running/workers.ts";
@@ -26,7 +28,7 @@ const SHARED_METRICS_MS = 15_000;
 
 /** What the activity calls work with. */
 export interface MetricsCallsEnv {
-  readonly store: Pick<Store, "groupHeld" | "jobActivity" | "workerList">;
+  readonly store: Pick<Store, "groupHeld" | "healthRead" | "jobActivity" | "workerList">;
   readonly clock: Clock;
   /** The limits this instance is configured with. */
   readonly limits: ErrandLimits;
@@ -78,6 +80,15 @@ export class MetricsCalls {
     return toStats(activity, workers, { since, windowMs, bucketMs });
   }
 
+  /** See `Errand.health()`. */
+  async health(options: HealthOptions = {}): Promise<ErrandHealth> {
+    checkOptions("health()", options);
+    checkHealthOptions(options);
+    // Not ready(): the figures are read as they are, a schema behind or missing included.
+    const health = await this.#env.store.healthRead();
+    return { ...health, findings: healthFindings(health, options) };
+  }
+
   /** See `Errand.metrics()`. */
   async metrics(): Promise<string> {
     await this.#env.ready();
@@ -85,10 +96,11 @@ export class MetricsCalls {
     const now = env.clock.now();
     if (!this.#shared || now - this.#shared.at >= SHARED_METRICS_MS) {
       const value = (async () => {
-        const [counts, groups, workers] = await Promise.all([
+        const [counts, groups, workers, health] = await Promise.all([
           env.jobs.counts(),
           groupsHeld(env.store, env.limits, now),
           liveWorkers(env.store, now),
+          env.store.healthRead(),
         ]);
         const byTopic = env.topics.size > 0 ? await env.partitions.byTopic(now, workers) : [];
         return {
@@ -97,6 +109,7 @@ export class MetricsCalls {
           held: heldBack(env.limits, counts.byQueue, groups),
           consumerLag: await env.offsets.lagByGroup(),
           liveWorkers: workers.length,
+          health,
           partitionDepths: byTopic.flatMap(({ topic, partitions }) =>
             partitions.filter((p) => p.depth > 0).map((p) => ({ topic, partition: p.partition, depth: p.depth }))
           ),

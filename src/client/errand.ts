@@ -18,6 +18,7 @@ import { idFactory } from "../encoding/ids.ts";
 import { StateError } from "../base/errors.ts";
 import type { JobDefinitions, PayloadOf, ResultOf } from "../jobs/job.ts";
 import type { StatsOptions } from "../observability/stats.ts";
+import type { HealthOptions } from "../observability/health.ts";
 import { Telemetry } from "../observability/telemetry.ts";
 import { Tracing } from "../observability/tracing.ts";
 import { Workers } from "../running/workers.ts";
@@ -305,6 +306,7 @@ class ErrandClient<J extends JobDefinitions, Ctx, TTx, L extends LogDefinitions>
   limits = () => this.#groups.limits();
   stats = (options?: StatsOptions) => this.#metrics.stats(options);
   metrics = () => this.#metrics.metrics();
+  health = (options?: HealthOptions) => this.#metrics.health(options);
   schedule = <K extends KindKey<J>>(
     id: string,
     kind: K,

@@ -14,6 +14,7 @@ import type { LogRecord } from "../logs/record.ts";
 import type { JobDefinitions, PayloadOf, ResultOf } from "../jobs/job.ts";
 import type { JobInfo, WorkerInfo } from "../base/types.ts";
 import type { ErrandStats, StatsOptions } from "../observability/stats.ts";
+import type { ErrandHealth, HealthOptions } from "../observability/health.ts";
 import type { ScheduleInfo, ScheduleOptions } from "../schedules/schedules.ts";
 import type { Duration } from "../base/duration.ts";
 import type { PartitionInfo, TopicInfo } from "../topics/partition.ts";
@@ -829,6 +830,27 @@ export interface Errand<J extends JobDefinitions, TTx, L extends LogDefinitions 
    * ```
    */
   metrics(): Promise<string>;
+  /**
+   * The database's health figures for errand's tables, read now, with the
+   * findings they lead to, each with what to do: the MVCC horizon held by a
+   * long transaction, dead rows, autovacuum turned off, the schema version,
+   * indexes missing or invalid; on SQLite the journal mode and free pages.
+   * `errand stats`, the dashboard and `errand doctor` show the same.
+   *
+   * @example Log what needs doing
+   * ```ts
+   * import { createClient } from "@libsql/client";
+   * import { createErrand, defineJobs, job } from "@errand/errand";
+   * import { libsqlStore } from "@errand/errand/libsql";
+   *
+   * const jobs = defineJobs({ sendWelcome: job<{ userId: number }>() });
+   * const errand = createErrand({ jobs, store: libsqlStore(createClient({ url: ":memory:" })) });
+   * const health = await errand.health({ horizonSeconds: 120 });
+   * for (const f of health.findings) console.log(`${f.severity}: ${f.message}; fix: ${f.fix}`);
+   * console.log(health.schemaVersion === health.schemaVersionExpected); // true
+   * ```
+   */
+  health(options?: HealthOptions): Promise<ErrandHealth>;
   /**
    * Runs due jobs from a function a cron invokes (Vercel Cron, Cloudflare
    * Cron Triggers, pg_cron with an edge function), with no process that

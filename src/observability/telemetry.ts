@@ -7,7 +7,9 @@
  * @module
  */
 import type { Logger } from "../base/logger.ts";
+import { HealthGauges } from "./health_metrics.ts";
 import { type Metric, Registry } from "./metrics.ts";
+import type { StoreHealth } from "../store/health.ts";
 import type { ClaimedJob, JobFinish } from "../store/records.ts";
 import type { JobState, RunError, RunOutcome } from "../base/types.ts";
 
@@ -125,6 +127,8 @@ export interface Snapshot {
     readonly partition: number;
     readonly depth: number;
   }[];
+  /** The database's health figures, when the store was asked. */
+  readonly health?: StoreHealth;
 }
 
 /**
@@ -141,6 +145,7 @@ export class Telemetry {
   readonly #logger: Logger;
   #leader = false;
   readonly #m: Record<string, Metric>;
+  readonly #health: HealthGauges;
 
   /** Telemetry of instance `workerId` reporting to `observer` (and logging its failures to `logger`). */
   constructor(observer: Observer | undefined, logger: Logger, workerId: string) {
@@ -268,6 +273,7 @@ export class Telemetry {
         SECONDS_BUCKETS,
       ),
     };
+    this.#health = new HealthGauges(r);
     this.#m.leader.set({}, 0);
     // The instance's id once, on a series of its own, rather than as a label on every series.
     r.gauge("errand_instance_info", "Always 1: this instance's workerId, as a label.", ["worker_id"])
@@ -454,6 +460,7 @@ export class Telemetry {
     }
     for (const h of snapshot.held) heldBack.set({ queue: h.queue, limit: h.limit }, h.jobs);
     for (const l of snapshot.consumerLag) consumerLag.set({ topic: l.topic, group: l.group }, l.lag);
+    this.#health.set(snapshot.health);
     return this.#registry.encode();
   }
 

@@ -24,6 +24,7 @@ export type * from "./store.ts";
 export type * from "./cluster.ts";
 export type * from "./consumers.ts";
 export type * from "./flow.ts";
+export type * from "./health.ts";
 export type * from "./inserts.ts";
 export type * from "./jobs.ts";
 export type * from "./logs.ts";

@@ -8,7 +8,7 @@
  *
  * The operations come in slices by concern, a file each, and no operation
  * is in two: {@link ClusterStore} (`cluster.ts`), {@link ConsumerStore}
- * (`consumers.ts`), {@link FlowStore} (`flow.ts`), {@link InsertStore}
+ * (`consumers.ts`), {@link FlowStore} (`flow.ts`), {@link HealthStore} (`health.ts`), {@link InsertStore}
  * (`inserts.ts`), {@link JobsStore} (`jobs.ts`), {@link LogStore} (`logs.ts`),
  * {@link MoveStore} (`moves.ts`), {@link PartitionStore} (`partitions.ts`),
  * {@link RunStore} (`runs.ts`), {@link ScheduleStore} (`schedules.ts`),
@@ -24,6 +24,7 @@
 import type { ClusterStore } from "./cluster.ts";
 import type { ConsumerStore } from "./consumers.ts";
 import type { FlowStore } from "./flow.ts";
+import type { HealthStore } from "./health.ts";
 import type { InsertStore } from "./inserts.ts";
 import type { JobsStore } from "./jobs.ts";
 import type { LogStore } from "./logs.ts";
@@ -55,6 +56,7 @@ export interface Store
     ClusterStore,
     ConsumerStore,
     FlowStore,
+    HealthStore,
     InsertStore,
     JobsStore,
     LogStore,

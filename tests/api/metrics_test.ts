@@ -426,3 +426,38 @@ describe("metrics and observer", () => {
     }
   });
 });
+
+describe("metrics() and the database's health", () => {
+  it("metrics() reads the health figures at most every 15 s, however often it is scraped", async () => {
+    const clock = new FakeClock();
+    const store = libsqlStore(createClient({ url: ":memory:" }));
+    let reads = 0;
+    const counted: typeof store = { ...store, healthRead: () => (reads++, store.healthRead()) };
+    const errand = createErrand({
+      jobs,
+      store: counted,
+      clock,
+      logger: quietLogger(),
+      mode: "enqueue",
+      topics: { orders: { partitions: 4 } },
+    });
+    try {
+      const first = parseMetrics(await errand.metrics());
+      for (let i = 0; i < 5; i++) await errand.metrics();
+      clock.advance(14_999);
+      await errand.metrics();
+      assert.equal(reads, 1, "one read within 15 s");
+      clock.advance(1);
+      await errand.metrics();
+      assert.equal(reads, 2, "read again once 15 s passed");
+      // SQLite reports its file, and has no horizon or dead rows: those metrics have no samples.
+      const file = first.samples.find((s) => s.name === "errand_db_file_bytes");
+      assert.ok(file && file.value > 0, "errand_db_file_bytes has a sample");
+      assert.ok(first.types.has("errand_db_horizon_age_seconds"), "the horizon gauge is declared");
+      assert.equal(first.samples.some((s) => s.name === "errand_db_horizon_age_seconds"), false);
+      assert.equal(first.samples.some((s) => s.name === "errand_db_dead_tuples"), false);
+    } finally {
+      await errand.shutdown();
+    }
+  });
+});

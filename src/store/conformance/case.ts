@@ -13,6 +13,7 @@ export type StoreSlice =
   | "cluster"
   | "consumers"
   | "flow"
+  | "health"
   | "inserts"
   | "jobs"
   | "logs"

@@ -11,6 +11,7 @@ import type { StoreCase } from "./case.ts";
 import { clusterCases } from "./cluster.ts";
 import { consumerCases } from "./consumers.ts";
 import { flowCases } from "./flow.ts";
+import { healthCases } from "./health.ts";
 import { insertCases } from "./inserts.ts";
 import { jobCases } from "./jobs.ts";
 import { logCases } from "./logs.ts";
@@ -49,6 +50,7 @@ export function storeConformance(): StoreCase[] {
     ...clusterCases,
     ...consumerCases,
     ...flowCases,
+    ...healthCases,
     ...insertCases,
     ...jobCases,
     ...logCases,
