@@ -82,11 +82,21 @@ const ONE_RUNTIME = new Map([
       "run on every runtime in the conformance suite (the file took 1 to 2 minutes on each runtime)",
     ],
   ],
+  [
+    "tests/cli/doctor_test.ts",
+    [
+      "node",
+      "runs `errand doctor` as a process against broken databases: its findings are the store's health read, whose " +
+      "cases run on every runtime in the conformance suite, and the command line runs on each runtime in cli_test",
+    ],
+  ],
   // The second run of a suite on another setting of one driver: the first run of each suite is on every runtime.
   ...[
     "tests/stores/postgres_unprepared_test.ts",
     "tests/store_operations/postgres_unprepared_test.ts",
-  ].map((f) => [f, ["node", "postgres.js without prepared statements: the prepared run is on every runtime"]]),
+  ].map((
+    f,
+  ) => [f, ["node", "postgres.js without prepared statements or NOTIFY: the prepared run is on every runtime"]]),
   ...["tests/stores/libsql_memory_test.ts", "tests/store_operations/libsql_memory_test.ts"].map((
     f,
   ) => [f, ["node", "@libsql/client on :memory:: the run of the suite on a file is on every runtime"]]),
