@@ -46,6 +46,7 @@ export const CFG = {
     finished: envInt("BACKLOG_FINISHED", 1_000_000),
     scheduled: envInt("BACKLOG_SCHEDULED", 200_000),
     queues: envInt("MANY_QUEUES", 200),
+    queueConcurrency: envInt("MANY_QUEUES_C", envInt("C", 32)),
     idleS: envInt("IDLE_S", 60),
     idleWorkers: envInt("IDLE_WORKERS", 4),
   },

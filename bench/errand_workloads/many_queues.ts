@@ -3,7 +3,8 @@
  * `drain_many_queues`, the drain's `N_DRAIN` jobs spread evenly over
  * `MANY_QUEUES` queues (200 queues of 100 jobs at the defaults), enqueued
  * beforehand and run by one worker instance that works every queue, each at
- * the drain's concurrency; timed as the plain drain is, and printed beside
+ * `MANY_QUEUES_C` (the drain's `C` unless set; 1 runs 200 at once in all,
+ * against the plain drain's 32); timed as the plain drain is, and printed beside
  * it by the harness.
  *
  * @module
@@ -29,7 +30,7 @@ export function manyQueuesWorkloads(session: Session): Record<"drain_many_queues
         mode: "work",
         logger: silent,
         queues: Object.fromEntries(
-          Array.from({ length: queues }, (_, k) => [queueName(k), { concurrency: CFG.concurrency }]),
+          Array.from({ length: queues }, (_, k) => [queueName(k), { concurrency: CFG.scale.queueConcurrency }]),
         ),
         claimBatch: CFG.concurrency,
         handlers: { bench: (_p, j) => Promise.resolve(tracker.hit(j.id)) },
@@ -51,7 +52,7 @@ export function manyQueuesWorkloads(session: Session): Record<"drain_many_queues
       const ms = t1 - t0;
       return {
         n: CFG.nDrain,
-        c: CFG.concurrency,
+        c: CFG.scale.queueConcurrency,
         queues,
         jobs_per_s: rate(CFG.nDrain, ms),
         elapsed_ms: Math.round(ms),
@@ -63,7 +64,8 @@ export function manyQueuesWorkloads(session: Session): Record<"drain_many_queues
         },
         settings: {
           ...workSettings(),
-          queues: `${queues} queues (q0..q${queues - 1}), each { concurrency: ${CFG.concurrency} }, all worked ` +
+          queues:
+            `${queues} queues (q0..q${queues - 1}), each { concurrency: ${CFG.scale.queueConcurrency} }, all worked ` +
             `by the one instance; job i in queue i % ${queues} (${CFG.nDrain / queues} jobs each)`,
           ...db.settings,
         },
