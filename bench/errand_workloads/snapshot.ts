@@ -26,6 +26,7 @@ export function snapshotWorkloads(session: Session): Record<"drain_snapshot", Wo
       const { default: postgres } = await import("postgres");
       let holder: ReturnType<typeof postgres> | undefined;
       let release: (() => Promise<void>) | undefined;
+      let holderPid = 0;
       try {
         return await timedDrain(session, signal, false, {
           async before(db) {
@@ -33,7 +34,9 @@ export function snapshotWorkloads(session: Session): Record<"drain_snapshot", Wo
             const conn = await holder.reserve();
             await conn`BEGIN ISOLATION LEVEL REPEATABLE READ`;
             const [{ n }] = await conn`SELECT count(*) AS n FROM errand.jobs`;
-            const [{ xmin }] = await conn`SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin`;
+            const [{ xmin, pid }] = await conn`SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin,
+              pg_backend_pid() AS pid`;
+            holderPid = Number(pid);
             release = async () => {
               await conn`COMMIT`;
               conn.release();
@@ -46,7 +49,7 @@ export function snapshotWorkloads(session: Session): Record<"drain_snapshot", Wo
               (await sql(`SELECT n_live_tup, n_dead_tup, n_tup_upd, n_tup_hot_upd, autovacuum_count,
                 vacuum_count FROM pg_stat_user_tables WHERE schemaname = 'errand' AND relname = 'jobs'`))[0];
             const [{ held }] = await sql(`SELECT count(*) AS held FROM pg_stat_activity
-              WHERE datname = current_database() AND state = 'idle in transaction'`);
+              WHERE pid = ${holderPid} AND state = 'idle in transaction' AND backend_xmin IS NOT NULL`);
             if (Number(held) < 1) throw new Error("verification failed: the snapshot was not held through the drain");
             await sleep(STATS_FLUSH_MS);
             const whileHeld = await read();
