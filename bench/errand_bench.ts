@@ -25,7 +25,12 @@
  * workflow workloads (its section 9), `wf_drain`, `wf_latency`, `wf_sleep`
  * and `wf_event`, jobs with durable steps, a file each (not on the
  * synchronous drivers: those workloads count errand's statements, which the
- * bench does on `@libsql/client` and PostgreSQL only). Each line says
+ * bench does on `@libsql/client` and PostgreSQL only); and on PostgreSQL
+ * only, the scale workloads of issue 43: `drain_backlog` and
+ * `latency_backlog` (backlog.ts), `drain_snapshot` (snapshot.ts),
+ * `drain_many_queues` (many_queues.ts), and `idle_cost` and
+ * `idle_cost_polling` (idle.ts, whose worker processes are this script run
+ * with `--idle-worker`). Each line says
  * exactly which options were set, in `settings`. Each drain line says, in
  * `stall_ms` and `stall_own_ms`, the event loop's longest stall during the
  * drain.
@@ -39,7 +44,11 @@ import { latencyWorkloads } from "./errand_workloads/latency.ts";
 import { logAppendWorkloads } from "./errand_workloads/log_append.ts";
 import { logConsumeWorkloads } from "./errand_workloads/log_consume.ts";
 import { resultWorkloads } from "./errand_workloads/results.ts";
+import { backlogWorkloads } from "./errand_workloads/backlog.ts";
+import { IDLE_WORKER_FLAG, idleWorkerMain, idleWorkloads } from "./errand_workloads/idle.ts";
+import { manyQueuesWorkloads } from "./errand_workloads/many_queues.ts";
 import { benchSession } from "./errand_workloads/session.ts";
+import { snapshotWorkloads } from "./errand_workloads/snapshot.ts";
 import { isSqliteDriverStore } from "./sqlite_drivers.ts";
 import { wfDrainWorkloads } from "./errand_workloads/wf_drain.ts";
 import { wfEventWorkloads } from "./errand_workloads/wf_event.ts";
@@ -57,6 +66,9 @@ function subject(store: StoreName): Subject {
     workloads: {
       ...enqueueWorkloads(session),
       ...drainWorkloads(session),
+      ...store === "postgres"
+        ? { ...backlogWorkloads(session), ...snapshotWorkloads(session), ...manyQueuesWorkloads(session) }
+        : {},
       ...latencyWorkloads(session),
       ...resultWorkloads(session),
       ...logAppendWorkloads(session),
@@ -67,9 +79,12 @@ function subject(store: StoreName): Subject {
         ...wfSleepWorkloads(session),
         ...wfEventWorkloads(session),
       },
+      ...store === "postgres" ? idleWorkloads() : {},
     },
     cleanup: () => session.cleanup(),
   };
 }
 
+const idleWorker = process.argv.indexOf(IDLE_WORKER_FLAG);
+if (idleWorker >= 0) await idleWorkerMain(process.argv[idleWorker + 1], process.argv[idleWorker + 2] === "notify");
 await benchMain(fileURLToPath(import.meta.url), "errand", subject);

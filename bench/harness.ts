@@ -41,6 +41,15 @@ export const CFG = {
     eventTimeoutS: envInt("WF_EVENT_TIMEOUT_S", 60),
     eventSettleMs: envInt("WF_EVENT_SETTLE_MS", 500),
   },
+  /** The PostgreSQL scale workloads' sizes (issue 43): the backlog's finished and scheduled jobs, the queues, the idle window. */
+  scale: {
+    finished: envInt("BACKLOG_FINISHED", 1_000_000),
+    scheduled: envInt("BACKLOG_SCHEDULED", 200_000),
+    queues: envInt("MANY_QUEUES", 200),
+    queueConcurrency: envInt("MANY_QUEUES_C", envInt("C", 32)),
+    idleS: envInt("IDLE_S", 60),
+    idleWorkers: envInt("IDLE_WORKERS", 4),
+  },
   latencyGapMinMs: envInt("LAT_GAP_MIN_MS", 20),
   latencyGapMaxMs: envInt("LAT_GAP_MAX_MS", 70),
   timeoutS: envInt("WORKLOAD_TIMEOUT_S", 120),
@@ -92,7 +101,12 @@ export function dropPgDatabase(name: string): Promise<void> {
  * `log_consume` and `log_consume_members`, a consumer group reading a
  * backlog of that log with one member and with several; and the shared
  * benchmark's workflow workloads, `wf_drain`, `wf_latency`, `wf_sleep` and
- * `wf_event`, which errand runs as jobs with durable steps.
+ * `wf_event`, which errand runs as jobs with durable steps; and on
+ * PostgreSQL the scale workloads of issue 43, each run after its plain
+ * counterpart: `drain_backlog`, `drain_snapshot` and `drain_many_queues`
+ * (the drain beside a million finished jobs, with a snapshot held open, and
+ * over 200 queues), `latency_backlog`, and `idle_cost` and
+ * `idle_cost_polling` (the statements idle worker processes send).
  */
 export const WORKLOADS = [
   "enqueue_single",
@@ -100,7 +114,11 @@ export const WORKLOADS = [
   "drain",
   "drain_flow",
   "drain_flow_group_index",
+  "drain_backlog",
+  "drain_snapshot",
+  "drain_many_queues",
   "latency",
+  "latency_backlog",
   "result_idle",
   "result_busy",
   "log_append_single",
@@ -111,6 +129,8 @@ export const WORKLOADS = [
   "wf_latency",
   "wf_sleep",
   "wf_event",
+  "idle_cost",
+  "idle_cost_polling",
 ] as const;
 /** One of {@link WORKLOADS}. */
 export type Workload = typeof WORKLOADS[number];
@@ -119,6 +139,12 @@ export type SharedWorkload = Exclude<
   Workload,
   | "drain_flow"
   | "drain_flow_group_index"
+  | "drain_backlog"
+  | "drain_snapshot"
+  | "drain_many_queues"
+  | "latency_backlog"
+  | "idle_cost"
+  | "idle_cost_polling"
   | "result_idle"
   | "result_busy"
   | "log_append_single"
@@ -363,6 +389,17 @@ export async function measureLatency(
   return { ...latencyFigures(samples), idle_gap_ms: [CFG.latencyGapMinMs, CFG.latencyGapMaxMs] };
 }
 
+/**
+ * How long workload `w` may run: `WORKLOAD_TIMEOUT_S`, and for the scale
+ * workloads also what their setup takes (filling a million rows) or their
+ * idle window.
+ */
+export function workloadTimeoutS(w: Workload): number {
+  if (w === "drain_backlog" || w === "latency_backlog") return CFG.timeoutS + 180;
+  if (w === "idle_cost" || w === "idle_cost_polling") return CFG.timeoutS + CFG.scale.idleS;
+  return CFG.timeoutS;
+}
+
 /** One workload of a subject: runs it and returns its figures. */
 export type WorkloadRun = (ctx: { signal: AbortSignal }) => Promise<Record<string, unknown>>;
 
@@ -398,8 +435,8 @@ async function runChild(subject: Subject, workload: Workload): Promise<number> {
       new Promise<never>((_, reject) => {
         timer = setTimeout(() => {
           ac.abort();
-          reject(new Error(`timeout: workload exceeded ${CFG.timeoutS}s`));
-        }, CFG.timeoutS * 1000);
+          reject(new Error(`timeout: workload exceeded ${workloadTimeoutS(workload)}s`));
+        }, workloadTimeoutS(workload) * 1000);
       }),
     ]);
   } catch (err) {
@@ -416,19 +453,26 @@ async function runChild(subject: Subject, workload: Workload): Promise<number> {
   return code;
 }
 
+/** The plain figures of this run, by store, that other workloads' lines are compared with. */
+interface Baselines {
+  readonly drain: Map<StoreName, number>;
+  readonly latency: Map<StoreName, { p50_ms: number; p99_ms: number }>;
+}
+
 /**
  * Runs workload `w` of `store` in a child process
- * (`<script> --child <workload> <store>`) and forwards its line. A
- * `drain_flow` (or `drain_flow_group_index`) line gets `vs_drain`: its
- * jobs/s over those of the plain drain of the same store (`drainRates`), in
- * this run. Returns whether it failed.
+ * (`<script> --child <workload> <store>`) and forwards its line. A line of
+ * another drain (`drain_flow`, `drain_backlog`, ...) gets `vs_drain`: its
+ * jobs/s over those of the plain drain of the same store, in this run;
+ * `latency_backlog` gets `p50_vs_latency` and `p99_vs_latency`, over those
+ * of the plain latency workload. Returns whether it failed.
  */
 async function runWorkload(
   script: string,
   store: StoreName,
   peer: string,
   w: Workload,
-  drainRates: Map<StoreName, number>,
+  baselines: Baselines,
 ): Promise<boolean> {
   const child = spawn(process.execPath, [...process.execArgv, script, "--child", w, store], {
     stdio: ["ignore", "pipe", "inherit"],
@@ -436,16 +480,25 @@ async function runWorkload(
   });
   let out = "";
   child.stdout.on("data", (d) => (out += d));
-  const killer = setTimeout(() => child.kill("SIGKILL"), (CFG.timeoutS + 30) * 1000);
+  const killer = setTimeout(() => child.kill("SIGKILL"), (workloadTimeoutS(w) + 30) * 1000);
   const code = await new Promise((r) => child.on("exit", (c, sig) => r(sig ? 128 : c)));
   clearTimeout(killer);
   const line = out.split("\n").find((l) => l.startsWith("{") && l.includes(`"workload":"${w}"`));
   const result = line ? JSON.parse(line) : undefined;
   if (result && !result.error) {
-    if (w === "drain") drainRates.set(store, result.jobs_per_s);
-    const drainRate = drainRates.get(store);
-    if (w.startsWith("drain_flow") && drainRate) {
+    if (w === "drain") baselines.drain.set(store, result.jobs_per_s);
+    if (w === "latency") baselines.latency.set(store, result);
+    const drainRate = baselines.drain.get(store);
+    const latency = baselines.latency.get(store);
+    if (w.startsWith("drain_") && drainRate) {
       console.log(JSON.stringify({ ...result, vs_drain: round(result.jobs_per_s / drainRate, 2) }));
+    } else if (w === "latency_backlog" && latency) {
+      console.log(JSON.stringify({
+        ...result,
+        latency: { p50_ms: latency.p50_ms, p99_ms: latency.p99_ms },
+        p50_vs_latency: round(result.p50_ms / latency.p50_ms, 2),
+        p99_vs_latency: round(result.p99_ms / latency.p99_ms, 2),
+      }));
     } else console.log(line);
     return false;
   }
@@ -474,7 +527,8 @@ const STORES: readonly StoreName[] = ["libsql", ...SQLITE_DRIVER_STORES, "postgr
  * The entry of a bench script. With `--child <workload> <store>` it runs that
  * workload of `subject(store)` in this process; otherwise it runs each store
  * (or those named in the arguments) and each workload the subject has (or
- * those named; a `drain_flow` workload brings the plain `drain` along, its baseline),
+ * those named; another drain workload brings the plain `drain` along, its
+ * baseline, and `latency_backlog` the plain `latency`),
  * every workload in a child process of `script`, and exits 1 if any failed.
  * The stores are interleaved: each workload runs on every store before the
  * next workload starts. A store whose driver this runtime lacks is skipped,
@@ -497,14 +551,15 @@ export async function benchMain(
     return !missing;
   });
   const named = args.filter((a) => (WORKLOADS as readonly string[]).includes(a));
-  if (named.some((w) => w.startsWith("drain_flow"))) named.push("drain");
+  if (named.some((w) => w.startsWith("drain_"))) named.push("drain");
+  if (named.includes("latency_backlog")) named.push("latency");
   const has = new Map(stores.map((s) => [s, subject(s).workloads]));
-  const drainRates = new Map<StoreName, number>();
+  const baselines: Baselines = { drain: new Map(), latency: new Map() };
   let failures = 0;
   for (const w of WORKLOADS) {
     if (named.length && !named.includes(w)) continue;
     for (const store of stores) {
-      if (has.get(store)![w] && await runWorkload(script, store, `${peerPrefix}-${store}`, w, drainRates)) failures++;
+      if (has.get(store)![w] && await runWorkload(script, store, `${peerPrefix}-${store}`, w, baselines)) failures++;
     }
   }
   process.exit(failures ? 1 : 0);

@@ -30,6 +30,11 @@ export interface BenchDatabase {
   statements?: StatementCounter;
   /** Another store on the same database through a client of its own, as another process would have; closed with the database. */
   connect(): StoreFor<unknown>;
+  /**
+   * PostgreSQL only: its URL, and `sql(text)`, one statement run by the
+   * bench itself (setup and reads, marked {@link PROBE} so a count leaves it out).
+   */
+  pg?: { url: string; sql(text: string): Promise<Record<string, unknown>[]> };
   settings: Record<string, unknown>;
   close(): Promise<void>;
 }
@@ -81,6 +86,7 @@ export async function openDatabase(name: StoreName, counted = false): Promise<Be
       countSteps: (type, state) =>
         countRows("SELECT count(*) AS n FROM errand.steps WHERE type = $1 AND state = $2", [type, state]),
       statements,
+      pg: { url, sql: (text) => probe.unsafe(PROBE + text) },
       connect: () => {
         const other = open();
         clients.push(other);
