@@ -20,6 +20,7 @@ import type { JobClaimParams } from "../../src/store/mod.ts";
 import type { ClaimedJob } from "../../src/store/mod.ts";
 import { CLAIMED_COLUMNS, toClaimedJob } from "../sql/rows.ts";
 import { dueHeadsSql } from "./due_heads.ts";
+import { dueJobsSql } from "./due_jobs.ts";
 import type { PostgresConnection, StoreTarget } from "./connection.ts";
 
 /** The function's parameters, in order, with their types; each is `p_` + its name in the body. */
@@ -75,6 +76,9 @@ const RETURNED: Readonly<Record<string, string>> = {
   grp: "text",
   trace: "text",
 };
+
+/** Where the function's reads of due jobs without a group find its parameters. */
+const DUE = { namespace: "p_ns", queue: "p_queue", now: "p_now", kinds: "p_kinds", limit: "p_lim" } as const;
 
 /** The queued jobs of the claim's queue that belong to a group. */
 const QUEUED_IN_GROUPS =
@@ -213,10 +217,7 @@ function claimQuery(): string {
       WHERE gs.allowed > 0
       UNION ALL
       SELECT u.id, u.priority, u.run_at, u.kind, NULL::text, row_number() OVER (ORDER BY u.priority, u.run_at, u.id), 0
-      FROM (SELECT j.id, j.priority, j.run_at, j.kind FROM ${jobs} AS j
-            WHERE j.namespace = p_ns AND j.queue = p_queue AND j.state IN ('available', 'scheduled') AND j.run_at <= p_now
-              AND j.topic IS NULL AND j.grp IS NULL AND j.kind || '@' || j.version = ANY(p_kinds)
-            ORDER BY j.priority, j.run_at, j.id LIMIT p_lim FOR UPDATE SKIP LOCKED) AS u
+      FROM (${dueJobsSql(jobs, "id, priority, run_at, kind", DUE)}) AS u
       UNION ALL
       SELECT h.id, h.priority, h.run_at, h.kind, NULL::text, 1, 0 FROM (${heads}) AS h
     ),
@@ -335,9 +336,8 @@ BEGIN
   -- plan scans the table instead (the generic plan of an EXISTS, which drops ORDER BY and LIMIT,
   -- scanned it whenever the statistics promised a match soon).
   IF p_managed IS NULL AND NOT EXISTS (SELECT 1 FROM unnest(p_k_rate) AS r WHERE r IS NOT NULL)
-    AND (SELECT id FROM {schema}.jobs WHERE namespace = p_ns AND queue = p_queue
-         AND state IN ('available', 'scheduled') AND run_at <= p_now AND topic IS NULL AND grp IS NULL
-         ORDER BY priority, run_at, id LIMIT 1) IS NULL
+    AND (SELECT id FROM (${dueJobsSql("{schema}.jobs", "id, priority, run_at", { ...DUE, limit: "1" })}) AS ungrouped)
+      IS NULL
   THEN
     RETURN QUERY ${turnOrderSql()};
     IF FOUND THEN

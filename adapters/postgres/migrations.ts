@@ -333,6 +333,16 @@ ALTER TABLE {schema}.jobs ADD COLUMN wake_at bigint;
 CREATE INDEX jobs_wake ON {schema}.jobs (namespace, wake_at) WHERE state = 'waiting' AND wake_at IS NOT NULL;
 CREATE INDEX jobs_waiting_resolvable ON {schema}.jobs (namespace, id) WHERE state = 'waiting' AND wake_at IS NULL;`,
   },
+  {
+    version: 20,
+    name: "claim index of available jobs only",
+    // A claim reads due scheduled jobs from jobs_scheduled (due_jobs.ts). Building the index holds the
+    // jobs table's writes for as long as one pass over the table takes.
+    sql: `DROP INDEX {schema}.jobs_claim;
+CREATE INDEX jobs_claim ON {schema}.jobs (namespace, queue, priority, run_at, id)
+  WHERE state = 'available' AND topic IS NULL AND grp IS NULL;
+${claimLimitedFunctionSql()}`,
+  },
 ];
 
 /** The newest schema version this errand understands. */

@@ -24,6 +24,7 @@ import { CLAIMED_COLUMNS, EXPIRED_COLUMNS, toClaimedJob, toExpiredJob, toFinishe
 import { toHex } from "../sql/hex.ts";
 import type { PostgresConnection, PostgresContext, StoreTarget } from "./connection.ts";
 import { dueHeadsSql } from "./due_heads.ts";
+import { dueJobsSql } from "./due_jobs.ts";
 import { claimLimitedJobs } from "./limited_claim.ts";
 
 /** `jobClaim`: under flow control through `claim_limited` (limited_claim.ts), else in one plain statement. */
@@ -33,10 +34,13 @@ export function claimJobs({ db, target }: PostgresContext, p: JobClaimParams): P
 
 /** A claim without flow control: one statement, its commit not waiting for the flush. */
 async function claimPlainJobs(db: PostgresConnection, target: StoreTarget, p: JobClaimParams): Promise<ClaimedJob[]> {
-  const plain = `SELECT id, priority, run_at FROM ${target.tables.jobs}
-              WHERE namespace = $4 AND queue = $5 AND state IN ('available', 'scheduled') AND run_at <= $6
-                AND topic IS NULL AND grp IS NULL AND kind || '@' || version = ANY($7::text[])
-              ORDER BY priority, run_at, id LIMIT $8 FOR UPDATE SKIP LOCKED`;
+  const plain = dueJobsSql(target.tables.jobs, "id, priority, run_at", {
+    namespace: "$4",
+    queue: "$5",
+    now: "$6",
+    kinds: "$7::text[]",
+    limit: "$8",
+  });
   const heads = dueHeadsSql(target.tables, "id, priority, run_at", {
     namespace: "$4",
     queue: "$5",
