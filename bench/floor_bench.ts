@@ -26,6 +26,7 @@ import { idFactory } from "../src/encoding/ids.ts";
 import {
   benchMain,
   CFG,
+  drainFigures,
   drainTracker,
   dropPgDatabase,
   enqueueFigures,
@@ -36,7 +37,6 @@ import {
   now,
   payload,
   payloadBatches,
-  rate,
   removeSqliteFiles,
   stallMeter,
   type StoreName,
@@ -441,10 +441,7 @@ function subject(name: StoreName): Subject {
     const completed = await f.count("completed");
     if (completed !== CFG.nDrain) throw new Error(`verification failed: ${completed} completed`);
     return {
-      n: CFG.nDrain,
-      c: CFG.concurrency,
-      jobs_per_s: rate(CFG.nDrain, ms),
-      elapsed_ms: Math.round(ms),
+      ...drainFigures(ms),
       ...stall,
       verified: { completed_in_db: completed, distinct_jobs: tracker.distinct },
       settings: {

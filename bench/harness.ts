@@ -183,6 +183,11 @@ export function enqueueFigures(n: number, ms: number, available: number): Record
   return { n, jobs_per_s: rate(n, ms), elapsed_ms: Math.round(ms), verified: { available_in_db: available } };
 }
 
+/** A drain's figures: its size, concurrency, rate and time, `ms` for `CFG.nDrain` jobs. */
+export function drainFigures(ms: number): { n: number; c: number; jobs_per_s: number; elapsed_ms: number } {
+  return { n: CFG.nDrain, c: CFG.concurrency, jobs_per_s: rate(CFG.nDrain, ms), elapsed_ms: Math.round(ms) };
+}
+
 /** Monotonic milliseconds. */
 export const now = (): number => performance.now();
 /** Waits `ms` of real time. */

@@ -15,11 +15,11 @@ import { createErrand } from "../../mod.ts";
 import { flowJobs, jobs } from "../bench_jobs.ts";
 import {
   CFG,
+  drainFigures,
   drainTracker,
   FLOW,
   now,
   payloadBatches,
-  rate,
   stallMeter,
   waitUntil,
   type WorkloadRun,
@@ -65,10 +65,7 @@ export async function timedDrain(
   const ms = t1 - t0;
   const after = await setup.after?.(db);
   return {
-    n: CFG.nDrain,
-    c: CFG.concurrency,
-    jobs_per_s: rate(CFG.nDrain, ms),
-    elapsed_ms: Math.round(ms),
+    ...drainFigures(ms),
     ...stall,
     verified: {
       completed_in_db: await completed(),
