@@ -17,8 +17,8 @@ const INSTALLED = [
   {
     name: "claim_limited",
     text: claimLimitedFunctionSql(),
-    version: 18,
-    sha256: "cb6214d2a4dfedb8346dcbbeddaa84cd0d98d195a95182e89a7d4dceeb776b1b",
+    version: 20,
+    sha256: "fb29d89e1ffdeeaa87642da91fa920fa426a75a6ee5e5cbadc1b9852337d7e51",
   },
   {
     name: "take_turn",
