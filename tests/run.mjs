@@ -302,10 +302,24 @@ function section(out, from, to) {
   const end = to ? lines.findIndex((line, i) => i > start && to.test(line)) : -1;
   return [lines.slice(start, end < 0 ? undefined : end).slice(0, 120).join("\n")];
 }
+/**
+ * A Node run's failures: its closing list of failing tests, or, for a run stopped before it could print one, each
+ * failure as tests/support/file_reporter.mjs printed it when it happened.
+ */
+function nodeFailures(out) {
+  const closing = section(out, /^✖ failing tests:$/);
+  if (closing.length) return closing;
+  const lines = out.split("\n");
+  const starts = lines.flatMap((line, i) => line.startsWith("✖ failed: ") ? [i] : []);
+  return starts.map((start) => {
+    const end = lines.findIndex((line, i) => i > start && !line.startsWith("  "));
+    return lines.slice(start, end < 0 ? undefined : end).join("\n");
+  });
+}
 /** Each runtime's failed tests with their errors, as its output gives them. */
 const failuresOf = {
-  node: (out) => section(out, /^✖ failing tests:$/),
-  node24: (out) => section(out, /^✖ failing tests:$/),
+  node: nodeFailures,
+  node24: nodeFailures,
   deno: (out) => section(out, /^ ERRORS $/, /^FAILED \|/),
   bun: bunFailures,
 };

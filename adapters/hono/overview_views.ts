@@ -43,7 +43,8 @@ export async function overview(
     errand.list(filters),
     errand.logs(),
     errand.eventWaits(),
-    errand.health(),
+    // The page's own reads decide its answer (a bad cursor is a 400); a health read that fails shows on the panel.
+    errand.health().then((h) => h.findings, (err: unknown) => err instanceof Error ? err : new Error(String(err))),
   ]);
   const { base } = view;
   const limits = errand.limits();
@@ -57,7 +58,7 @@ export async function overview(
   const windowLink = (m: StatsMinutes) =>
     `${base}/?${new URLSearchParams({ ...textFilters(filters), ...windowParam(m) })}`;
   return html`<div id="live">
-${healthPanel(health.findings)}
+${healthPanel(health)}
 <div class="grid">
   <section class="panel" id="counts"><h2>Jobs by state</h2>
     <table><tbody>${
@@ -234,18 +235,23 @@ function sum(stats: ErrandStats, what: "completed" | "failed" | "started" | "att
   return stats.throughput.reduce((n, s) => n + s[what], 0);
 }
 
-/** The database's findings, each with its fix (nothing when there is none): see `errand doctor`. */
-function healthPanel(findings: readonly HealthFinding[]): Html | string {
-  if (findings.length === 0) return "";
+/**
+ * The database's findings, each with its fix (nothing when there is none), or why they could not be read:
+ * see `errand doctor`.
+ */
+function healthPanel(findings: readonly HealthFinding[] | Error): Html | string {
+  if (!(findings instanceof Error) && findings.length === 0) return "";
   return html`
     <section class="panel" id="health">
       <h2>Database health</h2>
-      <ul>${findings.map((f) =>
-        html`
-          <li><strong class="${f.severity === "error" ? "bad" : "warn"}">${f.severity}</strong> ${f.message}<br>
-            <span class="muted">fix:</span> ${f.fix}</li>
-        `
-      )}</ul>
+      <ul>${findings instanceof Error
+        ? html`<li><strong class="bad">error</strong> the database's health could not be read: ${findings.message}</li>`
+        : findings.map((f) =>
+          html`
+            <li><strong class="${f.severity === "error" ? "bad" : "warn"}">${f.severity}</strong> ${f.message}<br>
+              <span class="muted">fix:</span> ${f.fix}</li>
+          `
+        )}</ul>
     </section>
   `;
 }
