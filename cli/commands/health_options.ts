@@ -8,6 +8,7 @@
 import { type Command, InvalidArgumentError, Option } from "commander";
 import type { HealthFinding, HealthOptions } from "../../mod.ts";
 import type { Output } from "../output.ts";
+import { HEALTH_DEFAULTS } from "../../src/observability/health.ts";
 import { durationAtLeast } from "./options.ts";
 
 /** The options as commander parses them. */
@@ -22,14 +23,16 @@ export function addHealthOptions(command: Command): Command {
   return command
     .addOption(
       new Option("--horizon-after <duration>", "a transaction holding the MVCC horizon this long is a finding")
-        .default(300_000, "5m").argParser(durationAtLeast(1_000, "1s")),
+        .default(HEALTH_DEFAULTS.horizonSeconds * 1000, "5m").argParser(durationAtLeast(1_000, "1s")),
     )
     .addOption(
       new Option("--dead-ratio <share>", "dead rows past this share of live rows (and --dead-min) are a finding")
-        .default(0.2).argParser(atLeastZero),
+        .default(HEALTH_DEFAULTS.deadTuplesRatio).argParser(atLeastZero),
     )
     .addOption(
-      new Option("--dead-min <rows>", "dead rows past this many (and --dead-ratio) are a finding").default(10_000)
+      new Option("--dead-min <rows>", "dead rows past this many (and --dead-ratio) are a finding").default(
+        HEALTH_DEFAULTS.deadTuplesMin,
+      )
         .argParser(atLeastZero),
     );
 }
