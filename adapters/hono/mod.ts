@@ -28,7 +28,8 @@
  */
 import { type Context, Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
-import { NotFoundError, StateError, ValidationError } from "../../mod.ts";
+import { type HealthOptions, NotFoundError, StateError, ValidationError } from "../../mod.ts";
+import { checkHealthOptions } from "../../src/observability/health.ts";
 import { apiRoutes } from "./api.ts";
 import { type Audit, recorder } from "./audit.ts";
 import { CHART_MINUTES, DEFAULT_CHART_MINUTES } from "./chart.ts";
@@ -169,6 +170,13 @@ export interface AdminRouterOptions {
    * @default {5}
    */
   refreshSeconds?: number;
+  /**
+   * The thresholds of the overview's "Database health" panel: how long a
+   * transaction may hold the MVCC horizon, and how many dead rows make a
+   * table bloated (see `errand.health()`).
+   * @default {{ horizonSeconds: 300, deadTuplesRatio: 0.2, deadTuplesMin: 10000 }}
+   */
+  health?: HealthOptions;
 }
 
 /**
@@ -189,6 +197,8 @@ export function adminRouter(errand: AdminErrand, options: AdminRouterOptions): H
   if (options.audit !== undefined && typeof options.audit !== "function") {
     throw new ValidationError('Option "audit" must be a function (c, action) => void that records each change');
   }
+  const health = { ...options.health };
+  checkHealthOptions(health, "adminRouter()'s health");
   const record = recorder(options.audit);
   const view = (c: Context, pattern: string) => ({ base: mountBase(c, pattern), showPayloads });
 
@@ -244,7 +254,7 @@ export function adminRouter(errand: AdminErrand, options: AdminRouterOptions): H
     if (c.req.path.length > v.base.length + 1) return jsonError(c, 404, `No admin route GET ${c.req.path}`);
     const filters = listOptions((name) => c.req.query(name), maxPageSize);
     const minutes = statsMinutes(c.req.query("minutes"), CHART_MINUTES, DEFAULT_CHART_MINUTES);
-    const live = await overview(errand, v, filters, minutes);
+    const live = await overview(errand, v, filters, minutes, health);
     return await sendPage(c, { ...v, title: "Overview", refreshSeconds, live, events: "/api/events" });
   });
   return app;

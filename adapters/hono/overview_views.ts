@@ -12,6 +12,7 @@ import { html } from "hono/html";
 import {
   type ErrandStats,
   type HealthFinding,
+  type HealthOptions,
   JOB_STATES,
   type JobState,
   type ListOptions,
@@ -27,15 +28,16 @@ import { eventWaitsPanel } from "./workflow_views.ts";
 /**
  * The overview: counts, activity over the last `minutes`, workers, storage,
  * queues, workflows waiting by event, schedules, topics, then jobs filtered
- * by `filters`.
+ * by `filters`; the health panel's findings by the thresholds of `health`.
  */
 export async function overview(
   errand: AdminErrand,
   view: ViewContext,
   filters: ListOptions,
   minutes: StatsMinutes,
+  health: HealthOptions,
 ): Promise<Html> {
-  const [counts, stats, schedules, topics, page, logs, waits, health] = await Promise.all([
+  const [counts, stats, schedules, topics, page, logs, waits, findings] = await Promise.all([
     errand.counts(),
     errand.stats({ minutes }),
     errand.schedules(),
@@ -44,7 +46,10 @@ export async function overview(
     errand.logs(),
     errand.eventWaits(),
     // The page's own reads decide its answer (a bad cursor is a 400); a health read that fails shows on the panel.
-    errand.health().then((h) => h.findings, (err: unknown) => err instanceof Error ? err : new Error(String(err))),
+    errand.health(health).then(
+      (h) => h.findings,
+      (err: unknown) => err instanceof Error ? err : new Error(String(err)),
+    ),
   ]);
   const { base } = view;
   const limits = errand.limits();
@@ -58,7 +63,7 @@ export async function overview(
   const windowLink = (m: StatsMinutes) =>
     `${base}/?${new URLSearchParams({ ...textFilters(filters), ...windowParam(m) })}`;
   return html`<div id="live">
-${healthPanel(health)}
+${healthPanel(findings)}
 <div class="grid">
   <section class="panel" id="counts"><h2>Jobs by state</h2>
     <table><tbody>${
@@ -118,7 +123,7 @@ ${healthPanel(health)}
 ${eventWaitsPanel(base, waits)}
 
 <h2 id="schedules-heading">Schedules</h2>
-<div class="scroll" role="region" aria-labelledby="schedules-heading" tabindex="0"><table id="schedules"><thead><tr><th>id</th><th>kind</th><th>cron</th><th>next run (UTC)</th><th>last job</th><th><span class="sr-only">action</span></th></tr></thead>
+<div class="scroll" role="region" aria-labelledby="schedules-heading" tabindex="0"><table id="schedules"><thead><tr><th>id</th><th>kind</th><th>schedule</th><th>next run (UTC)</th><th>last job</th><th><span class="sr-only">action</span></th></tr></thead>
 <tbody>${
     schedules.map((s) =>
       html`

@@ -22,7 +22,7 @@ export function addScheduleCommands(program: Command): void {
         if (schedules.length === 0) return out.print(out.color.dim("no recurring jobs"));
         const now = Date.now();
         out.print(out.table(
-          ["id", "kind", "queue", "cron", "time zone", "next", "last", "last job"],
+          ["id", "kind", "queue", "schedule", "time zone", "next", "last", "last job"],
           schedules.map((s) => [
             s.id,
             `${s.kind}@${s.version}`,

@@ -200,12 +200,13 @@ export function renderStats(out: Output, report: StatsReport, database: string):
   lines.push("", out.heading(`Schedules (${report.schedules.length})`));
   if (report.schedules.length > 0) {
     lines.push(out.table(
-      ["id", "kind", "queue", "cron", "next", "last"],
+      ["id", "kind", "queue", "schedule", "next", "last"],
       report.schedules.map((s) => [
         s.id,
         s.kind,
         s.queue,
-        `${s.cron}${s.timezone === "UTC" ? "" : ` (${s.timezone})`}`,
+        // An interval counts elapsed time: no time zone applies.
+        `${s.cron}${s.every !== null || s.timezone === "UTC" ? "" : ` (${s.timezone})`}`,
         relative(s.nextRunAt, now),
         relative(s.lastRunAt, now),
       ]),

@@ -82,12 +82,15 @@ export const HEALTH_DEFAULTS: Required<HealthOptions> = {
 /** Free pages, as a share of the file, past which SQLite's freelist is a finding. */
 const FREELIST_RATIO = 0.25;
 
-/** Throws a {@link ValidationError} naming a threshold of `options` that is not a number of at least 0. */
-export function checkHealthOptions(options: HealthOptions): void {
+/**
+ * Throws a {@link ValidationError} naming a threshold of `options` that is not
+ * a number of at least 0; `of` says whose option it is (`health()`, `adminRouter()`'s `health`).
+ */
+export function checkHealthOptions(options: HealthOptions, of = "health()"): void {
   for (const key of Object.keys(HEALTH_DEFAULTS) as (keyof HealthOptions)[]) {
     const value = options[key];
     if (value !== undefined && !(typeof value === "number" && Number.isFinite(value) && value >= 0)) {
-      throw new ValidationError(`Option "${key}" of health() must be a number >= 0, got "${String(value)}"`);
+      throw new ValidationError(`Option "${key}" of ${of} must be a number >= 0, got "${String(value)}"`);
     }
   }
 }

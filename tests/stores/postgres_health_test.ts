@@ -134,6 +134,11 @@ describe("PostgreSQL health figures", { skip: postgresKind().skip }, () => {
       assert.match(page, /<h2>Database health<\/h2>/);
       assert.match(page, /table jobs has \d+ dead rows/);
       assert.match(page, /VACUUM \(ANALYZE\) &quot;errand_bloat_\w+&quot;\.jobs/);
+      // With the router's own thresholds, the same table is fine.
+      const lenientRouter = adminRouter(errand, { insecure: true, health: { deadTuplesMin: 100_000 } });
+      const lenientPage = await (await lenientRouter.request("/")).text();
+      assert.match(lenientPage, /<h1>|<main/);
+      assert.doesNotMatch(lenientPage, /table jobs has \d+ dead rows/);
     });
   });
 
@@ -142,6 +147,10 @@ describe("PostgreSQL health figures", { skip: postgresKind().skip }, () => {
       await assert.rejects(errand.health({ horizonSeconds: -1 }), /Option "horizonSeconds" of health\(\) must be/);
       // @ts-expect-error: a string is not a threshold
       await assert.rejects(errand.health({ deadTuplesMin: "many" }), /Option "deadTuplesMin"/);
+      assert.throws(
+        () => adminRouter(errand, { insecure: true, health: { deadTuplesRatio: Number.NaN } }),
+        /Option "deadTuplesRatio" of adminRouter\(\)'s health must be a number >= 0/,
+      );
     });
   });
 });
