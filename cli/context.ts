@@ -20,6 +20,8 @@ export interface GlobalOptions {
   readonly schema?: string;
   /** `--connect-timeout`, in milliseconds. */
   readonly connectTimeout: number;
+  /** False with `--no-prepare` or ERRAND_NO_PREPARE (PostgreSQL). */
+  readonly prepare: boolean;
   /** `--json`. */
   readonly json?: boolean;
   /** `--debug`. */
@@ -48,6 +50,12 @@ export function addGlobalOptions(program: Command): Command {
       new Option("--connect-timeout <duration>", "how long to wait for the database's first answer")
         .default(10_000, "10s")
         .argParser(durationAtLeast(100, "100ms")),
+    )
+    .addOption(
+      new Option(
+        "--no-prepare",
+        "PostgreSQL: no prepared statements (behind PgBouncer in transaction mode, Supavisor or another pooler)",
+      ).env("ERRAND_NO_PREPARE"),
     )
     .option("--json", "machine output: JSON on stdout")
     .option("--debug", "show stack traces of errors")

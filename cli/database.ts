@@ -143,6 +143,8 @@ export interface OpenOptions {
   readonly create: boolean;
   /** How long PostgreSQL may take to accept a connection, in milliseconds. @default {10_000} */
   readonly connectTimeoutMs?: number;
+  /** Whether PostgreSQL statements are prepared (not behind a pooler in transaction mode). @default {true} */
+  readonly prepare?: boolean;
 }
 
 /** Where a server URL connects to, "host:port", for messages; undefined for a `file:` database. */
@@ -178,6 +180,7 @@ async function openPostgres(url: DatabaseUrl, options: OpenOptions): Promise<Ope
     sql = postgres(url.url, {
       max: 4,
       connect_timeout: (options.connectTimeoutMs ?? 10_000) / 1000,
+      prepare: options.prepare ?? true,
       onnotice: () => {},
       connection: { application_name: "errand-cli" },
     });

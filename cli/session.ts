@@ -67,6 +67,7 @@ export async function withErrand<T>(
     migrate,
     create: options.create ?? migrate,
     connectTimeoutMs: globals.connectTimeout,
+    prepare: globals.prepare,
   });
   let errand: OperatorErrand | undefined;
   let silent = false;

@@ -107,6 +107,8 @@ function open(command: Command, url: DatabaseUrl, how: { migrate: boolean; creat
   return openDatabase(url, {
     namespace: globals.namespace,
     schema: url.kind === "postgres" ? globals.schema : undefined,
+    connectTimeoutMs: globals.connectTimeout,
+    prepare: globals.prepare,
     ...how,
   });
 }

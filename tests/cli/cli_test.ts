@@ -17,6 +17,7 @@ import { fileURLToPath } from "node:url";
 import { after, afterEach, beforeEach, describe, it } from "node:test";
 import { appErrand } from "../support/cli_app_errand.ts";
 import { runtimeCommand } from "../support/processes.ts";
+import { statementProxy } from "../support/statement_proxy.ts";
 import { fencedBlocks } from "../support/doc_blocks.ts";
 import { libsqlKind, postgresKind, type StoreKind, type TestDatabase } from "../support/stores.ts";
 import type { JobDetails, JobInfo } from "../../mod.ts";
@@ -180,6 +181,31 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
       // deno-lint-ignore no-control-regex
       assert.doesNotMatch(again.stderr, /\r|\x1b/, "no bar, no escapes when piped");
     });
+
+    // PostgreSQL only: a pooler in transaction mode cannot carry a named statement to the next server connection.
+    if (kind.name === "postgres") {
+      it("--no-prepare (or ERRAND_NO_PREPARE) sends no named statement, for a pooler in transaction mode", async () => {
+        const server = new URL(db.url);
+        const proxy = await statementProxy({ host: server.hostname, port: Number(server.port || 5432) });
+        try {
+          server.host = `127.0.0.1:${proxy.port}`;
+          const through = ["--db", server.toString(), ...dbArgs.slice(2)];
+          assert.equal((await errand([...through, "migrate"])).code, 0);
+          type Stats = { jobs: { byState: Record<string, number> } };
+          await json<Stats>([...through, "stats"]);
+          assert.ok(proxy.named > 0, "by default, statements are prepared under a name");
+          const [named, parsed] = [proxy.named, proxy.parsed];
+          const flag = await json<Stats>([...through, "--no-prepare", "stats"]);
+          const env = await json<{ jobs: unknown[] }>([...through, "list"], { ERRAND_NO_PREPARE: "1" });
+          assert.equal(typeof flag.jobs.byState, "object");
+          assert.deepEqual(env, { jobs: [], cursor: null });
+          assert.ok(proxy.parsed > parsed, "the statements went through the proxy");
+          assert.equal(proxy.named, named, "no named statement with --no-prepare or ERRAND_NO_PREPARE");
+        } finally {
+          await proxy.close();
+        }
+      });
+    }
 
     it("list and get show jobs, their runs and errors, in tables and as JSON", async () => {
       let failedId = "";
