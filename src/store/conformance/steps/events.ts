@@ -9,7 +9,7 @@ import type { StepSuspended } from "../../steps.ts";
 import { cases, skip, type StoreCase } from "../case.ts";
 import { check, checkEqual, checkFields } from "../check.ts";
 import { newId, ready, running, T0 } from "../fixtures.ts";
-import { data, eventStep, pause, send, stateOf, suspend, suspended, suspendedRun } from "./fixtures.ts";
+import { checkSuspends, data, eventStep, pause, send, stateOf, suspend, suspended } from "./fixtures.ts";
 
 /** The cases of events and the jobs waiting on them. */
 export const eventCases: StoreCase[] = cases("steps", [
@@ -179,17 +179,7 @@ export const eventCases: StoreCase[] = cases("steps", [
       const store = await ready(env);
       const job = await running(store);
       const step = eventStep("paid", "k1", { wakeAt: T0 + 60_000 });
-      checkEqual(
-        await suspend(store, job, step),
-        { status: "suspended", job: { id: job.id, hasChildren: false } },
-        "the suspension",
-      );
-      checkFields(
-        await store.jobGet({ id: job.id }),
-        { state: "waiting", leaseUntil: null, attempt: 0, runs: [suspendedRun(job)] },
-        "the waiting job",
-      );
-      checkEqual(await store.stepList({ id: job.id }), [step], "the stored step");
+      await checkSuspends(store, job, step, { state: "waiting" });
       checkEqual(await store.jobPromoteDue({ now: T0 + 59_999, limit: 10 }), [], "a promotion before the timeout");
       const sent = await send(store, { now: T0 + 10 });
       checkEqual(sent, { duplicate: false, resumed: [{ id: job.id, queue: "default" }] }, "the send");

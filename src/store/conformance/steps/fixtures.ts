@@ -5,10 +5,10 @@
  * @module
  */
 import type { RunRecord } from "../../../base/types.ts";
-import type { ClaimedJob } from "../../records.ts";
+import type { ClaimedJob, JobRow } from "../../records.ts";
 import type { EventSendParams, EventSent, StepRow, StepSuspended, StepSuspendParams } from "../../steps.ts";
 import type { Store } from "../../store.ts";
-import { checkEqual } from "../check.ts";
+import { checkEqual, checkFields } from "../check.ts";
 import { newId, running, T0, waitingStep } from "../fixtures.ts";
 
 /** The data of the events these cases send. */
@@ -20,7 +20,7 @@ export function pause(ms: number): Promise<void> {
 }
 
 /** The run a suspension appends to the job's history. */
-export function suspendedRun(job: ClaimedJob): RunRecord {
+function suspendedRun(job: ClaimedJob): RunRecord {
   return { attempt: job.attempt, startedAt: job.startedAt, finishedAt: T0 + 2, outcome: "suspended" };
 }
 
@@ -63,6 +63,29 @@ export async function suspended(
   const outcome = await suspend(store, job, step, fields);
   checkEqual(outcome.status, "suspended", `the suspension of "${job.id}" on "${step.name}"`);
   return job;
+}
+
+/**
+ * Suspends `job`'s run on `step`, which does not resolve at once, and checks what that leaves: the step
+ * stored, the run ended uncounted with no lease, and the job's `fields` (its state, its run time).
+ */
+export async function checkSuspends(
+  store: Store,
+  job: ClaimedJob,
+  step: StepRow,
+  fields: Partial<JobRow>,
+): Promise<void> {
+  checkEqual(
+    await suspend(store, job, step),
+    { status: "suspended", job: { id: job.id, hasChildren: false } },
+    "the suspension",
+  );
+  checkFields(
+    await store.jobGet({ id: job.id }),
+    { leaseUntil: null, attempt: 0, runs: [suspendedRun(job)], ...fields },
+    "the job",
+  );
+  checkEqual(await store.stepList({ id: job.id }), [step], "the stored step");
 }
 
 /** The job's state, or null when it is gone. */

@@ -9,7 +9,7 @@ import type { StepSuspended } from "../../steps.ts";
 import { cases, skip, type StoreCase } from "../case.ts";
 import { check, checkEqual, checkFields } from "../check.ts";
 import { insert, jobRow, ready, running, settle, T0, waitingStep } from "../fixtures.ts";
-import { eventStep, pause, stateOf, suspend, suspended, suspendedRun } from "./fixtures.ts";
+import { checkSuspends, eventStep, pause, stateOf, suspend, suspended } from "./fixtures.ts";
 
 /** The cases of invoking a child job and being released by it. */
 export const invokeCases: StoreCase[] = cases("steps", [
@@ -79,17 +79,7 @@ export const invokeCases: StoreCase[] = cases("steps", [
       const child = await running(store);
       const job = await running(store);
       const step = waitingStep({ name: "call", type: "invoke", wakeAt: null, childId: child.id });
-      checkEqual(
-        await suspend(store, job, step),
-        { status: "suspended", job: { id: job.id, hasChildren: false } },
-        "the suspension",
-      );
-      checkFields(
-        await store.jobGet({ id: job.id }),
-        { state: "waiting", leaseUntil: null, attempt: 0, runs: [suspendedRun(job)] },
-        "the job",
-      );
-      checkEqual(await store.stepList({ id: job.id }), [step], "the stored step");
+      await checkSuspends(store, job, step, { state: "waiting" });
       checkEqual(
         await store.jobFinishMany({ finishes: [{ id: child.id, fence: child.fence, state: "completed", at: T0 + 4 }] }),
         [{ id: child.id, hasChildren: true }],

@@ -8,7 +8,7 @@
 import { cases, skip, type StoreCase } from "../case.ts";
 import { checkEqual, checkFields } from "../check.ts";
 import { newId, ready, running, stepRow, T0, waitingStep } from "../fixtures.ts";
-import { eventStep, stateOf, suspend, suspendedRun } from "./fixtures.ts";
+import { checkSuspends, eventStep, stateOf, suspend } from "./fixtures.ts";
 
 /** The cases of saving, listing and sleeping on steps. */
 export const stepRecordCases: StoreCase[] = cases("steps", [
@@ -142,17 +142,7 @@ export const stepRecordCases: StoreCase[] = cases("steps", [
       const store = await ready(env);
       const job = await running(store);
       const step = waitingStep({ name: "nap", wakeAt: T0 + 60_000 });
-      checkEqual(
-        await suspend(store, job, step),
-        { status: "suspended", job: { id: job.id, hasChildren: false } },
-        "the suspension",
-      );
-      checkFields(
-        await store.jobGet({ id: job.id }),
-        { state: "scheduled", runAt: T0 + 60_000, leaseUntil: null, attempt: 0, runs: [suspendedRun(job)] },
-        "the job",
-      );
-      checkEqual(await store.stepList({ id: job.id }), [step], "the steps");
+      await checkSuspends(store, job, step, { state: "scheduled", runAt: T0 + 60_000 });
       checkEqual(await store.jobPromoteDue({ now: T0 + 60_000, limit: 10 }), ["default"], "the promotion at wakeAt");
     },
   ],
