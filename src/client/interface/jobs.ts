@@ -1,6 +1,6 @@
 /**
- * The calls of an errand on jobs one at a time: enqueue a batch, read, list
- * and count them, retry, cancel and delete one.
+ * The calls of an errand on jobs: enqueue a batch, read one, list and count
+ * them, and retry, cancel or delete one (over a filter: `bulk_actions.ts`).
  *
  * @module
  */
@@ -9,7 +9,7 @@ import type { JobDefinitions } from "../../jobs/job.ts";
 import type { JobInfo } from "../../base/types.ts";
 import type { JobCounts, JobDetails, JobPage, ListOptions } from "../../calls/jobs.ts";
 
-/** The calls of an {@link Errand} on jobs one at a time: enqueue a batch, read, list, count, retry, cancel, delete. */
+/** The calls of an {@link Errand} on jobs: enqueue a batch, read, list and count them, retry, cancel or delete one. */
 export interface ErrandJobs<J extends JobDefinitions, TTx> {
   /**
    * Enqueues many jobs in one atomic write; nothing is written if any is
