@@ -35,6 +35,17 @@
  */
 export { createErrand } from "./src/client/errand.ts";
 export type { Errand, ShutdownOptions } from "./src/client/errand.ts";
+export type { ErrandLifecycle } from "./src/client/interface/lifecycle.ts";
+export type { ErrandJobs } from "./src/client/interface/jobs.ts";
+export type { ErrandBulkActions } from "./src/client/interface/bulk_actions.ts";
+export type { ErrandResults } from "./src/client/interface/results.ts";
+export type { ErrandEvents } from "./src/client/interface/events.ts";
+export type { ErrandLogs } from "./src/client/interface/logs.ts";
+export type { ErrandSchedules } from "./src/client/interface/schedules.ts";
+export type { ErrandTopics } from "./src/client/interface/topics.ts";
+export type { ErrandFlowControl } from "./src/client/interface/flow_control.ts";
+export type { ErrandWorkers } from "./src/client/interface/workers.ts";
+export type { ErrandObservability } from "./src/client/interface/observability.ts";
 export type { JobCounts, JobDetails, JobPage, ListOptions } from "./src/calls/jobs.ts";
 export type { UnhandledCount } from "./src/cluster/unhandled.ts";
 export type { BulkFilter, BulkResult } from "./src/calls/bulk.ts";

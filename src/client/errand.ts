@@ -6,7 +6,7 @@
  *   `logs.ts`, ...), each made here over what it uses;
  * - the worker pool (`pool.ts`): workers and the shared services, which
  *   `step()`, `drain()` and the worker changes run on.
- * This file holds the lifecycle (the interface is in `errand_interface.ts`):
+ * This file holds the lifecycle (the interface is in `interface/`):
  * `new` → (`start()`) `started` → (`shutdown()`) `stopping` → `stopped`.
  *
  * @module
@@ -43,13 +43,15 @@ import { ResultCalls, type ResultOptions, type WatchOptions } from "../calls/res
 import { ScheduleCalls } from "../calls/schedules.ts";
 import type { StepReport } from "../calls/step.ts";
 import type { ClientDeps } from "./deps.ts";
-import type { Errand, ShutdownOptions } from "./errand_interface.ts";
+import type { Errand } from "./interface/errand.ts";
+import type { ShutdownOptions } from "./interface/lifecycle.ts";
 import { KindRegistry } from "./kinds.ts";
 import { type ErrandMode, type ErrandOptions, resolveOptions } from "./options.ts";
 import { WorkerPool } from "./pool.ts";
 import { Stalls } from "./stalls.ts";
 
-export type { Errand, ShutdownOptions } from "./errand_interface.ts";
+export type { Errand } from "./interface/errand.ts";
+export type { ShutdownOptions } from "./interface/lifecycle.ts";
 
 /**
  * Creates an errand client.

@@ -3,7 +3,8 @@
  * case calls operations of one slice directly on a fresh database and
  * checks the contract their doc comments state (fences, limits and order,
  * not-found results, idempotence, namespaces kept apart). One file of cases
- * per slice, named as the slice's file in `src/store/` and in each adapter.
+ * per slice, named as the slice's file in `src/store/` and in each adapter;
+ * the steps slice's cases are a folder of them, `steps/`, by concern.
  *
  * @module
  */
@@ -20,7 +21,9 @@ import { partitionCases } from "./partitions.ts";
 import { runCases } from "./runs.ts";
 import { scheduleCases } from "./schedules.ts";
 import { schemaCases } from "./schema.ts";
-import { stepCases } from "./steps.ts";
+import { eventCases } from "./steps/events.ts";
+import { invokeCases } from "./steps/invokes.ts";
+import { stepRecordCases } from "./steps/records.ts";
 import { watchCases } from "./watch.ts";
 
 export type { StoreCase, StoreCaseEnv, StoreCaseSkip, StoreOperation, StoreSlice } from "./case.ts";
@@ -59,7 +62,9 @@ export function storeConformance(): StoreCase[] {
     ...runCases,
     ...scheduleCases,
     ...schemaCases,
-    ...stepCases,
+    ...stepRecordCases,
+    ...eventCases,
+    ...invokeCases,
     ...watchCases,
   ];
 }
