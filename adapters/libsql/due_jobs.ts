@@ -12,17 +12,7 @@
  *
  * @module
  */
-
-/** Where a due-jobs read finds its parameters: a placeholder (`?4`, `:ns`) for each. */
-export interface DuePlaceholders {
-  readonly namespace: string;
-  readonly queue: string;
-  readonly now: string;
-  /** `name@version` of the kinds to take, a JSON array. */
-  readonly kinds: string;
-  /** How many to read. */
-  readonly limit: string;
-}
+import type { DuePlaceholders } from "../sql/due_placeholders.ts";
 
 /**
  * A read of `columns` (which hold `priority`, `run_at` and `id`) of at most

@@ -19,44 +19,86 @@ import { postgresKind } from "../support/stores.ts";
 
 const url = process.env.DATABASE_URL;
 
+/** Runs `body` on a new schema that errand's migrations up to `version` made, then drops it. */
+async function withSchemaAt(
+  version: number,
+  body: (sql: postgres.Sql, schema: string) => Promise<void>,
+): Promise<void> {
+  const schema = `errand_upgrade_${crypto.randomUUID().slice(0, 8)}`;
+  const sql = postgres(url!, { max: 2, onnotice: () => {} });
+  try {
+    await sql.unsafe(BOOTSTRAP_SQL.replaceAll("{schema}", `"${schema}"`));
+    for (const m of POSTGRES_MIGRATIONS.filter((m) => m.version <= version)) {
+      await sql.unsafe(m.sql.replaceAll("{schema}", `"${schema}"`));
+      await sql.unsafe(`INSERT INTO "${schema}".migrations (version, name) VALUES ($1, $2)`, [m.version, m.name]);
+    }
+    await body(sql, schema);
+  } finally {
+    await sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await sql.end({ timeout: 5 });
+  }
+}
+
+/** A queued job of kind `sync` in `account`'s group, written as errand wrote one before the upgrade. */
+interface QueuedSync {
+  readonly id: string;
+  readonly account: string;
+  readonly n: number;
+  readonly state: string;
+  readonly priority: number;
+  readonly runAt: number;
+}
+
+/** Writes `jobs` into `schema`'s jobs table with SQL, as the schema's own errand had queued them. */
+async function insertQueued(sql: postgres.Sql, schema: string, jobs: readonly QueuedSync[]): Promise<void> {
+  for (const q of jobs) {
+    await sql.unsafe(
+      `INSERT INTO "${schema}".jobs (id, namespace, kind, version, queue, state, priority, payload, max_attempts,
+         run_at, created_at, grp)
+       VALUES ($1, 'default', 'sync', 1, 'default', $2, $3, $4, 3, $5, $5, $6)`,
+      [
+        q.id,
+        q.state,
+        q.priority,
+        encodePayload("sync", { account: q.account, n: q.n }, 1 << 20),
+        q.runAt,
+        `sync\t${q.account}`,
+      ],
+    );
+  }
+}
+
+const jobs = defineJobs({
+  sync: job<{ account: string; n: number }>({ group: (p) => p.account, groupConcurrency: 1 }),
+});
+
+/** An errand in mode "manual" on `schema` that runs `sync` jobs, two at a time, into `started`. */
+function syncErrand(sql: postgres.Sql, schema: string, started: { account: string; n: number }[], clock?: FakeClock) {
+  return createErrand({
+    jobs,
+    store: postgresStore(sql, { schema }),
+    mode: "manual",
+    clock,
+    queues: { default: { concurrency: 2 } },
+    handlers: { sync: (p) => void started.push(p) },
+  });
+}
+
 describe("upgrading PostgreSQL schemas that hold queued grouped jobs", { skip: postgresKind().skip }, () => {
   it("jobs queued before the upgrade get turns, and each group's jobs run by priority, then id", async () => {
-    const schema = `errand_upgrade_${crypto.randomUUID().slice(0, 8)}`;
-    const sql = postgres(url!, { max: 2, onnotice: () => {} });
-    try {
-      // The schema as errand left it before turns (version 14), with grouped jobs queued in it.
-      await sql.unsafe(BOOTSTRAP_SQL.replaceAll("{schema}", `"${schema}"`));
-      for (const m of POSTGRES_MIGRATIONS.filter((m) => m.version <= 14)) {
-        await sql.unsafe(m.sql.replaceAll("{schema}", `"${schema}"`));
-        await sql.unsafe(`INSERT INTO "${schema}".migrations (version, name) VALUES ($1, $2)`, [m.version, m.name]);
-      }
+    // The schema as errand left it before turns (version 14), with grouped jobs queued in it.
+    await withSchemaAt(14, async (sql, schema) => {
       const nextId = idFactory();
       const now = Date.now();
-      const queued: { account: string; n: number; priority: number; id: string }[] = [];
+      const queued: QueuedSync[] = [];
       for (let n = 0; n < 24; n++) {
         const account = ["a", "b", "c"][n % 3];
-        queued.push({ account, n, priority: (n * 7) % 3, id: nextId(now) });
+        queued.push({ id: nextId(now), account, n, state: "available", priority: (n * 7) % 3, runAt: now });
       }
-      for (const q of queued) {
-        await sql.unsafe(
-          `INSERT INTO "${schema}".jobs (id, namespace, kind, version, queue, state, priority, payload, max_attempts,
-             run_at, created_at, grp)
-           VALUES ($1, 'default', 'sync', 1, 'default', 'available', $2, $3, 3, $4, $4, $5)`,
-          [q.id, q.priority, encodePayload("sync", { account: q.account, n: q.n }, 1 << 20), now, `sync\t${q.account}`],
-        );
-      }
+      await insertQueued(sql, schema, queued);
 
-      const jobs = defineJobs({
-        sync: job<{ account: string; n: number }>({ group: (p) => p.account, groupConcurrency: 1 }),
-      });
       const started: { account: string; n: number }[] = [];
-      const errand = createErrand({
-        jobs,
-        store: postgresStore(sql, { schema }),
-        mode: "manual",
-        queues: { default: { concurrency: 2 } },
-        handlers: { sync: (p) => void started.push(p) },
-      });
+      const errand = syncErrand(sql, schema, started);
       await errand.start();
       const [unturned] = await sql.unsafe(`SELECT count(*)::int AS n FROM "${schema}".jobs WHERE turn IS NULL`);
       assert.equal(unturned.n, 0);
@@ -69,59 +111,25 @@ describe("upgrading PostgreSQL schemas that hold queued grouped jobs", { skip: p
           .sort((x, y) => x.priority - y.priority || (x.id < y.id ? -1 : 1)).map((q) => q.n);
         assert.deepEqual(started.filter((s) => s.account === account).map((s) => s.n), expected, account);
       }
-    } finally {
-      await sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-      await sql.end({ timeout: 5 });
-    }
+    });
   });
   it("grouped jobs queued before the group claim index keyed by state run in each group's order once due", async () => {
-    const schema = `errand_upgrade_${crypto.randomUUID().slice(0, 8)}`;
-    const sql = postgres(url!, { max: 2, onnotice: () => {} });
-    try {
-      // The schema as errand left it before (version 20), with grouped jobs queued in it: available,
-      // scheduled and due, and scheduled for later.
-      await sql.unsafe(BOOTSTRAP_SQL.replaceAll("{schema}", `"${schema}"`));
-      for (const m of POSTGRES_MIGRATIONS.filter((m) => m.version <= 20)) {
-        await sql.unsafe(m.sql.replaceAll("{schema}", `"${schema}"`));
-        await sql.unsafe(`INSERT INTO "${schema}".migrations (version, name) VALUES ($1, $2)`, [m.version, m.name]);
-      }
+    // The schema as errand left it before (version 20), with grouped jobs queued in it: available,
+    // scheduled and due, and scheduled for later.
+    await withSchemaAt(20, async (sql, schema) => {
       const clock = new FakeClock();
       const now = clock.now();
       const nextId = idFactory();
-      const queued: { account: string; n: number; state: string; runAt: number }[] = [];
+      const queued: QueuedSync[] = [];
       for (let n = 0; n < 18; n++) {
         const state = n % 3 === 0 ? "available" : "scheduled";
         const runAt = state === "available" ? now - 10_000 + n : n % 3 === 1 ? now - 5_000 + n : now + 60_000 + n;
-        queued.push({ account: ["a", "b"][n % 2], n, state, runAt });
+        queued.push({ id: nextId(now), account: ["a", "b"][n % 2], n, state, priority: 0, runAt });
       }
-      for (const q of queued) {
-        await sql.unsafe(
-          `INSERT INTO "${schema}".jobs (id, namespace, kind, version, queue, state, priority, payload, max_attempts,
-             run_at, created_at, grp)
-           VALUES ($1, 'default', 'sync', 1, 'default', $2, 0, $3, 3, $4, $5, $6)`,
-          [
-            nextId(now),
-            q.state,
-            encodePayload("sync", { account: q.account, n: q.n }, 1 << 20),
-            q.runAt,
-            now - 20_000,
-            `sync\t${q.account}`,
-          ],
-        );
-      }
+      await insertQueued(sql, schema, queued);
 
-      const jobs = defineJobs({
-        sync: job<{ account: string; n: number }>({ group: (p) => p.account, groupConcurrency: 1 }),
-      });
       const started: { account: string; n: number }[] = [];
-      const errand = createErrand({
-        jobs,
-        store: postgresStore(sql, { schema }),
-        mode: "manual",
-        clock,
-        queues: { default: { concurrency: 2 } },
-        handlers: { sync: (p) => void started.push(p) },
-      });
+      const errand = syncErrand(sql, schema, started, clock);
       await errand.start();
       const [index] = await sql.unsafe(
         `SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = 'jobs_group_claim'`,
@@ -141,9 +149,6 @@ describe("upgrading PostgreSQL schemas that hold queued grouped jobs", { skip: p
           .sort((x, y) => x.runAt - y.runAt).map((q) => q.n);
         assert.deepEqual(started.filter((s) => s.account === account).map((s) => s.n), order, account);
       }
-    } finally {
-      await sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-      await sql.end({ timeout: 5 });
-    }
+    });
   });
 });
