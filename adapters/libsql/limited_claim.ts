@@ -18,6 +18,7 @@
 import type { InValue, Transaction } from "./driver.ts";
 import type { ClaimedJob, ClaimLimits, JobClaimParams } from "../../src/store/mod.ts";
 import { toClaimedJob } from "../sql/rows.ts";
+import { dueJobsSql } from "./due_jobs.ts";
 import { type ClaimReturning, claimReturning } from "./packed_claim.ts";
 import type { LibsqlContext } from "./connection.ts";
 import { TAKE_WRITE_LOCK } from "./write_protocol.ts";
@@ -26,9 +27,10 @@ import { TAKE_WRITE_LOCK } from "./write_protocol.ts";
  * What a claim reads first, a row per fact (`what`): the running jobs (the
  * claiming worker's returned runs not counted) per group and whether they are
  * of the claimed queue, the paused groups, whether the queue is paused, and
- * whether it holds queued jobs without a group or topic. Without a queue
- * concurrency (`queueCounted` false) only grouped running jobs count, which
- * the index of running grouped jobs holds.
+ * whether it holds jobs without a group or topic that are available or due (a
+ * future scheduled one is not claimed). Without a queue concurrency
+ * (`queueCounted` false) only grouped running jobs count, which the index of
+ * running grouped jobs holds.
  */
 function limitStateSql(queueCounted: boolean): string {
   return `SELECT 'running' AS what, grp, queue = :queue AS here, count(*) AS n FROM errand_jobs
@@ -41,7 +43,10 @@ function limitStateSql(queueCounted: boolean): string {
   SELECT 'paused queue', NULL, 0, 0 FROM errand_queues WHERE namespace = :ns AND queue = :queue AND paused
   UNION ALL
   SELECT 'ungrouped', NULL, 0, 0 WHERE EXISTS (
-    SELECT 1 FROM errand_jobs WHERE namespace = :ns AND queue = :queue AND state IN ('available', 'scheduled')
+    SELECT 1 FROM errand_jobs WHERE namespace = :ns AND queue = :queue AND state = 'available'
+      AND topic IS NULL AND grp IS NULL)
+    OR EXISTS (
+    SELECT 1 FROM errand_jobs WHERE namespace = :ns AND state = 'scheduled' AND run_at <= :now AND queue = :queue
       AND topic IS NULL AND grp IS NULL)`;
 }
 
@@ -51,7 +56,7 @@ interface LimitState {
   readonly groups: ReadonlyMap<string, number>;
   /** How many jobs the claim may start: its limit, less what the queue's concurrency leaves; 0 while the queue is paused. */
   readonly size: number;
-  /** Whether the queue holds queued jobs without a group or topic (due or not, of any kind). */
+  /** Whether the queue holds jobs without a group or topic that are available or due (of any kind). */
   readonly ungrouped: boolean;
 }
 
@@ -139,10 +144,15 @@ const HEADS_SQL = `UNION ALL
 /** The due jobs without a group, ranked among themselves: they take their turns as one group that comes first. */
 const UNGROUPED_SQL = `UNION ALL
       SELECT u.id, u.priority, u.run_at, u.kind, NULL, row_number() OVER (ORDER BY u.priority, u.run_at, u.id), 0
-      FROM (SELECT id, priority, run_at, kind FROM errand_jobs
-            WHERE namespace = :ns AND queue = :queue AND state IN ('available', 'scheduled') AND run_at <= :now
-              AND topic IS NULL AND grp IS NULL AND kind || '@' || version IN (SELECT value FROM json_each(:kinds))
-            ORDER BY priority, run_at, id LIMIT :lim) AS u`;
+      FROM (${
+  dueJobsSql("id, priority, run_at, kind", {
+    namespace: ":ns",
+    queue: ":queue",
+    now: ":now",
+    kinds: ":kinds",
+    limit: ":lim",
+  })
+}) AS u`;
 
 /** The claim's statement of `shape`, returning its rows by `returning`. */
 function limitedClaimSql(shape: ClaimShape, returning: ClaimReturning): string {

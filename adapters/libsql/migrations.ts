@@ -312,6 +312,16 @@ export const LIBSQL_MIGRATIONS: readonly LibsqlMigration[] = [
       "CREATE INDEX errand_events_sent ON errand_events (namespace, sent_at)",
     ],
   },
+  {
+    version: 15,
+    name: "claim index of available jobs only",
+    // A claim reads due scheduled jobs from errand_jobs_scheduled (due_jobs.ts).
+    statements: [
+      "DROP INDEX errand_jobs_claim",
+      `CREATE INDEX errand_jobs_claim ON errand_jobs (namespace, queue, priority, run_at, id)
+        WHERE state = 'available' AND topic IS NULL AND grp IS NULL`,
+    ],
+  },
 ];
 
 /** The newest schema version this errand understands. */

@@ -24,6 +24,7 @@ import type {
 import { EXPIRED_COLUMNS, toClaimedJob, toExpiredJob, toFinishedJob } from "../sql/rows.ts";
 import { toHex } from "../sql/hex.ts";
 import type { LibsqlContext } from "./connection.ts";
+import { dueJobsSql } from "./due_jobs.ts";
 import { claimLimitedJobs } from "./limited_claim.ts";
 import { claimReturning } from "./packed_claim.ts";
 
@@ -144,11 +145,13 @@ export function listenForWakes(_ctx: LibsqlContext, _p: ListenParams): Promise<n
 
 /** The claim without flow control: one `UPDATE ... RETURNING` over due jobs and partition heads. */
 async function claimUnlimited({ db, namespace }: LibsqlContext, p: JobClaimParams): Promise<ClaimedJob[]> {
-  const kinds = JSON.stringify(p.kinds);
-  const plain = `SELECT id, priority, run_at FROM errand_jobs
-                WHERE namespace = ? AND queue = ? AND state IN ('available', 'scheduled') AND run_at <= ?
-                  AND topic IS NULL AND grp IS NULL AND kind || '@' || version IN (SELECT value FROM json_each(?))
-                ORDER BY priority, run_at, id LIMIT ?`;
+  const plain = dueJobsSql("id, priority, run_at", {
+    namespace: "?4",
+    queue: "?5",
+    now: "?1",
+    kinds: "?6",
+    limit: "?7",
+  });
   // The head of each partition: its oldest unfinished job.
   const heads = `SELECT h.id, h.priority, h.run_at FROM errand_partitions AS p
               JOIN errand_jobs AS h ON h.id = (
@@ -156,19 +159,19 @@ async function claimUnlimited({ db, namespace }: LibsqlContext, p: JobClaimParam
                 WHERE e.namespace = p.namespace AND e.topic = p.topic AND e."partition" = p."partition"
                   AND e.state IN ('scheduled', 'available', 'running', 'waiting')
                 ORDER BY e.seq LIMIT 1)
-              WHERE p.namespace = ?
-                AND (p.topic NOT IN (SELECT value FROM json_each(?))
-                  OR json_array(p.topic, p."partition") IN (SELECT value FROM json_each(?)))
-                AND h.queue = ? AND h.state IN ('available', 'scheduled') AND h.run_at <= ?
-                AND h.kind || '@' || h.version IN (SELECT value FROM json_each(?))`;
+              WHERE p.namespace = ?4
+                AND (p.topic NOT IN (SELECT value FROM json_each(?8))
+                  OR json_array(p.topic, p."partition") IN (SELECT value FROM json_each(?9)))
+                AND h.queue = ?5 AND h.state IN ('available', 'scheduled') AND h.run_at <= ?1
+                AND h.kind || '@' || h.version IN (SELECT value FROM json_each(?6))`;
   const returning = claimReturning(db.client);
   const rs = await db.writeUnsynced({
     sql: `UPDATE errand_jobs SET state = 'running', attempt = attempt + 1, fence = fence + 1,
-            started_at = ?, lease_until = ?, worker_id = ?
+            started_at = ?1, lease_until = ?2, worker_id = ?3
           WHERE id IN (
             SELECT id FROM (${p.heads ? `SELECT * FROM (${plain}) UNION ALL ${heads}` : plain})
-            WHERE NOT EXISTS (SELECT 1 FROM errand_queues WHERE namespace = ? AND queue = ? AND paused)
-            ORDER BY priority, run_at, id LIMIT ?)
+            WHERE NOT EXISTS (SELECT 1 FROM errand_queues WHERE namespace = ?4 AND queue = ?5 AND paused)
+            ORDER BY priority, run_at, id LIMIT ?7)
           ${returning.sql}`,
     args: [
       p.now,
@@ -176,22 +179,11 @@ async function claimUnlimited({ db, namespace }: LibsqlContext, p: JobClaimParam
       p.workerId,
       namespace,
       p.queue,
-      p.now,
-      kinds,
+      JSON.stringify(p.kinds),
       p.limit,
       ...(p.heads
-        ? [
-          namespace,
-          JSON.stringify(p.heads.managed),
-          JSON.stringify(p.heads.owned.map((o) => [o.topic, o.partition])),
-          p.queue,
-          p.now,
-          kinds,
-        ]
+        ? [JSON.stringify(p.heads.managed), JSON.stringify(p.heads.owned.map((o) => [o.topic, o.partition]))]
         : []),
-      namespace,
-      p.queue,
-      p.limit,
     ],
   });
   return rs.rows.map((row) => toClaimedJob(returning.read(row)));

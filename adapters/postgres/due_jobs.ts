@@ -12,17 +12,7 @@
  *
  * @module
  */
-
-/** Where a due-jobs read finds its parameters: a placeholder (`$4`) or a PL/pgSQL variable for each. */
-export interface DuePlaceholders {
-  readonly namespace: string;
-  readonly queue: string;
-  readonly now: string;
-  /** `name@version` of the kinds to take, text[]. */
-  readonly kinds: string;
-  /** How many to read. */
-  readonly limit: string;
-}
+import type { DuePlaceholders } from "../sql/due_placeholders.ts";
 
 /**
  * A locking read of `columns` of at most `$.limit` due jobs of the queue

@@ -206,14 +206,26 @@ function claimQuery(): string {
       LEFT JOIN kl AS k ON k.kind = split_part(s.grp, E'\\t', 1)
       LEFT JOIN running AS ru ON ru.grp = s.grp
       WHERE s.grp NOT IN (SELECT grp FROM paused)),
+    -- The queue's earliest due grouped jobs not promoted yet, read once in run time order (from
+    -- jobs_scheduled): each scanned group's available jobs come from jobs_group_claim, whose key puts
+    -- the state first, so that no read passes a group's future scheduled jobs.
+    due_scheduled AS MATERIALIZED (
+      SELECT d.id, d.priority, d.run_at, d.kind, d.grp FROM ${jobs} AS d
+      WHERE d.namespace = p_ns AND d.state = 'scheduled' AND d.run_at <= p_now AND d.queue = p_queue
+        AND d.grp IS NOT NULL AND d.kind || '@' || d.version = ANY(p_kinds)
+      ORDER BY d.run_at LIMIT p_lim FOR UPDATE SKIP LOCKED),
     -- Candidates ranked within their group (r); jobs without a group each rank as a group of their own.
     cand AS (
       SELECT x.id, x.priority, x.run_at, x.kind, x.grp, x.r, gs.n FROM gs CROSS JOIN LATERAL (
         SELECT y.*, row_number() OVER (ORDER BY y.priority, y.run_at, y.id) AS r FROM (
-          SELECT j.id, j.priority, j.run_at, j.kind, j.grp FROM ${jobs} AS j
-          WHERE j.namespace = p_ns AND j.queue = p_queue AND j.grp = gs.grp AND j.state IN ('available', 'scheduled')
-            AND j.run_at <= p_now AND j.kind || '@' || j.version = ANY(p_kinds)
-          ORDER BY j.priority, j.run_at, j.id LIMIT gs.allowed FOR UPDATE SKIP LOCKED) AS y) AS x
+          SELECT * FROM (
+            SELECT j.id, j.priority, j.run_at, j.kind, j.grp FROM ${jobs} AS j
+            WHERE j.namespace = p_ns AND j.queue = p_queue AND j.grp = gs.grp AND j.state = 'available'
+              AND j.run_at <= p_now AND j.kind || '@' || j.version = ANY(p_kinds)
+            ORDER BY j.priority, j.run_at, j.id LIMIT gs.allowed FOR UPDATE SKIP LOCKED) AS a
+          UNION ALL
+          SELECT ds.id, ds.priority, ds.run_at, ds.kind, ds.grp FROM due_scheduled AS ds WHERE ds.grp = gs.grp
+          ORDER BY priority, run_at, id LIMIT gs.allowed) AS y) AS x
       WHERE gs.allowed > 0
       UNION ALL
       SELECT u.id, u.priority, u.run_at, u.kind, NULL::text, row_number() OVER (ORDER BY u.priority, u.run_at, u.id), 0

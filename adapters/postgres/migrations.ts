@@ -9,7 +9,7 @@
 import { LISTED_STATES_SQL } from "../sql/listed_states.ts";
 import { sqlString } from "../sql/string_literal.ts";
 import { claimLimitedFunctionSql } from "./limited_claim.ts";
-import { FAIR_TURNS_SQL } from "./turns.ts";
+import { FAIR_TURNS_SQL, takeTurnFunctionSql } from "./turns.ts";
 
 /** One numbered schema change. */
 export interface PostgresMigration {
@@ -341,6 +341,18 @@ CREATE INDEX jobs_waiting_resolvable ON {schema}.jobs (namespace, id) WHERE stat
     sql: `DROP INDEX {schema}.jobs_claim;
 CREATE INDEX jobs_claim ON {schema}.jobs (namespace, queue, priority, run_at, id)
   WHERE state = 'available' AND topic IS NULL AND grp IS NULL;
+${claimLimitedFunctionSql()}`,
+  },
+  {
+    version: 21,
+    name: "group claim index keyed by state",
+    // A claim reads a group's available jobs in claim order from jobs_group_claim, and due scheduled
+    // grouped jobs from jobs_scheduled; the turns' trigger probes jobs_group_claim once per state.
+    // Building the index holds the jobs table's writes for as long as one pass over the table takes.
+    sql: `DROP INDEX {schema}.jobs_group_claim;
+CREATE INDEX jobs_group_claim ON {schema}.jobs (namespace, queue, grp, state, priority, run_at, id) INCLUDE (turn)
+  WHERE state IN ('available', 'scheduled') AND grp IS NOT NULL;
+${takeTurnFunctionSql()}
 ${claimLimitedFunctionSql()}`,
   },
 ];

@@ -26,9 +26,28 @@
  * @module
  */
 
-/** The queued jobs `q` of the new row's queue and group, the row itself left out (an update sees its old row). */
-const OF_GROUP = `q.namespace = NEW.namespace AND q.queue = NEW.queue AND q.grp = NEW.grp
-       AND q.state IN ('available', 'scheduled') AND q.id <> NEW.id`;
+/** The jobs `q` in `state` of the new row's queue and group, the row itself left out (an update sees its old row). */
+const ofGroup = (state: string) =>
+  `q.namespace = NEW.namespace AND q.queue = NEW.queue AND q.grp = NEW.grp
+         AND q.state = '${state}' AND q.id <> NEW.id`;
+
+/**
+ * `turn` (of `q`) of the new row's group's first queued job in `order` (of
+ * a row's priority, run time and id) that meets `condition`: a probe of
+ * `jobs_group_claim` per queued state, since its key puts the state before
+ * the run order.
+ */
+function firstOfGroup(turn: string, condition: string, order: (row: string) => string): string {
+  const probes = ["available", "scheduled"].map((state) =>
+    `(SELECT ${turn} AS turn, q.priority, q.run_at, q.id FROM {schema}.jobs AS q
+       WHERE ${ofGroup(state)}${condition} ORDER BY ${order("q")} LIMIT 1)`
+  );
+  return `(SELECT f.turn FROM (${
+    probes.join(`
+     UNION ALL
+     `)
+  }) AS f ORDER BY ${order("f")} LIMIT 1)`;
+}
 
 /** The function the triggers below run: it sets the new row's turn. */
 export function takeTurnFunctionSql(): string {
@@ -36,13 +55,16 @@ export function takeTurnFunctionSql(): string {
 BEGIN
   NEW.turn := COALESCE(
     -- the turn of the first queued job of its group that runs after it
-    (SELECT q.turn FROM {schema}.jobs AS q
-     WHERE ${OF_GROUP} AND (q.priority, q.run_at, q.id) > (NEW.priority, NEW.run_at, NEW.id)
-     ORDER BY q.priority, q.run_at, q.id LIMIT 1),
+    ${
+    firstOfGroup(
+      "q.turn",
+      " AND (q.priority, q.run_at, q.id) > (NEW.priority, NEW.run_at, NEW.id)",
+      (r) => `${r}.priority, ${r}.run_at, ${r}.id`,
+    )
+  },
     -- else the turn after its group's last, but none before the queue's earliest queued turn
     GREATEST(
-      (SELECT q.turn + 1 FROM {schema}.jobs AS q WHERE ${OF_GROUP}
-       ORDER BY q.priority DESC, q.run_at DESC, q.id DESC LIMIT 1),
+      ${firstOfGroup("q.turn + 1", "", (r) => `${r}.priority DESC, ${r}.run_at DESC, ${r}.id DESC`)},
       (SELECT q.turn FROM {schema}.jobs AS q
        WHERE q.namespace = NEW.namespace AND q.queue = NEW.queue AND q.state IN ('available', 'scheduled')
          AND q.grp IS NOT NULL AND q.id <> NEW.id

@@ -17,14 +17,14 @@ const INSTALLED = [
   {
     name: "claim_limited",
     text: claimLimitedFunctionSql(),
-    version: 20,
-    sha256: "fb29d89e1ffdeeaa87642da91fa920fa426a75a6ee5e5cbadc1b9852337d7e51",
+    version: 21,
+    sha256: "2b80f917bd0a776a1961cfb03684bf3d8cbb941a76f8382d70a87d2ca46dca41",
   },
   {
     name: "take_turn",
     text: takeTurnFunctionSql(),
-    version: 15,
-    sha256: "94c581dce59aada0145d4fff541ac15b6e390bc008feb325166bba9cdcf8bf78",
+    version: 21,
+    sha256: "5dde4baa5ed07a139406636d176c7a047c03e73f8adbb14b13292f7db498a1f5",
   },
 ];
 

@@ -1,0 +1,35 @@
+/**
+ * The libSQL store's read of a queue's due jobs outside topics and groups,
+ * shared by the plain claim (runs.ts) and the claim under flow control
+ * (limited_claim.ts).
+ *
+ * Available jobs come from `errand_jobs_claim`, which holds only them, in
+ * claim order; due scheduled jobs (not yet promoted by the leader) come from
+ * `errand_jobs_scheduled`, in run time order. A queue's future scheduled jobs
+ * are in neither read's path: when `errand_jobs_claim` held them too, a claim
+ * that found nothing due read every one of them, since the index puts
+ * `priority` before `run_at`.
+ *
+ * @module
+ */
+import type { DuePlaceholders } from "../sql/due_placeholders.ts";
+
+/**
+ * A read of `columns` (which hold `priority`, `run_at` and `id`) of at most
+ * `$.limit` due jobs of the queue without a topic or a group, in claim order
+ * (priority, run time, id). The scheduled ones are the earliest due: when
+ * more are due than a claim takes (the leader behind a burst of them), a
+ * higher priority among them may wait for their promotion, which puts them in
+ * claim order.
+ */
+export function dueJobsSql(columns: string, $: DuePlaceholders): string {
+  const mine = `namespace = ${$.namespace} AND queue = ${$.queue} AND topic IS NULL AND grp IS NULL
+                AND run_at <= ${$.now} AND kind || '@' || version IN (SELECT value FROM json_each(${$.kinds}))`;
+  return `SELECT ${columns} FROM (
+              SELECT * FROM (SELECT ${columns} FROM errand_jobs WHERE state = 'available' AND ${mine}
+                             ORDER BY priority, run_at, id LIMIT ${$.limit})
+              UNION ALL
+              SELECT * FROM (SELECT ${columns} FROM errand_jobs WHERE state = 'scheduled' AND ${mine}
+                             ORDER BY run_at LIMIT ${$.limit})
+            ) ORDER BY priority, run_at, id LIMIT ${$.limit}`;
+}
