@@ -1,10 +1,12 @@
 // Runs every check (types, doc examples, lint, format, import cycles, upward imports, the docs site's build) and the whole test suite on Node (tsx), Deno and Bun, then
 // prints one summary line per runtime, the slowest test files, and a total. `npm test` runs this.
 // Node runs twice: the machine's own (Node 20 here) and Node 24 from the devDependency node24.
-// What runs where: every test file on every runtime (each store's conformance suite included), except the files of
+// What runs where: every test file on the machine's Node, Deno and Bun (each store's conformance suite included),
+// and on Node 24 the store suites and the files of NODE24 (what depends on Node's version), except the files of
 // ONE_RUNTIME, which run on the one runtime it names: their tests run in processes of another runtime or of a
-// fixed Node, repeat a suite on another setting of one driver, or are answered by a server or a store at scale. Files that need Node (playwright, npm pack) skip themselves on Deno and Bun, and tests/docs/docs_test.ts
-// type-checks the docs' blocks (deno check, the same everywhere) on the machine's Node only. On Node, the command
+// fixed Node, repeat a suite on another setting of one driver, or are answered by a server or a store at scale. Files that need Node (playwright, npm pack) skip themselves on Deno and Bun, and the cases of
+// tests/support/machine_node.ts (the docs' type check, the command line's output, ...) run on the machine's Node
+// only, the rest of their files everywhere. On Node, the command
 // line's test and the docs' blocks run bundled by esbuild on plain node rather than through tsx's loader. The checks
 // run first, one at a time, not beside a runtime's tests: with both cores busy, timing-bound tests (leases, the
 // eight-process shutdown) failed.
