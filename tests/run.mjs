@@ -1,19 +1,22 @@
 // Runs every check (types, doc examples, lint, format, import cycles, upward imports, the docs site's build) and the whole test suite on Node (tsx), Deno and Bun, then
 // prints one summary line per runtime, the slowest test files, and a total. `npm test` runs this.
 // Node runs twice: the machine's own (Node 20 here) and Node 24 from the devDependency node24.
-// What runs where: every test file on every runtime (each store's conformance suite included), except the files of
+// What runs where: every test file on the machine's Node, Deno and Bun (each store's conformance suite included),
+// and on Node 24 the store suites and the files of NODE24 (what depends on Node's version), except the files of
 // ONE_RUNTIME, which run on the one runtime it names: their tests run in processes of another runtime or of a
-// fixed Node, repeat a suite on another setting of one driver, or are answered by a server or a store at scale. Files that need Node (playwright, npm pack) skip themselves on Deno and Bun, and tests/docs/docs_test.ts
-// type-checks the docs' blocks (deno check, the same everywhere) on the machine's Node only. On Node, the command
+// fixed Node, repeat a suite on another setting of one driver, or are answered by a server or a store at scale. Files that need Node (playwright, npm pack) skip themselves on Deno and Bun, and the cases of
+// tests/support/machine_node.ts (the docs' type check, the command line's output, ...) run on the machine's Node
+// only, the rest of their files everywhere. On Node, the command
 // line's test and the docs' blocks run bundled by esbuild on plain node rather than through tsx's loader. The checks
 // run first, one at a time, not beside a runtime's tests: with both cores busy, timing-bound tests (leases, the
 // eight-process shutdown) failed.
 // `--quick` (`npm run test:quick`) runs the tests on the machine's Node alone, without the checks and the slow
 // files of QUICK_SKIPS: every store's conformance suite once (libSQL on a file, PostgreSQL) in a few minutes.
-// `--list` prints the test files a run would take (with `--quick`, those of the quick run) and runs nothing.
+// `--list` prints the test files a run would take (with `--quick`, those of the quick run), each with the runtimes
+// that run it, and runs nothing.
 // Usage: node tests/run.mjs [--quick] [--list] [--runtimes node,node24,deno,bun] [--skip-checks]
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, symlinkSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
@@ -112,14 +115,49 @@ const ONE_RUNTIME = new Map([
     "tests/store_operations/sqld_ws_test.ts",
   ].map((f) => [f, ["bun", "a real sqld answers; @libsql/client's remote protocol is the same on every runtime"]]),
 ]);
+/**
+ * What the devDependency node24 runs besides every store's suites. The rest runs on the machine's Node (20, the oldest
+ * supported: where an API newer than the oldest Node fails), Deno and Bun: on Node 24 it would be the same JavaScript
+ * again, with no path that depends on Node's version. The store suites (the files that call runConformance or
+ * runStoreOperations) run on Node 24 too: its sockets, its load of the native libsql module, and node:sqlite, which Node
+ * 20 lacks. Each file here, with what it proves on Node 24.
+ */
+const NODE24 = new Map([
+  [
+    "tests/processes/multiprocess_test.ts",
+    "worker processes of Node 24 started, signalled and killed; their sqliteStore is on node:sqlite (libsql on Node 20)",
+  ],
+  [
+    "tests/cli/cli_test.ts",
+    "the command line as a process of Node 24: exit codes, signals, the dashboard's server, `work` and `drain`",
+  ],
+  [
+    "tests/docs/docs_test.ts",
+    "the docs' blocks that import node:sqlite, and their test files under Node 24's own test runner",
+  ],
+  ["tests/api/schedule_daylight_saving_test.ts", "cron's time zones are Intl's, from the ICU data each Node bundles"],
+  [
+    "tests/admin/event_stream_slow_client_test.ts",
+    "back pressure of node:http over a real port, whose stream buffers grew in Node 22",
+  ],
+]);
+/** Whether `file` is a store's conformance suite or its operation cases, which run on every runtime. */
+const storeSuite = (file) =>
+  /\b(runConformance|runStoreOperations)\(/.test(readFileSync(path.join(root, file), "utf8"));
 // Every *_test.ts below tests/, in its folders (stores/, processes/, admin/, ...).
 const testFiles = readdirSync(path.join(root, "tests"), { recursive: true })
   .filter((f) => f.endsWith("_test.ts"))
   .map((f) => `tests/${f.split(path.sep).join("/")}`)
   .sort()
   .filter((f) => !quick || !QUICK_SKIPS.has(f));
+/** The test files of `runtime`'s run: all but those ONE_RUNTIME gives to another runtime; on node24, those of NODE24. */
+const filesOf = (runtime) =>
+  testFiles.filter((f) =>
+    (ONE_RUNTIME.get(f)?.[0] ?? runtime) === runtime && (runtime !== "node24" || NODE24.has(f) || storeSuite(f))
+  );
 if (args.includes("--list")) {
-  console.log(testFiles.join("\n"));
+  const where = testFiles.map((f) => [f, runtimes.filter((runtime) => filesOf(runtime).includes(f))]);
+  for (const [f, on] of where) console.log(`${f} ${on.join(",") || "(on none of these runtimes)"}`);
   process.exit(0);
 }
 
@@ -324,8 +362,6 @@ const failuresOf = {
   bun: bunFailures,
 };
 const tsxCli = path.join(root, "node_modules", "tsx", "dist", "cli.mjs");
-/** The test files of `runtime`'s run: all but those ONE_RUNTIME gives to another runtime. */
-const filesOf = (runtime) => testFiles.filter((f) => (ONE_RUNTIME.get(f)?.[0] ?? runtime) === runtime);
 const nodeTests = (timeoutMs, files) => [
   "--test",
   `--test-timeout=${timeoutMs}`,

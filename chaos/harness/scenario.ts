@@ -38,5 +38,10 @@ export interface Scenario {
   readonly harness?: readonly string[];
   /** The stores it applies to. */
   readonly stores: readonly StoreName[];
+  /**
+   * The test file of `npm test` that runs this scenario's short form on the same stores, if one does: `--quick` (CI,
+   * which runs `npm test` too) leaves the scenario out rather than run it twice.
+   */
+  readonly shortFormTest?: string;
   run(context: ScenarioContext): Promise<Outcome>;
 }

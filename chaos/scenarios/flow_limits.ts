@@ -16,6 +16,7 @@ export const scenario: Scenario = {
   summary:
     "random flow limits, 4 processes, 1 SIGKILL: no limit exceeded at any instant, nothing lost or run twice, slots come back",
   stores: ["libsql", "postgres"],
+  shortFormTest: "tests/processes/flow_multiprocess_test.ts",
   async run({ db, quick, dir, note }) {
     const workers = flowWorkers(db, `${dir}/flow-runs.jsonl`);
     const { figures, checks } = await flowProperty({ db, dir, note, seconds: quick ? 8 : 45 }, workers);

@@ -24,5 +24,6 @@ export const scenario: Scenario = {
   summary:
     "a consumer group on 3 processes, 16 partitions, 20,000 records over 500 keys, 2 SIGKILLs and a SIGSTOP past the lease: every record handled, in offset order, offsets never back, the late commit rejected",
   stores: ["libsql", "postgres"],
+  shortFormTest: "tests/processes/log_consumers_multiprocess_test.ts",
   run: ({ db, quick, dir, note }) => logConsumersRun({ db, dir, quick, note }),
 };

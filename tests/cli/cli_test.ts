@@ -5,7 +5,10 @@
  * bin runs), against a libSQL file and PostgreSQL (a fresh schema per test, when
  * DATABASE_URL is set): every command, its `--json` output parsed, its exit
  * codes, its errors for bad input, the dashboard fetched over HTTP, `work`
- * drained by SIGTERM and `drain` within a budget.
+ * drained by SIGTERM and `drain` within a budget. What the runtime decides (starting the
+ * process, its exit codes and errors, signals, the dashboard's server, loading a module, `migrate`, `stats` printed
+ * and watched) runs on every runtime; the other commands' output and the option parser's refusals, the same
+ * JavaScript on every runtime, run on the machine's Node only (tests/support/machine_node.ts).
  */
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
@@ -18,6 +21,7 @@ import { after, afterEach, beforeEach, describe, it } from "node:test";
 import { appErrand } from "../support/cli_app_errand.ts";
 import { runtimeCommand } from "../support/processes.ts";
 import { statementProxy } from "../support/statement_proxy.ts";
+import { machineNodeOnly } from "../support/machine_node.ts";
 import { fencedBlocks } from "../support/doc_blocks.ts";
 import { libsqlKind, postgresKind, type StoreKind, type TestDatabase } from "../support/stores.ts";
 import type { JobDetails, JobInfo } from "../../mod.ts";
@@ -129,6 +133,14 @@ async function until(what: string, check: () => boolean | Promise<boolean>): Pro
   throw new Error(`timed out waiting for ${what}`);
 }
 
+/**
+ * The cases that print a store's answers (tables, JSON, messages) for a command that `stats` and `migrate` do not
+ * cover: on every runtime the same code over the same answers, run once; `stats` prints its tables and JSON on each.
+ */
+const printedOnce = machineNodeOnly("the command's output over the store's answers, the same on every runtime");
+/** The cases the option parser refuses before a database or module is touched: commander's, the same everywhere. */
+const parsedOnce = machineNodeOnly("refused by the option parser before anything runs, the same on every runtime");
+
 // deno-lint-ignore no-control-regex
 const ESCAPES = /\x1b\[/;
 
@@ -184,7 +196,9 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
 
     // PostgreSQL only: a pooler in transaction mode cannot carry a named statement to the next server connection.
     if (kind.name === "postgres") {
-      it("--no-prepare (or ERRAND_NO_PREPARE) sends no named statement, for a pooler in transaction mode", async () => {
+      it("--no-prepare (or ERRAND_NO_PREPARE) sends no named statement, for a pooler in transaction mode", {
+        skip: machineNodeOnly("postgres.js's prepare option, the same JavaScript on every runtime"),
+      }, async () => {
         const server = new URL(db.url);
         const proxy = await statementProxy({ host: server.hostname, port: Number(server.port || 5432) });
         try {
@@ -207,7 +221,7 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
       });
     }
 
-    it("list and get show jobs, their runs and errors, in tables and as JSON", async () => {
+    it("list and get show jobs, their runs and errors, in tables and as JSON", { skip: printedOnce }, async () => {
       let failedId = "";
       let laterId = "";
       await seeded(async (app) => {
@@ -262,7 +276,9 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
       );
     });
 
-    it("get shows a workflow's steps and wait; events counts waits by event; send-event resumes them", async () => {
+    it("get shows a workflow's steps and wait; events counts waits by event; send-event resumes them", {
+      skip: printedOnce,
+    }, async () => {
       const ids: string[] = [];
       await seeded(async (app) => {
         for (const order of ["o-1", "o-2"]) ids.push((await app.enqueue("approve", { order })).id);
@@ -322,51 +338,55 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
       assert.equal(done.waitingFor, null);
     });
 
-    it("retry, cancel and delete change one job by id, and every job a filter matches", async () => {
-      const ids: Record<string, string> = {};
-      await seeded(async (app) => {
-        ids.failed = (await app.enqueue("fail", { why: "no" })).id;
-        for (let i = 0; i < 4; i++) await app.enqueue("fail", { why: `bulk ${i}` });
-        ids.later = (await app.enqueue("greet", { name: "later" }, { delay: "1h" })).id;
-        for (let i = 0; i < 3; i++) await app.enqueue("slow", { ms: 1 }, { delay: "1h" });
-      });
+    it(
+      "retry, cancel and delete change one job by id, and every job a filter matches",
+      { skip: printedOnce },
+      async () => {
+        const ids: Record<string, string> = {};
+        await seeded(async (app) => {
+          ids.failed = (await app.enqueue("fail", { why: "no" })).id;
+          for (let i = 0; i < 4; i++) await app.enqueue("fail", { why: `bulk ${i}` });
+          ids.later = (await app.enqueue("greet", { name: "later" }, { delay: "1h" })).id;
+          for (let i = 0; i < 3; i++) await app.enqueue("slow", { ms: 1 }, { delay: "1h" });
+        });
 
-      const retried = await json<JobInfo>([...dbArgs, "retry", ids.failed]);
-      assert.equal(retried.state, "available");
-      const cancelled = await errand([...dbArgs, "cancel", ids.later]);
-      assert.equal(cancelled.code, 0, cancelled.stderr);
-      assert.equal(cancelled.stdout.trim(), `cancelled ${ids.later}: now cancelled`);
-      failed(await errand([...dbArgs, "retry", ids.failed]), 1, /available/);
-      assert.deepEqual(await json([...dbArgs, "delete", ids.later]), { id: ids.later, deleted: true });
-      failed(await errand([...dbArgs, "delete", ids.later]), 1, new RegExp(ids.later));
+        const retried = await json<JobInfo>([...dbArgs, "retry", ids.failed]);
+        assert.equal(retried.state, "available");
+        const cancelled = await errand([...dbArgs, "cancel", ids.later]);
+        assert.equal(cancelled.code, 0, cancelled.stderr);
+        assert.equal(cancelled.stdout.trim(), `cancelled ${ids.later}: now cancelled`);
+        failed(await errand([...dbArgs, "retry", ids.failed]), 1, /available/);
+        assert.deepEqual(await json([...dbArgs, "delete", ids.later]), { id: ids.later, deleted: true });
+        failed(await errand([...dbArgs, "delete", ids.later]), 1, new RegExp(ids.later));
 
-      const bulk = await errand([...dbArgs, "retry", "--state", "failed", "--queue", "mail"]);
-      assert.equal(bulk.code, 0, bulk.stderr);
-      assert.equal(bulk.stdout.trim(), "retried 4 jobs (state failed, queue mail)");
-      assert.match(bulk.stderr, /^retry: 0\/4 jobs$/m, "piped progress starts with a plain line");
-      assert.match(bulk.stderr, /^retry: 4\/4 jobs$/m, "and ends with one");
+        const bulk = await errand([...dbArgs, "retry", "--state", "failed", "--queue", "mail"]);
+        assert.equal(bulk.code, 0, bulk.stderr);
+        assert.equal(bulk.stdout.trim(), "retried 4 jobs (state failed, queue mail)");
+        assert.match(bulk.stderr, /^retry: 0\/4 jobs$/m, "piped progress starts with a plain line");
+        assert.match(bulk.stderr, /^retry: 4\/4 jobs$/m, "and ends with one");
 
-      // A filter on a kind or queue that no job has says so: a typo is not a silent "0 jobs".
-      const typo = await errand([...dbArgs, "retry", "--state", "failed", "--kind", "nosuchkind", "--queue", "mial"]);
-      assert.equal(typo.code, 0, typo.stderr);
-      assert.equal(typo.stdout.trim(), "retried 0 jobs (state failed, queue mial, kind nosuchkind)");
-      assert.match(
-        typo.stderr,
-        /^No job of kind "nosuchkind" exists in namespace "default", in any state; check --kind/m,
-      );
-      assert.match(
-        typo.stderr,
-        /^No job is on queue "mial" in namespace "default"; the queues with jobs: mail, slow$/m,
-      );
-      assert.deepEqual(await json([...dbArgs, "cancel", "--state", "scheduled", "--kind", "slow"]), { count: 3 });
-      assert.deepEqual(await json([...dbArgs, "delete", "--state", "cancelled", "--before", "2999-01-01"]), {
-        count: 3,
-      });
-      assert.deepEqual(await json([...dbArgs, "delete", "--state", "available", "--after", "1h"]), { count: 5 });
-      failed(await errand([...dbArgs, "retry", "--state", "running"]), 2, /retryMany/);
-    });
+        // A filter on a kind or queue that no job has says so: a typo is not a silent "0 jobs".
+        const typo = await errand([...dbArgs, "retry", "--state", "failed", "--kind", "nosuchkind", "--queue", "mial"]);
+        assert.equal(typo.code, 0, typo.stderr);
+        assert.equal(typo.stdout.trim(), "retried 0 jobs (state failed, queue mial, kind nosuchkind)");
+        assert.match(
+          typo.stderr,
+          /^No job of kind "nosuchkind" exists in namespace "default", in any state; check --kind/m,
+        );
+        assert.match(
+          typo.stderr,
+          /^No job is on queue "mial" in namespace "default"; the queues with jobs: mail, slow$/m,
+        );
+        assert.deepEqual(await json([...dbArgs, "cancel", "--state", "scheduled", "--kind", "slow"]), { count: 3 });
+        assert.deepEqual(await json([...dbArgs, "delete", "--state", "cancelled", "--before", "2999-01-01"]), {
+          count: 3,
+        });
+        assert.deepEqual(await json([...dbArgs, "delete", "--state", "available", "--after", "1h"]), { count: 5 });
+        failed(await errand([...dbArgs, "retry", "--state", "running"]), 2, /retryMany/);
+      },
+    );
 
-    it("schedules, trigger, pause and resume", async () => {
+    it("schedules, trigger, pause and resume", { skip: printedOnce }, async () => {
       const app = appErrand(db.store(), "enqueue");
       try {
         await app.schedule("nightly", "greet", { name: "night" }, "0 3 * * *");
@@ -403,7 +423,7 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
       }
     });
 
-    it("rescue retries at once the jobs whose lease expired and says how many", async () => {
+    it("rescue retries at once the jobs whose lease expired and says how many", { skip: printedOnce }, async () => {
       const app = appErrand(db.store(), "enqueue");
       try {
         const { id } = await app.enqueue("greet", { name: "lost" });
@@ -429,7 +449,9 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
       }
     });
 
-    it("list, get, stats and cancel tell jobs waiting for a retry (retrying) from scheduled ones", async () => {
+    it("list, get, stats and cancel tell jobs waiting for a retry (retrying) from scheduled ones", {
+      skip: printedOnce,
+    }, async () => {
       let bouncedId = "";
       let laterId = "";
       await seeded(async (app) => {
@@ -763,7 +785,7 @@ describe("errand command line errors", () => {
     failed(await errand(["drain", appModule, "--budget", "soon"]), 2, /--budget.*duration such as/);
   });
 
-  it("retry, cancel, delete, list and stats refuse bad options before they connect", async () => {
+  it("retry, cancel, delete, list and stats refuse bad options before they connect", { skip: parsedOnce }, async () => {
     const db = ["--db", `file:${missing}`];
     failed(
       await errand([...db, "retry"]),
@@ -793,7 +815,7 @@ describe("errand command line errors", () => {
     assert.doesNotMatch(plain.stderr, ESCAPES, "NO_COLOR wins");
   });
 
-  it("dashboard needs a token; move needs --from and --to, not --db", async () => {
+  it("dashboard needs a token; move needs --from and --to, not --db", { skip: parsedOnce }, async () => {
     failed(await errand(["--db", "file:x.db", "dashboard"]), 2, /dashboard needs a token: set ERRAND_ADMIN_TOKEN/);
     failed(await errand(["move", "--to", "postgres://x"]), 2, /required option '--from <url>' not specified/);
     failed(

@@ -8,7 +8,8 @@
  * bundled by esbuild first, all in one build, and run by plain node: tsx's
  * loader would be most of each run's time); a block that imports a runtime's
  * own SQLite driver (`node:sqlite`, `bun:sqlite`) runs on the runtimes that
- * have it. `ERRAND_DOCS=docs/guides` limits the run to the pages under that path.
+ * have it; on the devDependency node24, only the blocks Node 20 cannot run and the test files run (the programs'
+ * bundles are the same on both Nodes). `ERRAND_DOCS=docs/guides` limits the run to the pages under that path.
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -16,6 +17,7 @@ import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
 import { blocksOf, type DocBlock, docPages, root } from "../support/doc_blocks.ts";
 import { runtimeCommand } from "../support/processes.ts";
+import { machineNodeOnly, onMachineNode } from "../support/machine_node.ts";
 import { sqliteDriverMissing } from "../../adapters/sqlite/drivers.ts";
 
 const only = process.env.ERRAND_DOCS;
@@ -27,9 +29,7 @@ const where = (block: DocBlock) => `${block.page}:${block.line}`;
 const onNode = !("Deno" in globalThis) && !process.versions.bun;
 // `deno check` judges the blocks the same whichever runtime runs this file, so it runs once: on the machine's own Node
 // (not the devDependency node24).
-const typeCheckSkip = onNode && !process.execPath.includes("/node_modules/")
-  ? false
-  : "deno check, the same on every runtime: run on the machine's Node";
+const typeCheckSkip = machineNodeOnly("deno check, the same on every runtime");
 /** The directory a block runs in, and its file there. */
 const cwdOf = (block: DocBlock) => `${dir}/run_${block.page.replace(/[/.]/g, "_")}_L${block.line}`;
 const mainOf = (block: DocBlock) => `${cwdOf(block)}/${block.role === "test" ? "example_test.ts" : "main.ts"}`;
@@ -39,16 +39,27 @@ const mainOf = (block: DocBlock) => `${cwdOf(block)}/${block.role === "test" ? "
  */
 function driverMissing(block: DocBlock): string | false {
   for (const driver of ["node:sqlite", "bun:sqlite"] as const) {
-    const imports = new RegExp(`^import [^\n]* from "${driver}";`, "m").test(block.code);
-    const missing = imports && sqliteDriverMissing(driver);
+    const missing = imports(block, driver) && sqliteDriverMissing(driver);
     if (missing) return missing;
   }
   return false;
 }
+/** Whether `block` imports `driver`, a runtime's own SQLite driver. */
+const imports = (block: DocBlock, driver: "node:sqlite" | "bun:sqlite") =>
+  new RegExp(`^import [^\n]* from "${driver}";`, "m").test(block.code);
+/**
+ * Why the devDependency node24 need not run a program block: on Node each block runs as its esbuild bundle on plain
+ * node, the same JavaScript on Node 20 and 24, so the machine's Node runs it. Node 24 runs the blocks that import
+ * `node:sqlite` (Node 20 has none) and the test files, each under its own Node's test runner.
+ */
+function sameBundle(block: DocBlock): string | false {
+  if (!onNode || onMachineNode || block.role === "test" || imports(block, "node:sqlite")) return false;
+  return "the same bundle on Node 20 and 24: runs on the machine's Node";
+}
 /** The blocks that run as their own processes. */
 const runnable = blocks.filter((block) =>
   (block.role === "test" || block.role === "run" || (block.role === "run-postgres" && process.env.DATABASE_URL)) &&
-  !driverMissing(block)
+  !driverMissing(block) && !sameBundle(block)
 );
 
 describe("docs", () => {
@@ -108,7 +119,7 @@ describe("docs", () => {
   for (const block of blocks) {
     if (block.role === "run" || block.role === "run-postgres") {
       const skip = (block.role === "run-postgres" && !process.env.DATABASE_URL && "needs DATABASE_URL") ||
-        driverMissing(block);
+        driverMissing(block) || sameBundle(block);
       it(`${where(block)} runs and exits`, { skip }, () => {
         const run = runBlock(block, programCommand);
         assert.equal(run.status, 0, `${where(block)} failed:\n${run.output}`);

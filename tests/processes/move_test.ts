@@ -112,8 +112,8 @@ const source = libsqlKind("file");
 const target = postgresKind();
 
 /**
- * The 50,000-job run takes about a minute; it runs on Node (20 and 24) only, to keep the suite's time. The
- * move's code is the same on every runtime, and the conformance suite's move cases run on all of them.
+ * The 50,000-job run takes about a minute; it runs on the machine's Node only (tests/run.mjs), to keep the suite's
+ * time. The move's code is the same on every runtime, and the conformance suite's move cases run on all of them.
  */
 const onNode = !("Deno" in globalThis) && !process.versions.bun;
 

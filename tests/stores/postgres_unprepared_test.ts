@@ -3,7 +3,7 @@ import { runConformance } from "../conformance/mod.ts";
 
 // postgres.js with `prepare: false` and the store with `notify: false`, as behind PgBouncer in transaction mode or on a
 // server without LISTEN/NOTIFY: no LISTEN, so workers of other instances and waiters poll. What differs from the
-// prepared mode is the driver's protocol and the store's wake-ups, not the runtime: Node alone (20 and 24) runs it,
+// prepared mode is the driver's protocol and the store's wake-ups, not the runtime: the machine's Node alone runs it,
 // which keeps `npm test` minutes shorter; the prepared mode, with NOTIFY, runs on every runtime.
 const kind = postgresKind({ prepare: false, notify: false });
 const onNode = !("Deno" in globalThis) && !process.versions.bun;
