@@ -366,6 +366,20 @@ export function quoteIdentifier(name: string): string {
 }
 
 /**
+ * The migrations after `fromVersion`, each followed by the insert that
+ * records it, with `{schema}` where the schema goes: the body of the script
+ * that `postgresMigrationSql` prints and that `ensureSchema` sends in one
+ * round trip.
+ */
+export function pendingMigrations(fromVersion: number): string[] {
+  return POSTGRES_MIGRATIONS.filter((m) => m.version > fromVersion).flatMap((m) => [
+    `-- ${m.version}: ${m.name}`,
+    m.sql,
+    `INSERT INTO {schema}.migrations (version, name) VALUES (${m.version}, ${sqlString(m.name)});`,
+  ]);
+}
+
+/**
  * The complete schema as one SQL script, for teams that apply migrations
  * themselves (then pass `migrate: false` to `postgresStore`).
  *
@@ -380,14 +394,6 @@ export function quoteIdentifier(name: string): string {
  */
 export function postgresMigrationSql(options: { schema?: string; fromVersion?: number } = {}): string {
   const schema = quoteIdentifier(options.schema ?? "errand");
-  const parts = [BOOTSTRAP_SQL];
-  for (const m of POSTGRES_MIGRATIONS) {
-    if (m.version <= (options.fromVersion ?? 0)) continue;
-    parts.push(
-      `-- ${m.version}: ${m.name}`,
-      m.sql,
-      `INSERT INTO {schema}.migrations (version, name) VALUES (${m.version}, ${sqlString(m.name)});`,
-    );
-  }
+  const parts = [BOOTSTRAP_SQL, ...pendingMigrations(options.fromVersion ?? 0)];
   return parts.join("\n").replaceAll("{schema}", schema) + "\n";
 }

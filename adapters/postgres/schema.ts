@@ -8,7 +8,7 @@
  */
 import { SchemaVersionError } from "../../src/base/errors.ts";
 import type { PostgresContext, Querier } from "./connection.ts";
-import { BOOTSTRAP_SQL, POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION } from "./migrations.ts";
+import { BOOTSTRAP_SQL, pendingMigrations, POSTGRES_SCHEMA_VERSION } from "./migrations.ts";
 
 /** `ensureSchema`: creates or checks the schema (see `postgresMigrationSql`). */
 export async function ensureSchema(ctx: PostgresContext): Promise<void> {
@@ -27,14 +27,10 @@ export async function ensureSchema(ctx: PostgresContext): Promise<void> {
       await tx.unsafe(BOOTSTRAP_SQL.replaceAll("{schema}", target.schema));
       const current = await schemaVersion(ctx, tx);
       if (current > POSTGRES_SCHEMA_VERSION) throw newerSchema(current);
-      for (const m of POSTGRES_MIGRATIONS) {
-        if (m.version <= current) continue;
-        await tx.unsafe(m.sql.replaceAll("{schema}", target.schema));
-        await tx.unsafe(`INSERT INTO ${target.schema}.migrations (version, name) VALUES ($1, $2)`, [
-          m.version,
-          m.name,
-        ]);
-      }
+      // Every pending step in one round trip: a fresh schema's setup (each new deployment's, each test's) is DDL the
+      // server runs at once, not forty statements waiting on the network in turn.
+      const pending = pendingMigrations(current);
+      if (pending.length) await tx.unsafe(pending.join("\n").replaceAll("{schema}", target.schema));
     })
   );
 }
