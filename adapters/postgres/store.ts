@@ -66,6 +66,7 @@ import { advanceSchedule, deleteSchedule, getSchedule, listSchedules, saveSchedu
 import { ensureSchema } from "./schema.ts";
 import { listSteps, listWaitingEvents, pruneEvents, saveSteps, sendEvent, suspendStep } from "./steps.ts";
 import { listenForChanges, watchJobs } from "./watch.ts";
+import { probeJobs } from "./probe.ts";
 
 /**
  * A {@link StoreFor} on a postgres.js client; nothing is sent until the
@@ -139,6 +140,7 @@ export function composePostgresStore(sql: Sql, settings: PostgresStoreSettings):
     jobClaim: (p) => claimJobs(ctx, p),
     jobFinishMany: (p) => finishJobs(ctx, p),
     jobListExpired: (p) => listExpiredJobs(ctx, p),
+    jobProbe: (p) => probeJobs(ctx, p),
     jobProgress: (p) => saveProgress(ctx, p),
     jobRenewLeases: (p) => renewLeases(ctx, p),
     listen: (p) => listenForWakes(ctx, p),
