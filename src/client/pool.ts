@@ -106,6 +106,8 @@ export class WorkerPool<TTx> {
     if (mode !== "work") return;
     services.probe.start();
     services.leases.start();
+    // Once the listener is up, maintenance runs on the leader only: an instance knows whether it leads from the start.
+    await services.leadership.renew();
     services.maintenance.start();
     services.schedules.start();
     // Another process may start using partitions (a sequential recurring job): look until some exist.
