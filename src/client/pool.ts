@@ -6,15 +6,15 @@
  *
  * Services start in this order and stop in the reverse, so nothing that is
  * still running depends on one already stopped:
- * 1. queue workers, the probe, the lease keeper, maintenance, the cron leader, the watch
+ * 1. queue workers, the probe, the lease keeper, the cron leader, the watch
  *    for partitions made elsewhere, the report of unhandled jobs;
  * 2. the heartbeat, which announces the instance (partition ownership
  *    and consumer groups' assignment follow the live instances it reads);
  * 3. the consumer groups;
  * 4. the wake-up listener, where the store has one; while it is up, the
- *    probe (which wakes idle workers), the consumer groups and maintenance
- *    look on their own only as a safety net, and maintenance runs on the
- *    leader only.
+ *    probe (which wakes idle workers) and the consumer groups look on their
+ *    own only as a safety net;
+ * 5. maintenance, on the leader only while the listener is up.
  * Shutdown ends a drain's session first, deregisters, so other instances
  * take over partitions while the workers drain, and saves every outcome
  * before it stops renewing leases.
@@ -106,9 +106,8 @@ export class WorkerPool<TTx> {
     if (mode !== "work") return;
     services.probe.start();
     services.leases.start();
-    // Once the listener is up, maintenance runs on the leader only: an instance knows whether it leads from the start.
+    // An instance knows whether it leads from the start: maintenance may run on the leader only.
     await services.leadership.renew();
-    services.maintenance.start();
     services.schedules.start();
     // Another process may start using partitions (a sequential recurring job): look until some exist.
     if (!workers.partitioned) {
@@ -132,8 +131,10 @@ export class WorkerPool<TTx> {
     });
     this.#unlisten = (await withinDeadline(listening, options.storeTimeoutMs, "listen", (late) => void late?.())) ??
       undefined;
-    // Pushed wake-ups make the loops' own looks a safety net only (time/safety_poll.ts).
+    // Pushed wake-ups make the loops' own looks a safety net only (time/safety_poll.ts), and maintenance the
+    // leader's alone: it starts once that is known.
     services.listening(this.#unlisten !== undefined);
+    services.maintenance.start();
     // The logger adds this instance's workerId to every line.
     logger.info("Started", { queues: Object.fromEntries(options.queues) });
   }

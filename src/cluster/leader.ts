@@ -4,9 +4,9 @@
  * listener is up). It holds a lease row that it renews every third of the
  * lease; when the leader stops renewing (it crashed, hung or lost the
  * database), another instance takes over once the lease has ended: the
- * others try every half lease, so within half a lease of its end. A
- * graceful shutdown gives the leadership up at once (the others take it at
- * their next try).
+ * others try once a lease (an idle namespace's instances cost the database
+ * little), so within a lease of its end. A graceful shutdown gives the
+ * leadership up at once (the others take it at their next try).
  *
  * Leadership is not fencing: a leader that stalls past its lease may act once
  * more before it notices. Everything a leader writes is therefore idempotent
@@ -41,9 +41,9 @@ export class Leadership {
     this.#env = env;
   }
 
-  /** How long until the next renewal: a third of the lease while leading, half of it while not. */
+  /** How long until the next renewal: a third of the lease while leading, the whole lease while not. */
   get nextTryMs(): number {
-    return this.#env.leaseMs / (this.#leader ? 3 : 2);
+    return this.#leader ? this.#env.leaseMs / 3 : this.#env.leaseMs;
   }
 
   /** Whether this instance led at its last renewal. */

@@ -86,6 +86,8 @@ export class Maintenance {
   readonly #env: MaintenanceEnv;
   /** Whether the timed tasks run on the leader only (the store's listener is up); `rescueExpired()` runs anyway. */
   leaderOnly = false;
+  /** When continuations were last resolved by the timed task. */
+  #resolvedAt = -Infinity;
 
   /** Creates the tasks; `start()` runs them. */
   constructor(env: MaintenanceEnv) {
@@ -100,7 +102,7 @@ export class Maintenance {
       !this.leaderOnly || this.#env.leading() ? task() : Promise.resolve();
     this.#tasks = [
       every(clock, intervals.promote, "Promoting scheduled jobs", logger, mine(() => this.promote())),
-      every(clock, intervals.promote, "Resolving continuations", logger, mine(() => this.resolveContinuations())),
+      every(clock, intervals.promote, "Resolving continuations", logger, mine(() => this.#resolveWhenDue())),
       every(clock, intervals.rescue, "Rescuing expired leases", logger, mine(() => this.rescue())),
       every(clock, intervals.prune, "Pruning finished jobs", logger, mine(() => this.prune())),
     ];
@@ -119,6 +121,19 @@ export class Maintenance {
       for (const queue of queues) this.#env.wake(queue);
       if (queues.length === 0) return;
     }
+  }
+
+  /**
+   * {@link Maintenance.resolveContinuations} at the promotion's interval,
+   * or, on the leader alone (`leaderOnly`), at the rescue's: only
+   * continuations a transaction enqueued as their last parent ended wait
+   * for it.
+   */
+  #resolveWhenDue(): Promise<void> {
+    const { clock, intervals } = this.#env;
+    if (this.leaderOnly && clock.now() - this.#resolvedAt < intervals.rescue) return Promise.resolve();
+    this.#resolvedAt = clock.now();
+    return this.resolveContinuations();
   }
 
   /** Releases or cancels continuations whose parents all finished (those a transaction enqueued after the last parent ended). */
