@@ -5,7 +5,8 @@
  * claiming on every queue. Each test is an `EXISTS` on the index its jobs
  * live in: `errand_jobs_claim` (outside groups and topics),
  * `errand_jobs_group_claim`, `errand_jobs_partition`, and
- * `errand_jobs_scheduled` (due scheduled jobs, and the earliest future one).
+ * `errand_jobs_scheduled` (due scheduled jobs, and the earliest future
+ * one); and the earliest end of a group's pause.
  *
  * @module
  */
@@ -27,8 +28,11 @@ export async function probeJobs({ db, namespace }: LibsqlContext, p: JobProbePar
              OR EXISTS (SELECT 1 FROM errand_jobs WHERE namespace = ?1 AND state = 'scheduled' AND run_at <= ?3
                           AND queue = q.value)
           UNION ALL
-          SELECT NULL, min(run_at) FROM errand_jobs
-          WHERE namespace = ?1 AND state = 'scheduled' AND run_at > ?3 AND queue IN (SELECT value FROM json_each(?2))`,
+          SELECT NULL, min(at) FROM (
+            SELECT min(run_at) AS at FROM errand_jobs
+            WHERE namespace = ?1 AND state = 'scheduled' AND run_at > ?3 AND queue IN (SELECT value FROM json_each(?2))
+            UNION ALL
+            SELECT min(paused_until) FROM errand_group_pauses WHERE namespace = ?1 AND paused_until > ?3)`,
     args: [namespace, queues, p.now],
   });
   const due = rs.rows.filter((r) => r.queue !== null).map((r) => String(r.queue));

@@ -5,7 +5,8 @@
  * every queue. Each test is an `EXISTS` on the index its jobs live in:
  * `jobs_claim` (available jobs outside groups and topics),
  * `jobs_group_claim`, `jobs_partition`, and `jobs_scheduled` (due
- * scheduled jobs, and the earliest future one).
+ * scheduled jobs, and the earliest future one); and the earliest end of a
+ * group's pause.
  *
  * @module
  */
@@ -27,8 +28,11 @@ export async function probeJobs({ db, target }: PostgresContext, p: JobProbePara
                        AND topic IS NOT NULL)
           OR EXISTS (SELECT 1 FROM ${jobs} WHERE namespace = $1 AND state = 'scheduled' AND run_at <= $3
                        AND queue = q)) AS due,
-       (SELECT min(run_at) FROM ${jobs}
-        WHERE namespace = $1 AND state = 'scheduled' AND run_at > $3 AND queue = ANY($2::text[])) AS next_at`,
+       least(
+         (SELECT min(run_at) FROM ${jobs}
+          WHERE namespace = $1 AND state = 'scheduled' AND run_at > $3 AND queue = ANY($2::text[])),
+         (SELECT min(paused_until) FROM ${target.tables.pauses} WHERE namespace = $1 AND paused_until > $3)
+       ) AS next_at`,
     [target.namespace, p.queues, p.now],
   );
   return { due: (row.due as string[]).map(String), nextAt: row.next_at === null ? null : Number(row.next_at) };

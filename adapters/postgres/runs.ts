@@ -98,15 +98,15 @@ export async function finishJobs(
        lease_until = NULL,
        worker_id = NULL,
        runs = CASE WHEN f.run IS NULL THEN j.runs ELSE j.runs || jsonb_build_array(f.run::jsonb) END${
-      valued
-        ? `,
+    valued
+      ? `,
        result = coalesce(f.result::bytea, j.result),
        progress = coalesce(f.progress, j.progress)`
-        : ""
-    }
+      : ""
+  }
      FROM unnest($1::text[], $2::int[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::int[], $8::bigint[]${
-      valued ? ", $10::text[], $11::text[]" : ""
-    })
+    valued ? ", $10::text[], $11::text[]" : ""
+  })
        AS f(id, fence, state, at, run_at, run, uncount, expired_before${valued ? ", result, progress" : ""})
      WHERE j.id = f.id AND j.namespace = $9 AND j.state = 'running' AND j.fence = f.fence
        AND (f.expired_before IS NULL OR j.lease_until < f.expired_before)

@@ -75,7 +75,16 @@ export class Services<TTx> {
     this.completer = new Completer(base);
     this.#stepWriter = new StepWriter(base);
     const flow = this.#flow;
-    this.afterRun = new AfterRun({ ...base, completer: this.completer, kinds, flow, workers, telemetry, watchers, releases });
+    this.afterRun = new AfterRun({
+      ...base,
+      completer: this.completer,
+      kinds,
+      flow,
+      workers,
+      telemetry,
+      watchers,
+      releases,
+    });
     this.leases = new LeaseKeeper(base, options.leaseMs, (outcome, n) => telemetry.leasesRenewed(outcome, n));
     this.maintenance = new Maintenance({
       ...base,

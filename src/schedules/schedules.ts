@@ -39,7 +39,6 @@ import type { ScheduleStore } from "../store/schedules.ts";
 import type { JobInsertRow, ScheduleRecord } from "../store/records.ts";
 import { sha256Hex, uniqueKeyOf } from "../enqueue/unique.ts";
 
-
 /** What schedules need from the rest of errand. */
 export interface SchedulesEnv extends ServiceDeps<ScheduleStore & Pick<JobsStore, "jobTransition">> {
   readonly leadership: Leadership;

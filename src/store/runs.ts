@@ -153,7 +153,11 @@ export interface JobProbe {
    * them may still find nothing (flow control, partition heads, kinds).
    */
   readonly due: string[];
-  /** The earliest `runAt` after `now` of a scheduled job of `queues`, or null when none is scheduled. */
+  /**
+   * The earliest time after `now` when more may come due: the `runAt` of a
+   * scheduled job of `queues`, or the end of a group's pause (in any queue);
+   * null when there is neither.
+   */
   readonly nextAt: number | null;
 }
 
@@ -228,7 +232,7 @@ export interface RunStore {
    * (inserts, retries and other outcomes that reschedule, rescues,
    * promotions, resumes) or ends what held due jobs back (an outcome of a
    * job with a group or partition, or one of a batch with `announce`, a
-   * resumed queue or group), and `onAppend` on log appends; resolves to a
+   * resumed queue, a group paused or resumed), and `onAppend` on log appends; resolves to a
    * function that stops listening, or to null when the store cannot push
    * wake-ups (then workers poll).
    */

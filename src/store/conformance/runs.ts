@@ -303,32 +303,42 @@ export const runCases: StoreCase[] = cases("runs", [
     checkEqual((await store.jobGet({ id: a.id }))?.leaseUntil, T0 + 90_000, "the renewed lease");
     checkEqual(await store.jobRenewLeases({ leases: [], leaseUntil: T0 }), [], "a renewal of no lease");
   }],
-  ["jobProbe", "jobProbe() names the queues with due jobs and the earliest later run time of their scheduled jobs", async (
-    env,
-  ) => {
-    const store = await ready(env);
-    const other = await ready(env, "other");
-    const queues = ["default", "mail", "late", "grouped", "topical", "idle"];
-    checkEqual(await store.jobProbe({ queues, now: T0 }), { due: [], nextAt: null }, "a probe of empty queues");
-    await insert(
-      store,
-      jobRow(),
-      jobRow({ queue: "mail", state: "scheduled", runAt: T0 - 5 }),
-      jobRow({ queue: "late", state: "scheduled", runAt: T0 + 700 }),
-      jobRow({ queue: "late", state: "scheduled", runAt: T0 + 900 }),
-      jobRow({ queue: "grouped", group: "g1" }),
-      jobRow({ queue: "topical", topic: "t", partition: 0 }),
-      jobRow({ queue: "unlisted" }),
-      jobRow({ queue: "unlisted", state: "scheduled", runAt: T0 + 100 }),
-    );
-    await insert(other, jobRow({ queue: "idle" }), jobRow({ queue: "idle", state: "scheduled", runAt: T0 + 50 }));
-    const found = await store.jobProbe({ queues, now: T0 });
-    checkSameSet(found.due, ["default", "mail", "grouped", "topical"], "the queues with due jobs");
-    checkEqual(found.nextAt, T0 + 700, "the next run time");
-    const later = await store.jobProbe({ queues: ["late"], now: T0 + 700 });
-    checkEqual(later, { due: ["late"], nextAt: T0 + 900 }, "a probe once the first is due");
-    checkEqual(await store.jobProbe({ queues: [], now: T0 }), { due: [], nextAt: null }, "a probe of no queue");
-  }],
+  [
+    "jobProbe",
+    "jobProbe() names the queues with due jobs and the earliest later run time of their scheduled jobs",
+    async (
+      env,
+    ) => {
+      const store = await ready(env);
+      const other = await ready(env, "other");
+      const queues = ["default", "mail", "late", "grouped", "topical", "idle"];
+      checkEqual(await store.jobProbe({ queues, now: T0 }), { due: [], nextAt: null }, "a probe of empty queues");
+      await insert(
+        store,
+        jobRow(),
+        jobRow({ queue: "mail", state: "scheduled", runAt: T0 - 5 }),
+        jobRow({ queue: "late", state: "scheduled", runAt: T0 + 700 }),
+        jobRow({ queue: "late", state: "scheduled", runAt: T0 + 900 }),
+        jobRow({ queue: "grouped", group: "g1" }),
+        jobRow({ queue: "topical", topic: "t", partition: 0 }),
+        jobRow({ queue: "unlisted" }),
+        jobRow({ queue: "unlisted", state: "scheduled", runAt: T0 + 100 }),
+      );
+      await insert(other, jobRow({ queue: "idle" }), jobRow({ queue: "idle", state: "scheduled", runAt: T0 + 50 }));
+      const found = await store.jobProbe({ queues, now: T0 });
+      checkSameSet(found.due, ["default", "mail", "grouped", "topical"], "the queues with due jobs");
+      checkEqual(found.nextAt, T0 + 700, "the next run time");
+      const later = await store.jobProbe({ queues: ["late"], now: T0 + 700 });
+      checkEqual(later, { due: ["late"], nextAt: T0 + 900 }, "a probe once the first is due");
+      await store.groupPause({ group: "g1", until: T0 + 800 });
+      checkEqual(
+        (await store.jobProbe({ queues: ["late"], now: T0 + 700 })).nextAt,
+        T0 + 800,
+        "a pause that ends sooner",
+      );
+      checkEqual(await store.jobProbe({ queues: [], now: T0 }), { due: [], nextAt: null }, "a probe of no queue");
+    },
+  ],
   ["listen", "listen() calls onWake when another store instance makes jobs available, until stopped", async (env) => {
     const store = await ready(env);
     let wakes = 0;
@@ -367,8 +377,10 @@ export const runCases: StoreCase[] = cases("runs", [
     if (!stop) return skip("the store pushes no wake-ups (listen() resolved to null)");
     try {
       const outcome = async (fields: Partial<JobInsertRow>, finish: Partial<JobFinish>, announce?: boolean) => {
-        const [row] = await insert(store, jobRow(fields));
+        const [row] = await insert(store, jobRow({ queue: `wake${wakes}`, ...fields }));
+        // Each in a queue of its own: a job handed back stays due in its queue.
         const [run] = await claimIds(store, [row.id], {
+          queue: row.queue,
           limits: row.group === null ? null : limits(),
           heads: row.topic === null ? null : { managed: [row.topic], owned: [{ topic: row.topic, partition: 0 }] },
         });
