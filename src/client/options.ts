@@ -111,7 +111,10 @@ export interface ErrandOptions<J extends JobDefinitions, Ctx, TTx, L extends Log
    */
   lease?: Duration;
   /**
-   * How often an idle worker looks for jobs that no wake-up announced.
+   * How often the instance looks for due jobs in all its queues at once
+   * (one statement) when no listener announces them (libSQL, or
+   * PostgreSQL with `notify: false`). While the store's listener is up, it
+   * looks every 30 s (or this, if longer) as a safety net only.
    * @default {"1s"}
    */
   pollInterval?: Duration;
