@@ -72,6 +72,7 @@ import { ensureSchema } from "./schema.ts";
 import type { WriteProtocol } from "./write_protocol.ts";
 import { listSteps, listWaitingEvents, pruneEvents, saveSteps, sendEvent, suspendStep } from "./steps.ts";
 import { listenForChanges, watchJobs } from "./watch.ts";
+import { probeJobs } from "./probe.ts";
 
 /** The libSQL store: errand's {@link StoreFor} on a libSQL client, and write transactions for the application. */
 export interface LibsqlStore extends StoreFor<LibsqlTransaction> {
@@ -209,6 +210,7 @@ export function composeLibsqlStore<TTx extends Transaction>(
     jobClaim: (p) => claimJobs(ctx, p),
     jobFinishMany: (p) => finishJobs(ctx, p),
     jobListExpired: (p) => listExpiredJobs(ctx, p),
+    jobProbe: (p) => probeJobs(ctx, p),
     jobProgress: (p) => saveProgress(ctx, p),
     jobRenewLeases: (p) => renewLeases(ctx, p),
     listen: (p) => listenForWakes(ctx, p),

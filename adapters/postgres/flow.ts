@@ -79,20 +79,25 @@ export async function listGroups({ db, target }: PostgresContext, p: GroupListPa
   }));
 }
 
-/** `groupPause`: pauses a group until `p.until`, or resumes it. */
+/**
+ * `groupPause`: pauses a group until `p.until`, or resumes it, waking the
+ * workers either way: a resume frees the group's jobs, and a pause's end is
+ * a time their probes (`jobProbe`) must learn.
+ */
 export async function pauseGroup({ db, target }: PostgresContext, p: GroupPauseParams): Promise<void> {
   if (p.until === null) {
     await db.query(`DELETE FROM ${target.tables.pauses} WHERE namespace = $1 AND grp = $2`, [
       target.namespace,
       p.group,
     ]);
-    return;
+  } else {
+    await db.query(
+      `INSERT INTO ${target.tables.pauses} (namespace, grp, paused_until) VALUES ($1, $2, $3)
+       ON CONFLICT (namespace, grp) DO UPDATE SET paused_until = excluded.paused_until`,
+      [target.namespace, p.group, p.until],
+    );
   }
-  await db.query(
-    `INSERT INTO ${target.tables.pauses} (namespace, grp, paused_until) VALUES ($1, $2, $3)
-     ON CONFLICT (namespace, grp) DO UPDATE SET paused_until = excluded.paused_until`,
-    [target.namespace, p.group, p.until],
-  );
+  if (target.notify) await db.query("SELECT pg_notify($1, '')", [target.channel]);
 }
 
 /** `queuePause`: pauses or resumes a queue, waking the workers when it resumes. */

@@ -6,7 +6,9 @@
  * partition commit one after another and offsets follow commit order, and
  * one that rolls back gives its offsets back with it. Every append bumps
  * its partitions in partition order, so two appends that share partitions
- * wait for each other, never deadlock.
+ * wait for each other, never deadlock. An append NOTIFYs the namespace's
+ * channel with the log's name (unless `notify: false`), which wakes the
+ * consumer groups of every process.
  *
  * @module
  */
@@ -22,6 +24,7 @@ import type {
 import { toHex } from "../sql/hex.ts";
 import { toLogPartition, toLogRecord } from "../sql/rows.ts";
 import type { PostgresContext, StoreTarget } from "./connection.ts";
+import { APPEND_PAYLOAD_PREFIX } from "./runs.ts";
 
 /** Appends `p.rows` and returns their offsets, in order (`logAppend`). */
 export async function appendRecords(
@@ -46,7 +49,7 @@ export async function appendRecords(
      inserted AS (
        INSERT INTO ${target.schema}.log_records (namespace, log, partition, "offset", key, value, appended_at)
        SELECT $1, $2, partition, "offset", key, value::bytea, $6 FROM numbered)
-     SELECT "offset" FROM numbered ORDER BY ord`,
+     SELECT "offset"${target.notify ? ", (SELECT pg_notify($7, $8)) AS wake" : ""} FROM numbered ORDER BY ord`,
     [
       target.namespace,
       p.log,
@@ -55,6 +58,8 @@ export async function appendRecords(
       // bytea's hex input form: values go as text, like payloads.
       p.rows.map((r) => `\\x${toHex(r.value)}`),
       p.at,
+      // Consumer groups of other processes wait for this instead of polling.
+      ...(target.notify ? [target.channel, `${APPEND_PAYLOAD_PREFIX}${p.log}`] : []),
     ],
     tx,
   );

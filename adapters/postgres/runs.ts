@@ -89,8 +89,8 @@ export async function finishJobs(
   const f = p.finishes;
   // Results and progress go in only when the batch has some (most batches have neither): a second statement.
   const valued = f.some((x) => x.result !== undefined || x.progress !== undefined);
-  const rows = await db.query(
-    `UPDATE ${target.tables.jobs} AS j SET
+  const wake = target.notify;
+  const update = `UPDATE ${target.tables.jobs} AS j SET
        state = f.state,
        finished_at = CASE WHEN f.state IN ('completed', 'failed') THEN f.at END,
        run_at = coalesce(f.run_at, j.run_at),
@@ -98,19 +98,29 @@ export async function finishJobs(
        lease_until = NULL,
        worker_id = NULL,
        runs = CASE WHEN f.run IS NULL THEN j.runs ELSE j.runs || jsonb_build_array(f.run::jsonb) END${
-      valued
-        ? `,
+    valued
+      ? `,
        result = coalesce(f.result::bytea, j.result),
        progress = coalesce(f.progress, j.progress)`
-        : ""
-    }
+      : ""
+  }
      FROM unnest($1::text[], $2::int[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::int[], $8::bigint[]${
-      valued ? ", $10::text[], $11::text[]" : ""
-    })
+    valued ? ", $10::text[], $11::text[]" : ""
+  })
        AS f(id, fence, state, at, run_at, run, uncount, expired_before${valued ? ", result, progress" : ""})
      WHERE j.id = f.id AND j.namespace = $9 AND j.state = 'running' AND j.fence = f.fence
        AND (f.expired_before IS NULL OR j.lease_until < f.expired_before)
-     RETURNING j.id, j.has_children`,
+     RETURNING j.id, j.has_children${wake ? ", j.state, j.grp, j.topic" : ""}`;
+  // Other processes' idle workers wait for a wake-up: an outcome that makes a job due (again), or ends a run
+  // whose group, partition or limited queue held jobs back, announces itself in the same statement.
+  const rows = await db.query(
+    wake
+      ? `WITH done AS (${update})
+         SELECT id, has_children, (SELECT pg_notify($${valued ? 13 : 11}, '') FROM done
+           WHERE $${valued ? 12 : 10} OR state IN ('available', 'scheduled') OR grp IS NOT NULL OR topic IS NOT NULL
+           LIMIT 1) AS wake
+         FROM done`
+      : update,
     [
       f.map((x) => x.id),
       f.map((x) => x.fence),
@@ -128,6 +138,7 @@ export async function finishJobs(
           f.map((x) => x.progress ?? null),
         ]
         : []),
+      ...(wake ? [p.announce ?? false, target.channel] : []),
     ],
     tx,
   );
@@ -182,12 +193,23 @@ export async function renewLeases(
   return rows.map((r) => String(r.id));
 }
 
-/** `listen`: LISTENs on the namespace's channel (postgres.js re-listens after reconnecting); null with `notify: false`. */
+/** The payload of a log append's NOTIFY: this prefix and the log's stored name (a job wake-up's payload is empty). */
+export const APPEND_PAYLOAD_PREFIX = "log:";
+
+/**
+ * `listen`: LISTENs on the namespace's channel (postgres.js re-listens
+ * after reconnecting, and calls `onListen` each time); null with
+ * `notify: false`.
+ */
 export async function listenForWakes(
   { db, target }: PostgresContext,
-  { onWake }: ListenParams,
+  { onWake, onAppend, onListen }: ListenParams,
 ): Promise<(() => Promise<void>) | null> {
   if (!target.notify) return null;
-  const request = await db.run(() => db.sql.listen(target.channel, () => onWake(), onWake));
+  const heard = (payload: string) => {
+    if (payload.startsWith(APPEND_PAYLOAD_PREFIX)) onAppend(payload.slice(APPEND_PAYLOAD_PREFIX.length));
+    else onWake();
+  };
+  const request = await db.run(() => db.sql.listen(target.channel, heard, onListen));
   return () => request.unlisten();
 }

@@ -11,10 +11,13 @@
  *   commit durably.
  * - Batched writes pass one array per column through `unnest`, so a batch of
  *   any size is one statement with a fixed number of parameters.
- * - Wake-ups: inserts of available jobs run `pg_notify` (no payload) on the
- *   namespace's channel in the same statement, so a notification inside the
- *   application's transaction is delivered only if it commits. With
- *   `notify: false` (PgBouncer in transaction mode) workers poll instead.
+ * - Wake-ups: inserts of available or scheduled jobs, and outcomes that make
+ *   a job due again or end a run of a group, a partition or a shared queue
+ *   slot, run `pg_notify` (no payload) on the namespace's channel in the same
+ *   statement, so a notification inside the application's transaction is
+ *   delivered only if it commits; log appends notify with the log's name
+ *   (runs.ts, `APPEND_PAYLOAD_PREFIX`). With `notify: false` (PgBouncer in
+ *   transaction mode) instances poll instead.
  *
  * @module
  */
@@ -66,6 +69,7 @@ import { advanceSchedule, deleteSchedule, getSchedule, listSchedules, saveSchedu
 import { ensureSchema } from "./schema.ts";
 import { listSteps, listWaitingEvents, pruneEvents, saveSteps, sendEvent, suspendStep } from "./steps.ts";
 import { listenForChanges, watchJobs } from "./watch.ts";
+import { probeJobs } from "./probe.ts";
 
 /**
  * A {@link StoreFor} on a postgres.js client; nothing is sent until the
@@ -139,6 +143,7 @@ export function composePostgresStore(sql: Sql, settings: PostgresStoreSettings):
     jobClaim: (p) => claimJobs(ctx, p),
     jobFinishMany: (p) => finishJobs(ctx, p),
     jobListExpired: (p) => listExpiredJobs(ctx, p),
+    jobProbe: (p) => probeJobs(ctx, p),
     jobProgress: (p) => saveProgress(ctx, p),
     jobRenewLeases: (p) => renewLeases(ctx, p),
     listen: (p) => listenForWakes(ctx, p),

@@ -111,7 +111,10 @@ export interface ErrandOptions<J extends JobDefinitions, Ctx, TTx, L extends Log
    */
   lease?: Duration;
   /**
-   * How often an idle worker looks for jobs that no wake-up announced.
+   * How often the instance looks for due jobs in all its queues at once
+   * (one statement) when no listener announces them (libSQL, or
+   * PostgreSQL with `notify: false`). While the store's listener is up, it
+   * looks every 30 s (or this, if longer) as a safety net only.
    * @default {"1s"}
    */
   pollInterval?: Duration;
@@ -176,9 +179,11 @@ export interface ErrandOptions<J extends JobDefinitions, Ctx, TTx, L extends Log
    */
   retention?: { completed?: Duration; failed?: Duration; cancelled?: Duration };
   /**
-   * How long the leadership (which fires cron schedules) holds without
-   * renewal; the leader renews it every second, and another instance takes
-   * over this long after the leader stops.
+   * How long the leadership (which fires cron schedules, and runs
+   * maintenance while the store's listener is up) holds without renewal;
+   * the leader renews it every third of it, and the other instances try
+   * once a lease, so one takes over between one and two leases after the
+   * leader stops (at its next try after a graceful shutdown).
    * @default {"10s"}
    */
   leaderLease?: Duration;
@@ -191,6 +196,8 @@ export interface ErrandOptions<J extends JobDefinitions, Ctx, TTx, L extends Log
   /**
    * How often maintenance promotes due jobs, rescues expired leases and prunes
    * (pruning's interval is also how often a worker looks for jobs no live worker can run).
+   * While the store's listener is up, only the leader runs maintenance, and
+   * resolves waiting continuations at the rescue's interval.
    * @default {promote: "1s", rescue: "5s", prune: "1m"}
    */
   maintenance?: { promote?: Duration; rescue?: Duration; prune?: Duration };

@@ -6,12 +6,15 @@
  *
  * Services start in this order and stop in the reverse, so nothing that is
  * still running depends on one already stopped:
- * 1. queue workers, the lease keeper, maintenance, the cron leader, the watch
+ * 1. queue workers, the probe, the lease keeper, the cron leader, the watch
  *    for partitions made elsewhere, the report of unhandled jobs;
  * 2. the heartbeat, which announces the instance (partition ownership
  *    and consumer groups' assignment follow the live instances it reads);
  * 3. the consumer groups;
- * 4. the wake-up listener, where the store has one.
+ * 4. the wake-up listener, where the store has one; while it is up, the
+ *    probe (which wakes idle workers) and the consumer groups look on their
+ *    own only as a safety net;
+ * 5. maintenance, on the leader only while the listener is up.
  * Shutdown ends a drain's session first, deregisters, so other instances
  * take over partitions while the workers drain, and saves every outcome
  * before it stops renewing leases.
@@ -101,8 +104,10 @@ export class WorkerPool<TTx> {
     const { store } = services;
     for (const [queue, slots] of options.queues) services.worker(queue, slots, mode === "work");
     if (mode !== "work") return;
+    services.probe.start();
     services.leases.start();
-    services.maintenance.start();
+    // An instance knows whether it leads from the start: maintenance may run on the leader only.
+    await services.leadership.renew();
     services.schedules.start();
     // Another process may start using partitions (a sequential recurring job): look until some exist.
     if (!workers.partitioned) {
@@ -115,9 +120,21 @@ export class WorkerPool<TTx> {
     // After the first beat, which told the groups which partitions are theirs.
     services.consumers.start();
     // A listener whose connection hangs must not hold start() for good; one that comes up too late is stopped.
-    const listening = this.#deps.store.listen({ onWake: () => workers.wakeAll() });
+    const listening = this.#deps.store.listen({
+      onWake: () => services.probe.wake(),
+      onAppend: (log) => services.consumers.appended(log),
+      // Whatever was announced while the connection was down was missed: look at everything.
+      onListen: () => {
+        services.probe.wake();
+        services.consumers.wakeAll();
+      },
+    });
     this.#unlisten = (await withinDeadline(listening, options.storeTimeoutMs, "listen", (late) => void late?.())) ??
       undefined;
+    // Pushed wake-ups make the loops' own looks a safety net only (time/safety_poll.ts), and maintenance the
+    // leader's alone: it starts once that is known.
+    services.listening(this.#unlisten !== undefined);
+    services.maintenance.start();
     // The logger adds this instance's workerId to every line.
     logger.info("Started", { queues: Object.fromEntries(options.queues) });
   }
@@ -146,6 +163,7 @@ export class WorkerPool<TTx> {
       stopped("stopping schedules and giving up the leadership", services.schedules.stop()),
       stopped("stopping the listener", unlisten),
       stopped("stopping maintenance", services.maintenance.stop()),
+      stopped("stopping the probe", services.probe.stop()),
       stopped("stopping the watch for partitions", this.#partitionWatch?.stop()),
       stopped("stopping the report of unhandled jobs", services.unhandled.stop()),
     ]);

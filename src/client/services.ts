@@ -2,9 +2,9 @@
  * The shared services of one instance, wired once from the client's bag:
  * the completer and the post-run rule (`running/after_run.ts`), the
  * workflow step writer, the lease keeper, maintenance, the leadership, the
- * recurring jobs, partition ownership, the consumer groups, the heartbeat
- * and the report of unhandled jobs, and the factory of queue workers that
- * run on them.
+ * recurring jobs, partition ownership, the consumer groups, the heartbeat,
+ * the report of unhandled jobs and the probe that wakes idle workers, and
+ * the factory of queue workers that run on them.
  * Nothing runs until the pool (`pool.ts`) starts it.
  *
  * @module
@@ -20,6 +20,7 @@ import { readParentResults } from "../results/stored_result.ts";
 import { AfterRun } from "../running/after_run.ts";
 import { Completer } from "../running/completer.ts";
 import { LeaseKeeper } from "../running/leases.ts";
+import { Probe } from "../running/probe.ts";
 import { QueueWorker } from "../running/worker.ts";
 import { Schedules } from "../schedules/schedules.ts";
 import { withDeadline } from "../store/deadline.ts";
@@ -60,6 +61,8 @@ export class Services<TTx> {
   readonly consumers: LogConsumers;
   readonly heartbeat: Heartbeat;
   readonly unhandled: UnhandledReport;
+  /** The one look at every queue that wakes idle workers. */
+  readonly probe: Probe;
 
   /** Wires the services; nothing runs yet. */
   constructor(deps: ServicesDeps<TTx>) {
@@ -71,7 +74,17 @@ export class Services<TTx> {
     this.#flow = new FlowControl(options.queueFlows, kinds.handledFlows());
     this.completer = new Completer(base);
     this.#stepWriter = new StepWriter(base);
-    this.afterRun = new AfterRun({ ...base, completer: this.completer, kinds, workers, telemetry, watchers, releases });
+    const flow = this.#flow;
+    this.afterRun = new AfterRun({
+      ...base,
+      completer: this.completer,
+      kinds,
+      flow,
+      workers,
+      telemetry,
+      watchers,
+      releases,
+    });
     this.leases = new LeaseKeeper(base, options.leaseMs, (outcome, n) => telemetry.leasesRenewed(outcome, n));
     this.maintenance = new Maintenance({
       ...base,
@@ -84,6 +97,7 @@ export class Services<TTx> {
       wake: (queue) => workers.wake(queue),
       releases,
       rescued: (ids) => telemetry.rescued(ids),
+      leading: () => this.leadership.isLeader,
     });
     const leadership = this.leadership = new Leadership({
       ...base,
@@ -116,11 +130,28 @@ export class Services<TTx> {
         if (this.#ownership.refresh(live) && workers.partitioned) workers.wakeAll();
       },
     });
+    this.probe = new Probe({
+      ...base,
+      pollMs: options.pollMs,
+      queues: () => [...workers.all()].map((w) => w.queue),
+      wake: (queue) => workers.wake(queue),
+    });
     this.unhandled = new UnhandledReport({
       ...base,
       intervalMs: options.intervals.prune,
       works: (queue) => workers.get(queue) !== undefined,
     });
+  }
+
+  /**
+   * Whether the store's listener is up: then the probe and the consumer
+   * groups look on their own only as a safety net, and maintenance runs on
+   * the leader only (its promotions wake the others through the listener).
+   */
+  listening(listening: boolean): void {
+    this.probe.listening = listening;
+    this.consumers.listening = listening;
+    this.maintenance.leaderOnly = listening;
   }
 
   /** The partition heads a claim on `queue` may take, or null while the namespace has no partitions. */

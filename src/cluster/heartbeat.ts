@@ -75,22 +75,33 @@ export class Heartbeat {
     );
   }
 
-  /** Beats once now (in mode "manual", each `step()` does), then reads the live instances. */
+  /**
+   * Beats once now (in mode "manual", each `step()` does) and hands on the
+   * live instances: one read a beat, before it from the second beat on
+   * (the read also tells whether another instance beat under this id), with
+   * this instance's record as just written; after it on the first.
+   */
   async beat(): Promise<void> {
     const { store, clock, id } = this.#env;
     const now = clock.now();
-    if (this.#startedAt !== undefined) await this.#checkOwnRecord(now);
+    const before = this.#startedAt !== undefined ? await liveWorkers(store, now) : undefined;
+    if (before) this.#checkOwnRecord(before);
     this.#startedAt ??= now;
     this.#beatAt = now;
     const worker = { id, startedAt: this.#startedAt, beatAt: now, ...this.#env.describe() };
     await store.workerBeat({ worker, expiredBefore: now - WORKER_EXPIRY_MS });
-    this.#env.onLive(await liveWorkers(store, now));
+    const live = before
+      ? [...before.filter((w) => w.id !== id), worker].sort((a, b) =>
+        a.startedAt - b.startedAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+      )
+      : await liveWorkers(store, now);
+    this.#env.onLive(live);
   }
 
-  /** Logs an error when the record under this id beat after this instance last did: another instance's. */
-  async #checkOwnRecord(now: number): Promise<void> {
+  /** Logs an error when the record under this id in `live` beat after this instance last did: another instance's. */
+  #checkOwnRecord(live: readonly WorkerInfo[]): void {
     const { id, logger } = this.#env;
-    const own = (await liveWorkers(this.#env.store, now)).find((w) => w.id === id);
+    const own = live.find((w) => w.id === id);
     if (own && own.beatAt > this.#beatAt) {
       logger.error(`Another live instance uses workerId "${id}"; give each instance its own workerId`, {
         otherBeatAt: new Date(own.beatAt).toISOString(),

@@ -1,9 +1,12 @@
 /**
  * Leadership: one `"work"` instance per database and namespace does what must
- * happen once (firing cron schedules). It holds a lease row that it renews on
- * every tick; when the leader stops renewing (it crashed, hung or lost the
- * database), another instance takes over once the lease has ended. A graceful
- * shutdown gives the leadership up at once.
+ * happen once (firing cron schedules; and housekeeping, while the store's
+ * listener is up). It holds a lease row that it renews every third of the
+ * lease; when the leader stops renewing (it crashed, hung or lost the
+ * database), another instance takes over once the lease has ended: the
+ * others try once a lease (an idle namespace's instances cost the database
+ * little), so within a lease of its end. A graceful shutdown gives the
+ * leadership up at once (the others take it at their next try).
  *
  * Leadership is not fencing: a leader that stalls past its lease may act once
  * more before it notices. Everything a leader writes is therefore idempotent
@@ -36,6 +39,11 @@ export class Leadership {
   /** Creates the view; nothing is written until {@link Leadership.renew}. */
   constructor(env: LeadershipEnv) {
     this.#env = env;
+  }
+
+  /** How long until the next renewal: a third of the lease while leading, the whole lease while not. */
+  get nextTryMs(): number {
+    return this.#leader ? this.#env.leaseMs / 3 : this.#env.leaseMs;
   }
 
   /** Whether this instance led at its last renewal. */

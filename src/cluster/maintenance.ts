@@ -1,6 +1,10 @@
 /**
  * Housekeeping of a `"work"` instance. Every task is safe to run on many
- * instances at once, so there is no leader:
+ * instances at once, so every instance runs them, unless the store's
+ * listener is up (`leaderOnly`): then only the leader does, since the
+ * promotions and rescues it writes wake the other instances through the
+ * listener, and an idle namespace costs one instance's housekeeping, not
+ * every one's:
  * - promotion: due scheduled jobs become available, and their queues' workers wake;
  * - rescue: running jobs whose lease expired (their worker died or hung) are
  *   recorded with error `LeaseExpired` and retried or failed like any error
@@ -68,6 +72,8 @@ export interface MaintenanceEnv extends
   readonly releases: Pick<ChildReleases, "resolveAll">;
   /** Told the ids of jobs this instance rescued. */
   rescued(ids: readonly string[]): void;
+  /** Whether this instance leads (as of its last renewal). */
+  leading(): boolean;
 }
 
 const BATCH = 500;
@@ -78,6 +84,10 @@ const PRUNE_BATCHES_PER_RUN = 20;
 export class Maintenance {
   #tasks: Periodic[] = [];
   readonly #env: MaintenanceEnv;
+  /** Whether the timed tasks run on the leader only (the store's listener is up); `rescueExpired()` runs anyway. */
+  leaderOnly = false;
+  /** When continuations were last resolved by the timed task. */
+  #resolvedAt = -Infinity;
 
   /** Creates the tasks; `start()` runs them. */
   constructor(env: MaintenanceEnv) {
@@ -88,11 +98,13 @@ export class Maintenance {
   start(): void {
     if (this.#tasks.length) return;
     const { clock, logger, intervals } = this.#env;
+    const mine = (task: () => Promise<unknown>) => () =>
+      !this.leaderOnly || this.#env.leading() ? task() : Promise.resolve();
     this.#tasks = [
-      every(clock, intervals.promote, "Promoting scheduled jobs", logger, () => this.promote()),
-      every(clock, intervals.promote, "Resolving continuations", logger, () => this.resolveContinuations()),
-      every(clock, intervals.rescue, "Rescuing expired leases", logger, () => this.rescue()),
-      every(clock, intervals.prune, "Pruning finished jobs", logger, () => this.prune()),
+      every(clock, intervals.promote, "Promoting scheduled jobs", logger, mine(() => this.promote())),
+      every(clock, intervals.promote, "Resolving continuations", logger, mine(() => this.#resolveWhenDue())),
+      every(clock, intervals.rescue, "Rescuing expired leases", logger, mine(() => this.rescue())),
+      every(clock, intervals.prune, "Pruning finished jobs", logger, mine(() => this.prune())),
     ];
   }
 
@@ -109,6 +121,19 @@ export class Maintenance {
       for (const queue of queues) this.#env.wake(queue);
       if (queues.length === 0) return;
     }
+  }
+
+  /**
+   * {@link Maintenance.resolveContinuations} at the promotion's interval,
+   * or, on the leader alone (`leaderOnly`), at the rescue's: only
+   * continuations a transaction enqueued as their last parent ended wait
+   * for it.
+   */
+  #resolveWhenDue(): Promise<void> {
+    const { clock, intervals } = this.#env;
+    if (this.leaderOnly && clock.now() - this.#resolvedAt < intervals.rescue) return Promise.resolve();
+    this.#resolvedAt = clock.now();
+    return this.resolveContinuations();
   }
 
   /** Releases or cancels continuations whose parents all finished (those a transaction enqueued after the last parent ended). */

@@ -166,7 +166,8 @@ export class Inserter<TTx> {
       ? pickLocalStarts(rows, (r) => kinds.handles(r.kind, r.version) ? workers.get(r.queue) : undefined)
       : [];
     const startIds = new Set(starts.flatMap((s) => s.rows.map((r) => r.id)));
-    const notify = rows.some((r) => r.state === "available" && !startIds.has(r.id));
+    // A scheduled job wakes other instances too: their idle workers sleep until the earliest run time they know.
+    const notify = rows.some((r) => r.state === "scheduled" || (r.state === "available" && !startIds.has(r.id)));
     const now = clock.now();
     let started: ReadonlySet<string> = new Set();
     let holders: (string | null)[];

@@ -53,6 +53,15 @@ export class FlowControl {
   }
 
   /**
+   * Whether a run of `queue` holds a slot of a concurrency limit that runs
+   * in every instance share (the queue's `globalConcurrency`): its outcome
+   * must wake the other instances, whose jobs it may have held back.
+   */
+  sharesSlots(queue: string): boolean {
+    return this.#queues.get(queue)?.globalConcurrency !== undefined;
+  }
+
+  /**
    * The limits of a claim of `queue` at `now` for at most `limit` jobs, or
    * null for a plain claim; `returned` are the claiming worker's runs whose
    * handlers have returned and whose outcomes are not saved yet (they no

@@ -21,7 +21,10 @@
  * records past its offset, partitions in parallel: batch after batch while
  * they come back full, then the partition waits for the next look. A batch whose
  * handler throws waits out its retry delay; the group's other partitions
- * go on.
+ * go on. The next look comes after the group's poll interval, or, while the
+ * store's listener announces appends (which wake the groups reading the
+ * log), after the safety poll (time/safety_poll.ts); a partition whose lease
+ * another member holds keeps the poll interval.
  *
  * @module
  */
@@ -35,6 +38,7 @@ import { rendezvousOwner } from "../topics/ownership.ts";
 import { retryDelay } from "../jobs/retry.ts";
 import { sleep } from "../base/clock.ts";
 import { Wakeup } from "../time/wakeup.ts";
+import { safetyPollMs } from "../time/safety_poll.ts";
 import type { ConsumerGroup } from "./consumer.ts";
 import { toRecord } from "./record.ts";
 
@@ -64,6 +68,8 @@ interface PartitionState {
   running: Promise<number> | undefined;
   /** Aborts the running batch's handler. */
   abort: AbortController | undefined;
+  /** Records wait but another member held the lease at the last try: no append will announce its end. */
+  heldElsewhere?: boolean;
 }
 
 /** Most batch rounds of one group one `step()` runs. */
@@ -81,6 +87,7 @@ export class LogConsumers {
   readonly #wakeups = new Map<string, Wakeup>();
   #loops: Promise<void>[] = [];
   #stopping = false;
+  #listening = false;
   /** Whether this instance runs its groups: after `start()`, or `activate()` in mode "manual". */
   #active = false;
 
@@ -138,7 +145,17 @@ export class LogConsumers {
     }
   }
 
-  /** Wakes the groups reading `log` (its stored name): records were just appended. */
+  /** Whether the store's listener is up (it announces appends): then the loops' own looks are a safety net only. */
+  set listening(listening: boolean) {
+    this.#listening = listening;
+  }
+
+  /** Wakes every group: the listener reconnected, and appends announced meanwhile were missed. */
+  wakeAll(): void {
+    for (const wakeup of this.#wakeups.values()) wakeup.notify();
+  }
+
+  /** Wakes the groups reading `log` (its stored name): records were just appended (here or, announced, elsewhere). */
   appended(log: string): void {
     for (const g of this.#env.groups) if (g.log === log) this.#wakeups.get(g.member)!.notify();
   }
@@ -210,11 +227,16 @@ export class LogConsumers {
     }
   }
 
-  /** How long the loop of `g` sleeps: its poll interval, or less when a failed batch's retry comes sooner. */
+  /**
+   * How long the loop of `g` sleeps: its poll interval (while the listener
+   * announces appends, the safety poll, unless another member's lease holds
+   * records back), or less when a failed batch's retry comes sooner.
+   */
   #nextWait(g: ConsumerGroup): number {
     const now = this.#env.clock.now();
-    let wait = g.pollMs;
-    for (const s of this.#states.get(g.member)!.values()) {
+    const states = [...this.#states.get(g.member)!.values()];
+    let wait = safetyPollMs(g.pollMs, this.#listening && !states.some((s) => s.heldElsewhere));
+    for (const s of states) {
       if (s.failures > 0 && !s.running) wait = Math.min(wait, Math.max(0, s.retryAt - now));
     }
     return wait;
@@ -286,6 +308,7 @@ export class LogConsumers {
       // A retry asks the store again, so a seek past a poison record is seen at once.
       if (s.epoch === null || s.failures > 0 || s.leaseUntil - now < g.leaseMs / 3) {
         const lease = await this.#lease(g, p, now);
+        s.heldElsewhere = !lease;
         if (!lease) {
           // Another member holds it until its lease ends or it lets go.
           s.epoch = null;

@@ -22,6 +22,7 @@ import type { Completer, Saved } from "./completer.ts";
 import type { RunEnds } from "./executor.ts";
 import type { RetryPolicy } from "../jobs/retry.ts";
 import type { Workers } from "./workers.ts";
+import type { FlowControl } from "../flow/claims.ts";
 
 /** One run of a `step()` (or a `drain()`). */
 export interface StepRun {
@@ -46,6 +47,8 @@ export interface AfterRunEnv {
   readonly completer: Pick<Completer, "push">;
   /** The retry policy of stored kind `name` at `version`, should the store refuse an outcome. */
   readonly kinds: { retryPolicy(name: string, version: number): RetryPolicy };
+  /** Whether a run of a queue holds a slot that every instance shares. */
+  readonly flow: Pick<FlowControl, "sharesSlots">;
   /** This instance's workers, woken where a job came back. */
   readonly workers: Pick<Workers<unknown>, "wake">;
   readonly telemetry: Pick<Telemetry, "runEnded">;
@@ -71,7 +74,12 @@ export class AfterRun implements RunEnds {
     const env = this.#env;
     const saved: Saved = applied
       ? { status: "applied", finish, hasChildren: applied.hasChildren }
-      : await env.completer.push({ finish, run: claim, policy: env.kinds.retryPolicy(claim.kind, claim.version) });
+      : await env.completer.push({
+        finish,
+        run: claim,
+        policy: env.kinds.retryPolicy(claim.kind, claim.version),
+        announce: env.flow.sharesSlots(claim.queue),
+      });
     const written = saved.status === "applied" || saved.status === "replaced";
     const outcome = written ? outcomeOf(saved.finish) : "lost";
     const error = written ? saved.finish.run?.error ?? null : null;

@@ -63,6 +63,8 @@ export interface Outcome {
   readonly run: RunRef;
   /** The retry policy of the job's kind. */
   readonly policy: RetryPolicy;
+  /** Wake the other instances once it is saved: its run held a slot they share (see `JobFinishParams.announce`). */
+  readonly announce?: boolean;
 }
 
 /** What saving outcomes needs. */
@@ -77,7 +79,9 @@ export async function saveFinishes(env: SaveEnv, outcomes: readonly Outcome[]): 
   const finishes = outcomes.map((o) => o.finish);
   const saved = new Array<Saved>(finishes.length);
   const write = async (part: readonly JobFinish[], at: number, status: "applied" | "replaced") => {
-    const changed = new Map((await store.jobFinishMany({ finishes: part })).map((f) => [f.id, f.hasChildren]));
+    const announce = outcomes.slice(at, at + part.length).some((o) => o.announce);
+    const finished = await store.jobFinishMany(announce ? { finishes: part, announce } : { finishes: part });
+    const changed = new Map(finished.map((f) => [f.id, f.hasChildren]));
     part.forEach((finish, i) => {
       const hasChildren = changed.get(finish.id);
       saved[at + i] = { status: hasChildren === undefined ? "fenced" : status, finish, hasChildren: !!hasChildren };

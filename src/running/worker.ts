@@ -7,7 +7,10 @@
  * - hot: the last claim filled every free slot, so more work is likely; a
  *   finishing job wakes the loop to claim again.
  * - idle: the last claim came back short; the loop sleeps until a wake-up
- *   (local enqueue, NOTIFY, promotion) or the poll interval.
+ *   (local enqueue, promotion, or the instance's probe, `probe.ts`, which
+ *   looks at every queue at once when NOTIFY tells of jobs, when a
+ *   scheduled job comes due, and every poll interval), or, held back by a
+ *   rate limit, until its next window.
  * - gathering: fewer than half a claim's slots are free and more will free
  *   soon (jobs are running, or outcomes owed beyond the slot count are being
  *   saved); the loop waits a moment (GATHER_MS) for more to free, then claims.
@@ -265,9 +268,10 @@ export class QueueWorker<TTx> implements LocalWorker {
       this.#hot = claimed.length === limit;
       rateWaitSince = this.#rateWait(rateWaitSince, claimed, now);
       if (!this.#hot) {
-        // Held back by a rate limit, the next chance is when its window opens: no polling before.
+        // Idle: the instance's probe (probe.ts) wakes the worker when its queue has due jobs. Held back by a
+        // rate limit, the next chance is when its window opens.
         const window = env.flow.untilNextWindow(this.queue, now) ?? Infinity;
-        await this.#wakeup.wait(Math.min(env.pollMs, window) - (env.clock.now() - now));
+        await this.#wakeup.wait(window - (env.clock.now() - now));
       } else if (this.#free() <= 0) await this.#slotFreed.wait(Infinity);
     }
   }

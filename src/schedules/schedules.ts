@@ -8,7 +8,9 @@
  *   the definition, cancels the occurrence enqueued in advance for the old one
  *   if it has not started, and enqueues the next occurrence of the new one.
  * - Firing: the leader (see `leader.ts`) wakes at each schedule's next
- *   occurrence (and at least every second), enqueues every due occurrence,
+ *   occurrence (and at every renewal of its lease, a third of the lease,
+ *   for schedules saved meanwhile: a new schedule's first occurrence is
+ *   enqueued when it is saved), enqueues every due occurrence,
  *   and advances the schedule by compare-and-set. Each occurrence job carries a
  *   unique key of (schedule, definition, occurrence time), kept until the job
  *   is pruned, so a second leader (or the old one, late) enqueues nothing more.
@@ -36,9 +38,6 @@ import type { JobsStore } from "../store/jobs.ts";
 import type { ScheduleStore } from "../store/schedules.ts";
 import type { JobInsertRow, ScheduleRecord } from "../store/records.ts";
 import { sha256Hex, uniqueKeyOf } from "../enqueue/unique.ts";
-
-/** How often the firing loop looks again at the latest (and renews the leadership). */
-const TICK_MS = 1_000;
 
 /** What schedules need from the rest of errand. */
 export interface SchedulesEnv extends ServiceDeps<ScheduleStore & Pick<JobsStore, "jobTransition">> {
@@ -282,10 +281,11 @@ export class Schedules {
     this.#loop = (async () => {
       const { clock, logger, leadership } = this.#env;
       while (!stopper.signal.aborted) {
-        let waitMs = TICK_MS;
+        let waitMs = leadership.nextTryMs;
         if (await leadership.renew()) {
+          waitMs = leadership.nextTryMs;
           try {
-            waitMs = await this.fireDue();
+            waitMs = await this.fireDue(waitMs);
           } catch (err) {
             logger.warn("Firing schedules failed; retrying", { error: String(err) });
           }
@@ -303,11 +303,15 @@ export class Schedules {
     await this.#env.leadership.release();
   }
 
-  /** Fires every due schedule once; returns how long until the next is due (at most a tick). */
-  async fireDue(): Promise<number> {
+  /**
+   * Fires every due schedule once; returns how long until the next is due
+   * (at most `horizonMs`: the leader looks again at least that often, for
+   * schedules saved meanwhile).
+   */
+  async fireDue(horizonMs = 1_000): Promise<number> {
     const { store, clock } = this.#env;
     const now = clock.now();
-    let waitMs = TICK_MS;
+    let waitMs = horizonMs;
     for (const schedule of await store.scheduleList()) {
       const next = schedule.nextRunAt <= now ? await this.#fire(schedule, now) : schedule.nextRunAt;
       waitMs = Math.min(waitMs, next - now);

@@ -13,7 +13,7 @@ import type { InsertClaim, JobInsertResult, JobInsertRow, ResolvedWaiting } from
 export interface JobInsertParams {
   /** The jobs, inserted all or none. */
   readonly rows: readonly JobInsertRow[];
-  /** Tell listening processes that jobs became available. */
+  /** Tell listening processes that jobs became available or scheduled. */
   readonly notify: boolean;
   /** Available rows to insert already claimed by an idle worker of the enqueuing errand instance. */
   readonly start?: InsertClaim;

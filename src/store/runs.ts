@@ -119,6 +119,14 @@ export interface ReturnedRun {
 export interface JobFinishParams {
   /** The outcomes to apply, each on its own condition. */
   readonly finishes: readonly JobFinish[];
+  /**
+   * Wake listening processes (`listen`) once the batch applies, whatever
+   * its outcomes: one of its runs held a slot of a queue with a concurrency
+   * limit, which a job held back in another process may take now. A store
+   * wakes them anyway for outcomes that make a job available or scheduled
+   * and for jobs with a group or partition.
+   */
+  readonly announce?: boolean;
 }
 
 /** Parameters of {@link RunStore.jobListExpired}. */
@@ -127,6 +135,30 @@ export interface JobListExpiredParams {
   readonly now: number;
   /** Most jobs to return. */
   readonly limit: number;
+}
+
+/** Parameters of {@link RunStore.jobProbe}. */
+export interface JobProbeParams {
+  /** The queues to look at (those the instance works). */
+  readonly queues: readonly string[];
+  /** The current time: scheduled jobs with `runAt <= now` are due. */
+  readonly now: number;
+}
+
+/** What {@link RunStore.jobProbe} found. */
+export interface JobProbe {
+  /**
+   * The queues of `queues` that hold a job due now: available (whatever its
+   * group, partition or kind), or scheduled with `runAt <= now`. A claim on
+   * them may still find nothing (flow control, partition heads, kinds).
+   */
+  readonly due: string[];
+  /**
+   * The earliest time after `now` when more may come due: the `runAt` of a
+   * scheduled job of `queues`, or the end of a group's pause (in any queue);
+   * null when there is neither.
+   */
+  readonly nextAt: number | null;
 }
 
 /** Parameters of {@link RunStore.jobProgress}. */
@@ -149,8 +181,15 @@ export interface JobRenewLeasesParams {
 
 /** Parameters of {@link RunStore.listen}. */
 export interface ListenParams {
-  /** Called whenever another process makes jobs available. */
+  /** Called whenever a process (this one too) makes jobs available or schedules them, or frees what held them back. */
   onWake(): void;
+  /** Called with a log's stored name whenever a process (this one too) appends records to it. */
+  onAppend(log: string): void;
+  /**
+   * Called once listening begins and again after every reconnection:
+   * whatever was announced while the listener was down was missed.
+   */
+  onListen(): void;
 }
 
 /** The hot path of a run: wake-ups, claims, leases, progress, outcomes, and rescues of expired leases. */
@@ -176,6 +215,12 @@ export interface RunStore {
   /** Running jobs whose lease ended before `now`, oldest lease first. */
   jobListExpired(params: JobListExpiredParams): Promise<ExpiredJob[]>;
   /**
+   * One look at many queues at once, so that an idle instance need not claim
+   * on each: which of `queues` hold a job due now, and when the next
+   * scheduled job of them is due. One statement on the claims' indexes.
+   */
+  jobProbe(params: JobProbeParams): Promise<JobProbe>;
+  /**
    * Stores a run's progress if the job is still running under `fence`;
    * returns whether it did (need not commit durably).
    */
@@ -183,9 +228,13 @@ export interface RunStore {
   /** Extends the leases of the given claims to `leaseUntil`; returns the ids still held (need not commit durably). */
   jobRenewLeases(params: JobRenewLeasesParams): Promise<string[]>;
   /**
-   * Calls `onWake` whenever another process makes jobs available; resolves
-   * to a function that stops listening, or to null when the store cannot
-   * push wake-ups (then workers poll).
+   * Calls `onWake` whenever a process makes jobs available or scheduled
+   * (inserts, retries and other outcomes that reschedule, rescues,
+   * promotions, resumes) or ends what held due jobs back (an outcome of a
+   * job with a group or partition, or one of a batch with `announce`, a
+   * resumed queue, a group paused or resumed), and `onAppend` on log appends; resolves to a
+   * function that stops listening, or to null when the store cannot push
+   * wake-ups (then workers poll).
    */
   listen(params: ListenParams): Promise<(() => Promise<void>) | null>;
 }

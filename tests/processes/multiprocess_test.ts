@@ -180,11 +180,13 @@ for (const kind of kinds) {
       const children: Worker[] = [];
       try {
         const errand = createErrand({ jobs: processJobs, topics: processTopics, store: db.store(), mode: "enqueue" });
-        const ids = (await errand.enqueueMany(
-          Array.from({ length: 12 }, (_, n) => ({ kind: "slow" as const, payload: { n } })),
-        )).map((r) => r.id);
+        // A is up before the jobs arrive, so its start-up (leadership, heartbeat, listener) is not what the kill meets.
         const a = await startWorker(kind, db, logA);
         children.push(a);
+        // Five rounds of A's eight slots: jobs are still running on A when their start is seen on a loaded machine.
+        const ids = (await errand.enqueueMany(
+          Array.from({ length: 40 }, (_, n) => ({ kind: "slow" as const, payload: { n } })),
+        )).map((r) => r.id);
         await eventually(() => lines(logA, "start ").length > 0, "a job started on A");
         await stop(a, "SIGKILL");
         const orphaned = lines(logA, "start ").filter((id) => !lines(logA, "done ").includes(id));

@@ -156,3 +156,97 @@ describe("PostgreSQL wake-ups after a claim passed over a held row", { skip: kin
     }
   });
 });
+
+describe("PostgreSQL wake-ups across instances that never poll", { skip: kind.skip }, () => {
+  // Each instance has a fake clock that only the test moves: their probes' safety polls never come, so a job
+  // that another instance lets through starts only if a NOTIFY wakes this one.
+  const twoKinds = defineJobs({ first: job<{ n: number }>(), second: job<{ n: number }>() });
+
+  it("a slot of a queue's globalConcurrency freed in instance A lets instance B start its held job", async () => {
+    const db = await kind.open();
+    let release = () => {};
+    const started: string[] = [];
+    const queues = { default: { concurrency: 2, globalConcurrency: 1 } };
+    // A runs only "first", B only "second": B's job can start only in B, once A's run frees the queue's slot.
+    const a = createErrand({
+      jobs: twoKinds,
+      store: db.store(),
+      clock: new FakeClock(),
+      logger: quietLogger(),
+      queues,
+      handlers: {
+        first: () => new Promise<void>((resolve) => (started.push("first"), release = resolve)),
+      },
+    });
+    const b = createErrand({
+      jobs: twoKinds,
+      store: db.store(),
+      clock: new FakeClock(),
+      logger: quietLogger(),
+      queues,
+      handlers: { second: () => void started.push("second") },
+    });
+    try {
+      await a.start();
+      await a.enqueue("first", { n: 1 });
+      await eventually(() => started.includes("first"), "A to start its job");
+      await b.start();
+      await b.enqueue("second", { n: 2 });
+      // B's claims come back empty while A's run holds the queue's only slot.
+      await new Promise((r) => setTimeout(r, 300));
+      assert.deepEqual(started, ["first"], "B's job waits for the slot");
+      release();
+      await eventually(() => started.includes("second"), "B to start its job once A's outcome freed the slot");
+    } finally {
+      release();
+      await a.shutdown({ drain: 0 });
+      await b.shutdown({ drain: 0 });
+      await db.close();
+    }
+  });
+
+  it("a job that instance A rescues from an expired lease starts in instance B", async () => {
+    const db = await kind.open();
+    const started: string[] = [];
+    const stopped = new AbortController();
+    // C runs the job and hangs: its clock never moves, so it never renews the lease A sees expire, and its one
+    // slot stays taken, so the rescued job can start only in B.
+    const c = createErrand({
+      jobs,
+      store: db.store(),
+      clock: new FakeClock(),
+      logger: quietLogger(),
+      queues: { default: { concurrency: 1 } },
+      // C leads as long as the test runs, so that B (whose clock is ahead) neither leads nor rescues.
+      leaderLease: "2h",
+      handlers: { step: () => new Promise<void>((r) => stopped.signal.addEventListener("abort", () => r())) },
+    });
+    const aClock = new FakeClock();
+    const a = createErrand({ jobs, store: db.store(), clock: aClock, logger: quietLogger(), mode: "enqueue" });
+    // B's clock stands where A's will be when A rescues the job (its run time), and never moves either.
+    const bClock = new FakeClock();
+    bClock.advance(3_600_000);
+    const b = createErrand({
+      jobs,
+      store: db.store(),
+      clock: bClock,
+      logger: quietLogger(),
+      handlers: { step: (p) => void started.push(p.name) },
+    });
+    try {
+      await c.start();
+      const { id } = await c.enqueue("step", { name: "rescued" });
+      await eventually(async () => (await c.get(id))?.state === "running", "C to run the job");
+      await b.start();
+      aClock.advance(3_600_000);
+      assert.equal(await a.rescueExpired(), 1, "A rescues the job");
+      await eventually(() => started.includes("rescued"), "B to start the rescued job");
+    } finally {
+      stopped.abort();
+      await c.shutdown({ drain: 0 });
+      await b.shutdown({ drain: 0 });
+      await a.shutdown({ drain: 0 });
+      await db.close();
+    }
+  });
+});

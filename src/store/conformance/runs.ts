@@ -9,6 +9,7 @@
 import { cases, skip, type StoreCase } from "./case.ts";
 import { check, checkEqual, checkFields, checkSameSet } from "./check.ts";
 import { claim, claimIds, eventually, insert, jobRow, KIND, limits, ready, T0 } from "./fixtures.ts";
+import type { JobFinish, JobInsertRow } from "../records.ts";
 
 const result = new Uint8Array([0xa2, 0x6f, 0x6b]);
 
@@ -302,14 +303,106 @@ export const runCases: StoreCase[] = cases("runs", [
     checkEqual((await store.jobGet({ id: a.id }))?.leaseUntil, T0 + 90_000, "the renewed lease");
     checkEqual(await store.jobRenewLeases({ leases: [], leaseUntil: T0 }), [], "a renewal of no lease");
   }],
+  [
+    "jobProbe",
+    "jobProbe() names the queues with due jobs and the earliest later run time of their scheduled jobs",
+    async (
+      env,
+    ) => {
+      const store = await ready(env);
+      const other = await ready(env, "other");
+      const queues = ["default", "mail", "late", "grouped", "topical", "idle"];
+      checkEqual(await store.jobProbe({ queues, now: T0 }), { due: [], nextAt: null }, "a probe of empty queues");
+      await insert(
+        store,
+        jobRow(),
+        jobRow({ queue: "mail", state: "scheduled", runAt: T0 - 5 }),
+        jobRow({ queue: "late", state: "scheduled", runAt: T0 + 700 }),
+        jobRow({ queue: "late", state: "scheduled", runAt: T0 + 900 }),
+        jobRow({ queue: "grouped", group: "g1" }),
+        jobRow({ queue: "topical", topic: "t", partition: 0 }),
+        jobRow({ queue: "unlisted" }),
+        jobRow({ queue: "unlisted", state: "scheduled", runAt: T0 + 100 }),
+      );
+      await insert(other, jobRow({ queue: "idle" }), jobRow({ queue: "idle", state: "scheduled", runAt: T0 + 50 }));
+      const found = await store.jobProbe({ queues, now: T0 });
+      checkSameSet(found.due, ["default", "mail", "grouped", "topical"], "the queues with due jobs");
+      checkEqual(found.nextAt, T0 + 700, "the next run time");
+      const later = await store.jobProbe({ queues: ["late"], now: T0 + 700 });
+      checkEqual(later, { due: ["late"], nextAt: T0 + 900 }, "a probe once the first is due");
+      await store.groupPause({ group: "g1", until: T0 + 800 });
+      checkEqual(
+        (await store.jobProbe({ queues: ["late"], now: T0 + 700 })).nextAt,
+        T0 + 800,
+        "a pause that ends sooner",
+      );
+      checkEqual(await store.jobProbe({ queues: [], now: T0 }), { due: [], nextAt: null }, "a probe of no queue");
+    },
+  ],
   ["listen", "listen() calls onWake when another store instance makes jobs available, until stopped", async (env) => {
     const store = await ready(env);
     let wakes = 0;
-    const stop = await store.listen({ onWake: () => wakes++ });
+    let listens = 0;
+    const stop = await store.listen({ onWake: () => wakes++, onAppend: () => {}, onListen: () => listens++ });
     if (!stop) return skip("the store pushes no wake-ups (listen() resolved to null)");
     try {
+      await eventually(() => listens > 0, "onListen once listening");
       await env.store().jobInsertMany({ rows: [jobRow()], notify: true });
       await eventually(() => wakes > 0, "a wake-up after an insert");
+    } finally {
+      await stop();
+    }
+    return undefined;
+  }],
+  ["listen", "listen() calls onAppend with the log's name when another store instance appends to it", async (env) => {
+    const store = await ready(env);
+    const appended: string[] = [];
+    const stop = await store.listen({ onWake: () => {}, onAppend: (log) => appended.push(log), onListen: () => {} });
+    if (!stop) return skip("the store pushes no wake-ups (listen() resolved to null)");
+    try {
+      const row = { partition: 0, key: "k", value: new Uint8Array([1]) };
+      await env.store().logAppend({ log: "events", rows: [row], at: T0 });
+      await eventually(() => appended.includes("events"), "onAppend after an append");
+    } finally {
+      await stop();
+    }
+    return undefined;
+  }],
+  ["listen", "listen() wakes for outcomes that make jobs due or free a group's, partition's or shared slot", async (
+    env,
+  ) => {
+    const store = await ready(env);
+    let wakes = 0;
+    const stop = await store.listen({ onWake: () => wakes++, onAppend: () => {}, onListen: () => {} });
+    if (!stop) return skip("the store pushes no wake-ups (listen() resolved to null)");
+    try {
+      const outcome = async (fields: Partial<JobInsertRow>, finish: Partial<JobFinish>, announce?: boolean) => {
+        const [row] = await insert(store, jobRow({ queue: `wake${wakes}`, ...fields }));
+        // Each in a queue of its own: a job handed back stays due in its queue.
+        const [run] = await claimIds(store, [row.id], {
+          queue: row.queue,
+          limits: row.group === null ? null : limits(),
+          heads: row.topic === null ? null : { managed: [row.topic], owned: [{ topic: row.topic, partition: 0 }] },
+        });
+        const before = wakes;
+        await store.jobFinishMany({
+          finishes: [{ id: row.id, fence: run.fence, state: "completed", at: T0, ...finish }],
+          ...(announce ? { announce } : {}),
+        });
+        return before;
+      };
+      for (
+        const [what, fields, finish, announce] of [
+          ["a retry", {}, { state: "scheduled", runAt: T0 + 60_000 }],
+          ["a run handed back", {}, { state: "available", runAt: T0 }],
+          ["a group's run", { group: "g1" }, {}],
+          ["a partition's run", { topic: "t", partition: 0 }, {}],
+          ["an announced batch", {}, {}, true],
+        ] as const
+      ) {
+        const before = await outcome(fields, finish, announce);
+        await eventually(() => wakes > before, `a wake-up after ${what}`);
+      }
     } finally {
       await stop();
     }
