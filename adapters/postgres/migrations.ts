@@ -9,6 +9,7 @@
 import { LISTED_STATES_SQL } from "../sql/listed_states.ts";
 import { sqlString } from "../sql/string_literal.ts";
 import { claimLimitedFunctionSql } from "./limited_claim.ts";
+import { HISTORY_SQL } from "./history.ts";
 import { FAIR_TURNS_SQL } from "./turns.ts";
 
 /** One numbered schema change. */
@@ -342,6 +343,13 @@ CREATE INDEX jobs_waiting_resolvable ON {schema}.jobs (namespace, id) WHERE stat
 CREATE INDEX jobs_claim ON {schema}.jobs (namespace, queue, priority, run_at, id)
   WHERE state = 'available' AND topic IS NULL AND grp IS NULL;
 ${claimLimitedFunctionSql()}`,
+  },
+  {
+    version: 21,
+    name: "history of finished jobs",
+    // Creates the tables only: the finished rows already in jobs are moved by maintenance, a batch at a
+    // time (history.ts), so an upgrade holds no lock for longer than these few statements take.
+    sql: HISTORY_SQL,
   },
 ];
 
