@@ -34,6 +34,9 @@ export interface StoreTarget {
   /** The quoted names of the tables it writes. */
   readonly tables: {
     readonly jobs: string;
+    /** Finished jobs (history.ts), and the view of both tables. */
+    readonly history: string;
+    readonly allJobs: string;
     readonly queues: string;
     readonly parents: string;
     readonly partitions: string;
@@ -64,6 +67,8 @@ export interface PostgresContext {
   readonly db: PostgresConnection;
   readonly target: StoreTarget;
   readonly settings: PostgresStoreSettings;
+  /** The names of the history's day partitions this store has seen exist (history.ts). */
+  readonly historyDays: Set<string>;
 }
 
 /** Statements on a postgres.js client. */

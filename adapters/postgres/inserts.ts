@@ -233,7 +233,7 @@ export async function resolveWaitingJobs(
   { db, target }: PostgresContext,
   p: JobResolveWaitingParams,
 ): Promise<ResolvedWaiting> {
-  const { jobs, parents, steps } = target.tables;
+  const { jobs, parents, steps, allJobs } = target.tables;
   // A job suspended on an invoke is judged by its child alone: as a continuation it was released already.
   const invoked = (job: string) =>
     `(SELECT s.child_id FROM ${steps} AS s
@@ -252,17 +252,20 @@ export async function resolveWaitingJobs(
        -- Not SKIP LOCKED: a resolver that skipped a child another resolver holds could leave it waiting
        -- (each judging it on a snapshot where the other's parent had not completed yet).
        ORDER BY j.id LIMIT $4 FOR UPDATE OF j),
+     -- The candidates' parents with their states (null: gone), finished or not: one read of both tables.
+     links AS (
+       SELECT l.job_id, l.parent_id, pj.id AS present, pj.state
+       FROM ${parents} AS l LEFT JOIN ${allJobs} AS pj ON pj.id = l.parent_id AND pj.namespace = l.namespace
+       WHERE l.namespace = $1 AND l.job_id IN (SELECT id FROM candidates)),
      verdicts AS (
        SELECT c.id, c.run_at,
          CASE WHEN c.child_id IS NULL THEN
-           (SELECT 'Parent job "' || l.parent_id || '" ' || coalesce(pj.state, 'no longer exists')
-            FROM ${parents} AS l LEFT JOIN ${jobs} AS pj ON pj.id = l.parent_id AND pj.namespace = l.namespace
-            WHERE l.namespace = $1 AND l.job_id = c.id AND (pj.id IS NULL OR pj.state IN ('failed', 'cancelled'))
+           (SELECT 'Parent job "' || l.parent_id || '" ' || coalesce(l.state, 'no longer exists') FROM links AS l
+            WHERE l.job_id = c.id AND (l.present IS NULL OR l.state IN ('failed', 'cancelled'))
             ORDER BY l.parent_id LIMIT 1)
          END AS doomed_by,
          CASE WHEN c.child_id IS NULL THEN NOT EXISTS (
-           SELECT 1 FROM ${parents} AS l JOIN ${jobs} AS pj ON pj.id = l.parent_id AND pj.namespace = l.namespace
-           WHERE l.namespace = $1 AND l.job_id = c.id AND pj.state <> 'completed')
+           SELECT 1 FROM links AS l WHERE l.job_id = c.id AND l.present IS NOT NULL AND l.state <> 'completed')
          ELSE NOT EXISTS (
            SELECT 1 FROM ${jobs} AS cj
            WHERE cj.id = c.child_id AND cj.namespace = $1 AND cj.state NOT IN ('completed', 'failed', 'cancelled'))

@@ -9,6 +9,7 @@
 import { LISTED_STATES_SQL } from "../sql/listed_states.ts";
 import { sqlString } from "../sql/string_literal.ts";
 import { claimLimitedFunctionSql } from "./limited_claim.ts";
+import { HISTORY_SQL } from "./history.ts";
 import { FAIR_TURNS_SQL, takeTurnFunctionSql } from "./turns.ts";
 
 /** One numbered schema change. */
@@ -354,6 +355,13 @@ CREATE INDEX jobs_group_claim ON {schema}.jobs (namespace, queue, grp, state, pr
   WHERE state IN ('available', 'scheduled') AND grp IS NOT NULL;
 ${takeTurnFunctionSql()}
 ${claimLimitedFunctionSql()}`,
+  },
+  {
+    version: 22,
+    name: "history of finished jobs",
+    // Creates the tables only: the finished rows already in jobs are moved by maintenance, a batch at a
+    // time (history.ts), so an upgrade holds no lock for longer than these few statements take.
+    sql: HISTORY_SQL,
   },
 ];
 

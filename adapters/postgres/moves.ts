@@ -174,12 +174,12 @@ export async function exportJobs({ db, target }: PostgresContext, p: JobExportPa
       FROM ${target.tables.steps} AS s WHERE s.namespace = j.namespace AND s.job_id = j.id) AS steps`;
   const rows = "ids" in p
     ? await db.query(
-      `SELECT ${MOVED_SELECT}, ${parents} FROM ${target.tables.jobs} AS j
+      `SELECT ${MOVED_SELECT}, ${parents} FROM ${target.tables.allJobs} AS j
        WHERE j.namespace = $1 AND j.id = ANY($2::text[]) ORDER BY j.id`,
       [target.namespace, p.ids],
     )
     : await db.query(
-      `SELECT ${MOVED_SELECT}, ${parents} FROM ${target.tables.jobs} AS j
+      `SELECT ${MOVED_SELECT}, ${parents} FROM ${target.tables.allJobs} AS j
        WHERE j.namespace = $1 AND j.state = ANY($2::text[]) AND j.id > $3 ORDER BY j.id LIMIT $4`,
       [target.namespace, p.states, p.after ?? "", p.limit],
     );
@@ -192,16 +192,19 @@ export async function importJobs(
   p: JobImportParams,
 ): Promise<JobImportResult> {
   if (p.jobs.length === 0) return { held: [], foreign: [] };
-  const { jobs, parents } = target.tables;
+  const { jobs, history, parents } = target.tables;
   return await db.run(() =>
     db.sql.begin(async (tx) => {
       const [written] = await db.query(
         `WITH x AS MATERIALIZED (SELECT * FROM ${RECORDSET}),
          updated AS (
            UPDATE ${jobs} AS j SET ${SETS} FROM x WHERE j.id = x.id AND j.namespace = $1 RETURNING j.id),
+         -- A job present in the history is written again in the jobs table (a prune moves it back if finished).
+         old AS (DELETE FROM ${history} WHERE namespace = $1 AND id IN (SELECT id FROM x)),
          inserted AS (
            INSERT INTO ${jobs} (namespace, ${COLUMN_LIST})
            SELECT $1::text, ${VALUES} FROM x WHERE NOT EXISTS (SELECT 1 FROM updated AS u WHERE u.id = x.id)
+             AND NOT EXISTS (SELECT 1 FROM ${history} AS h WHERE h.id = x.id AND h.namespace <> $1)
            ON CONFLICT DO NOTHING RETURNING id)
          SELECT (SELECT coalesce(array_agg(id), '{}') FROM updated) AS updated,
                 (SELECT coalesce(array_agg(id), '{}') FROM inserted) AS inserted`,
@@ -253,7 +256,7 @@ async function leftOut(
 ): Promise<JobImportResult> {
   const elsewhere = new Set(
     (await db.query(
-      `SELECT id FROM ${target.tables.jobs} WHERE id = ANY($1::text[])`,
+      `SELECT id FROM ${target.tables.allJobs} WHERE id = ANY($1::text[])`,
       [skipped.map((j) => j.id)],
       tx,
     )).map((r) => String(r.id)),
@@ -280,10 +283,9 @@ export async function deleteMovedJobs(
   p: JobDeleteMovedParams,
 ): Promise<string[]> {
   if (p.jobs.length === 0) return [];
-  const { jobs, parents, steps } = target.tables;
-  const rows = await db.query(
-    `WITH gone AS (
-       DELETE FROM ${jobs} AS j USING unnest($2::text[], $3::text[], $4::int[]) AS s(id, state, fence)
+  const { jobs, history, parents, steps } = target.tables;
+  const gone = (table: string) =>
+    `DELETE FROM ${table} AS j USING unnest($2::text[], $3::text[], $4::int[]) AS s(id, state, fence)
        WHERE j.id = s.id AND j.namespace = $1 AND j.state = s.state AND j.fence = s.fence AND j.state <> 'running'
          AND NOT EXISTS (
            SELECT 1 FROM ${parents} AS l JOIN ${jobs} AS c ON c.id = l.job_id AND c.namespace = l.namespace
@@ -292,7 +294,11 @@ export async function deleteMovedJobs(
            SELECT 1 FROM ${steps} AS s JOIN ${jobs} AS w ON w.id = s.job_id AND w.namespace = s.namespace
            WHERE s.namespace = $1 AND s.child_id = j.id AND s.type = 'invoke' AND s.state = 'waiting'
              AND w.state NOT IN ('completed', 'failed', 'cancelled'))
-       RETURNING j.id),
+       RETURNING j.id`;
+  const rows = await db.query(
+    `WITH live_gone AS (${gone(jobs)}),
+     old_gone AS (${gone(history)}),
+     gone AS (SELECT id FROM live_gone UNION ALL SELECT id FROM old_gone),
      ${goneWithJobsSql(target, "$1")}
      SELECT id FROM gone`,
     [target.namespace, p.jobs.map((j) => j.id), p.jobs.map((j) => j.state), p.jobs.map((j) => j.fence)],

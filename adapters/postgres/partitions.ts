@@ -10,7 +10,7 @@ import type { PartitionListParams, PartitionRow, PartitionTrimHistoryParams } fr
 import { readStateSql } from "../sql/retrying.ts";
 import { toPartitionRow } from "../sql/rows.ts";
 import type { PostgresContext } from "./connection.ts";
-import { goneWithJobsSql, LAST_OUTCOME } from "./jobs.ts";
+import { goneFromBothSql, goneWithJobsSql, LAST_OUTCOME } from "./jobs.ts";
 
 /** `partitionList`: the partitions of a topic, each with its depth and head. */
 export async function listPartitions({ db, target }: PostgresContext, p: PartitionListParams): Promise<PartitionRow[]> {
@@ -49,11 +49,11 @@ export async function trimPartitionHistory(
   const rows = await db.query(
     `WITH ranked AS (
        SELECT id, row_number() OVER (PARTITION BY topic, "partition" ORDER BY seq DESC) AS newest
-       FROM ${target.tables.jobs}
+       FROM ${target.tables.allJobs}
        WHERE namespace = $1 AND topic IS NOT NULL AND state IN ('completed', 'failed', 'cancelled')
          AND ($2::text IS NULL OR (topic = $2 AND "partition" = $3))),
-     gone AS (
-       DELETE FROM ${target.tables.jobs} WHERE id IN (SELECT id FROM ranked WHERE newest > $4 LIMIT $5) RETURNING id),
+     doomed AS (SELECT id FROM ranked WHERE newest > $4 LIMIT $5),
+     ${goneFromBothSql(target, "namespace = $1 AND id IN (SELECT id FROM doomed)")},
      ${goneWithJobsSql(target, "$1")}
      SELECT count(*) AS n FROM gone`,
     [target.namespace, p.topic ?? null, p.partition ?? null, p.keep, p.limit],

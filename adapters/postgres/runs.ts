@@ -25,6 +25,7 @@ import { toHex } from "../sql/hex.ts";
 import type { PostgresConnection, PostgresContext, StoreTarget } from "./connection.ts";
 import { dueHeadsSql } from "./due_heads.ts";
 import { dueJobsSql } from "./due_jobs.ts";
+import { copyRowsSql, setListSql, withHistoryDays } from "./history.ts";
 import { claimLimitedJobs } from "./limited_claim.ts";
 
 /** `jobClaim`: under flow control through `claim_limited` (limited_claim.ts), else in one plain statement. */
@@ -78,70 +79,82 @@ async function claimPlainJobs(db: PostgresConnection, target: StoreTarget, p: Jo
 
 /**
  * `jobFinishMany`: applies outcomes (in the application's transaction `tx`
- * when given), each on its own fence condition.
+ * when given), each on its own fence condition, in one statement: a job
+ * that completed or failed moves to the history (history.ts), the others
+ * are updated where they are.
  */
 export async function finishJobs(
-  { db, target }: PostgresContext,
+  ctx: PostgresContext,
   p: JobFinishParams,
   tx?: TransactionSql,
 ): Promise<FinishedJob[]> {
   if (p.finishes.length === 0) return [];
+  const { db, target } = ctx;
   const f = p.finishes;
   // Results and progress go in only when the batch has some (most batches have neither): a second statement.
   const valued = f.some((x) => x.result !== undefined || x.progress !== undefined);
   const wake = target.notify;
-  const update = `UPDATE ${target.tables.jobs} AS j SET
-       state = f.state,
-       finished_at = CASE WHEN f.state IN ('completed', 'failed') THEN f.at END,
-       run_at = coalesce(f.run_at, j.run_at),
-       attempt = j.attempt - f.uncount,
-       lease_until = NULL,
-       worker_id = NULL,
-       runs = CASE WHEN f.run IS NULL THEN j.runs ELSE j.runs || jsonb_build_array(f.run::jsonb) END${
-    valued
-      ? `,
-       result = coalesce(f.result::bytea, j.result),
-       progress = coalesce(f.progress, j.progress)`
-      : ""
-  }
-     FROM unnest($1::text[], $2::int[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::int[], $8::bigint[]${
-    valued ? ", $10::text[], $11::text[]" : ""
-  })
-       AS f(id, fence, state, at, run_at, run, uncount, expired_before${valued ? ", result, progress" : ""})
-     WHERE j.id = f.id AND j.namespace = $9 AND j.state = 'running' AND j.fence = f.fence
-       AND (f.expired_before IS NULL OR j.lease_until < f.expired_before)
-     RETURNING j.id, j.has_children${wake ? ", j.state, j.grp, j.topic" : ""}`;
-  // Other processes' idle workers wait for a wake-up: an outcome that makes a job due (again), or ends a run
-  // whose group, partition or limited queue held jobs back, announces itself in the same statement.
-  const rows = await db.query(
-    wake
-      ? `WITH done AS (${update})
-         SELECT id, has_children, (SELECT pg_notify($${valued ? 13 : 11}, '') FROM done
-           WHERE $${valued ? 12 : 10} OR state IN ('available', 'scheduled') OR grp IS NOT NULL OR topic IS NOT NULL
-           LIMIT 1) AS wake
-         FROM done`
-      : update,
-    [
-      f.map((x) => x.id),
-      f.map((x) => x.fence),
-      f.map((x) => x.state),
-      f.map((x) => x.at),
-      f.map((x) => x.runAt ?? null),
-      f.map((x) => (x.run ? JSON.stringify(x.run) : null)),
-      f.map((x) => (x.uncountAttempt ? 1 : 0)),
-      f.map((x) => x.leaseExpiredBefore ?? null),
-      target.namespace,
-      ...(valued
-        ? [
-          // bytea's hex input form: results go as text, like payloads.
-          f.map((x) => (x.result === undefined ? null : `\\x${toHex(x.result)}`)),
-          f.map((x) => x.progress ?? null),
-        ]
-        : []),
-      ...(wake ? [p.announce ?? false, target.channel] : []),
-    ],
-    tx,
-  );
+  const sets: Record<string, string> = {
+    state: "f.state",
+    finished_at: "CASE WHEN f.state IN ('completed', 'failed') THEN f.at END",
+    run_at: "coalesce(f.run_at, j.run_at)",
+    attempt: "j.attempt - f.uncount",
+    lease_until: "NULL",
+    worker_id: "NULL",
+    runs: "CASE WHEN f.run IS NULL THEN j.runs ELSE j.runs || jsonb_build_array(f.run::jsonb) END",
+    ...(valued ? { result: "coalesce(f.result::bytea, j.result)", progress: "coalesce(f.progress, j.progress)" } : {}),
+  };
+  const fenced = `j.id = f.id AND j.namespace = $9 AND j.state = 'running' AND j.fence = f.fence
+       AND (f.expired_before IS NULL OR j.lease_until < f.expired_before)`;
+  const moving = "f.state IN ('completed', 'failed') AND j.unique_scope IS DISTINCT FROM 'any'";
+  const write = () =>
+    db.query(
+      `WITH f AS (
+         SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::int[],
+           $8::bigint[]${valued ? ", $10::text[], $11::text[]" : ""})
+           AS f(id, fence, state, at, run_at, run, uncount, expired_before${valued ? ", result, progress" : ""})),
+       gone AS (
+         DELETE FROM ${target.tables.jobs} AS j USING f WHERE ${fenced} AND ${moving}
+         RETURNING j.*),
+       moved AS (${copyRowsSql(target.tables.history, sets, "gone AS j JOIN f ON f.id = j.id")}),
+       updated AS (
+         UPDATE ${target.tables.jobs} AS j SET ${setListSql(sets)}
+         FROM f WHERE ${fenced} AND NOT (${moving})
+         RETURNING j.id, j.has_children, j.state, j.grp, j.topic),
+       done AS (
+         SELECT id, has_children, 'finished' AS state, grp, topic FROM gone
+         UNION ALL SELECT id, has_children, state, grp, topic FROM updated)
+       SELECT id, has_children${
+        // Other processes' idle workers wait for a wake-up: an outcome that makes a job due (again), or ends a run
+        // whose group, partition or limited queue held jobs back, announces itself in the same statement.
+        wake
+          ? `, (SELECT pg_notify($${valued ? 13 : 11}, '') FROM done
+              WHERE $${valued ? 12 : 10} OR state IN ('available', 'scheduled') OR grp IS NOT NULL OR topic IS NOT NULL
+              LIMIT 1) AS wake`
+          : ""} FROM done`,
+      [
+        f.map((x) => x.id),
+        f.map((x) => x.fence),
+        f.map((x) => x.state),
+        f.map((x) => x.at),
+        f.map((x) => x.runAt ?? null),
+        f.map((x) => (x.run ? JSON.stringify(x.run) : null)),
+        f.map((x) => (x.uncountAttempt ? 1 : 0)),
+        f.map((x) => x.leaseExpiredBefore ?? null),
+        target.namespace,
+        ...(valued
+          ? [
+            // bytea's hex input form: results go as text, like payloads.
+            f.map((x) => (x.result === undefined ? null : `\\x${toHex(x.result)}`)),
+            f.map((x) => x.progress ?? null),
+          ]
+          : []),
+        ...(wake ? [p.announce ?? false, target.channel] : []),
+      ],
+      tx,
+    );
+  const finals = f.filter((x) => x.state === "completed" || x.state === "failed");
+  const rows = await withHistoryDays(ctx, finals, write, tx);
   return rows.map(toFinishedJob);
 }
 

@@ -187,6 +187,7 @@ function postgresContext(sql: Sql, settings: PostgresStoreSettings): PostgresCon
   return {
     db: new PostgresConnection(sql),
     settings,
+    historyDays: new Set(),
     target: {
       schema,
       namespace: settings.namespace,
@@ -195,6 +196,8 @@ function postgresContext(sql: Sql, settings: PostgresStoreSettings): PostgresCon
       channel: `errand:${settings.schema}:${settings.namespace}`.slice(0, 63),
       tables: {
         jobs: `${schema}.jobs`,
+        history: `${schema}.history`,
+        allJobs: `${schema}.all_jobs`,
         queues: `${schema}.queues`,
         parents: `${schema}.job_parents`,
         partitions: `${schema}.partitions`,

@@ -45,9 +45,9 @@ export async function watchJobs({ db, target }: PostgresContext, p: JobWatchPara
            RETURNING ${columns})
          SELECT *, (SELECT pg_notify($3, '') FROM marked WHERE state = 'available' LIMIT 1) AS wake FROM marked
          UNION ALL
-         SELECT ${columns}, NULL FROM ${jobs}
+         SELECT ${columns}, NULL FROM ${target.tables.allJobs}
          WHERE id = ANY($1::text[]) AND namespace = $2 AND id NOT IN (SELECT id FROM marked)`
-      : `SELECT ${columns} FROM ${jobs} WHERE id = ANY($1::text[]) AND namespace = $2`,
+      : `SELECT ${columns} FROM ${target.tables.allJobs} WHERE id = ANY($1::text[]) AND namespace = $2`,
     mark ? [p.ids, target.namespace, target.channel] : [p.ids, target.namespace],
   );
   return rows.map(toJobChange);

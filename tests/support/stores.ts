@@ -286,6 +286,9 @@ function openPostgres(
               RETURN NEW;
             END $$;
             CREATE TRIGGER refuse_marked_runs BEFORE UPDATE OF runs ON "${schema}".jobs
+              FOR EACH ROW EXECUTE FUNCTION "${schema}".refuse_marked_runs();
+            -- A finished job's outcome moves its row to the history: an insert there.
+            CREATE TRIGGER refuse_marked_runs BEFORE INSERT ON "${schema}".history
               FOR EACH ROW EXECUTE FUNCTION "${schema}".refuse_marked_runs();`);
     },
     async lock() {
