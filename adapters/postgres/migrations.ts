@@ -355,6 +355,18 @@ CREATE INDEX jobs_group_claim ON {schema}.jobs (namespace, queue, grp, state, pr
 ${takeTurnFunctionSql()}
 ${claimLimitedFunctionSql()}`,
   },
+  {
+    version: 22,
+    name: "group claim visits only groups with due jobs",
+    // A claim walks the groups with available jobs from jobs_group_claim, keyed by state before group,
+    // one probe a group, and the groups of the due scheduled jobs it read; the turns' trigger probes
+    // it by state and group as before. Building the index holds the jobs table's writes for as long
+    // as one pass over the table takes.
+    sql: `DROP INDEX {schema}.jobs_group_claim;
+CREATE INDEX jobs_group_claim ON {schema}.jobs (namespace, queue, state, grp, priority, run_at, id) INCLUDE (turn)
+  WHERE state IN ('available', 'scheduled') AND grp IS NOT NULL;
+${claimLimitedFunctionSql()}`,
+  },
 ];
 
 /** The newest schema version this errand understands. */
