@@ -156,9 +156,18 @@ const UNGROUPED_SQL = `UNION ALL
 
 /** The claim's statement of `shape`, returning its rows by `returning`. */
 function limitedClaimSql(shape: ClaimShape, returning: ClaimReturning): string {
-  const queued = `namespace = :ns AND queue = :queue AND state IN ('available', 'scheduled') AND grp IS NOT NULL`;
-  const next = (from: string) => `(SELECT grp FROM errand_jobs WHERE ${queued} AND grp > ${from} ORDER BY grp LIMIT 1)`;
-  const first = `(SELECT grp FROM errand_jobs WHERE ${queued} ORDER BY grp LIMIT 1)`;
+  // The first group with due jobs after `after`: the first with available jobs (one probe of
+  // errand_jobs_group_claim, which holds only them) or the first among the due scheduled jobs read,
+  // whichever comes first (min() of two values is null when either is). A group holding only jobs not
+  // due yet is never visited: it could start none.
+  const firstDue = (after: string) => {
+    const available = `(SELECT grp FROM errand_jobs WHERE namespace = :ns AND queue = :queue AND state = 'available'
+        AND grp IS NOT NULL AND grp > ${after} ORDER BY grp LIMIT 1)`;
+    const scheduled = `(SELECT min(ds.grp) FROM due_scheduled AS ds WHERE ds.grp > ${after})`;
+    return `min(coalesce(${available}, ${scheduled}), coalesce(${scheduled}, ${available}))`;
+  };
+  const next = (from: string) => firstDue(from);
+  const first = firstDue("''");
   const kindOf = (grp: string) => `substr(${grp}, 1, instr(${grp}, char(9)) - 1)`;
   // How many more jobs group `grp` may start now: as read first when it has running jobs or a pause, else
   // its kind's group concurrency; and no more than its per-group rate window's starts left.
@@ -182,7 +191,14 @@ function limitedClaimSql(shape: ClaimShape, returning: ClaimReturning): string {
   return `WITH RECURSIVE
     kl(kind, group_concurrency, rate_limit, rate_window, per_group) AS (
       SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4 FROM json_each(:kl)),
-    -- The groups with queued jobs, in key order from after the cursor, wrapping around once: one
+    -- The queue's earliest due grouped jobs not promoted yet, read once in run time order (from
+    -- errand_jobs_scheduled), so that no read passes a group's future scheduled jobs.
+    due_scheduled AS MATERIALIZED (
+      SELECT d.id, d.priority, d.run_at, d.grp FROM errand_jobs AS d
+      WHERE d.namespace = :ns AND d.state = 'scheduled' AND d.run_at <= :now AND d.queue = :queue
+        AND d.grp IS NOT NULL AND d.kind || '@' || d.version IN (SELECT value FROM json_each(:kinds))
+      ORDER BY d.run_at LIMIT :lim),
+    -- The groups with due jobs, in key order from after the cursor, wrapping around once: one
     -- index probe per group, however many jobs each holds. A row holds its group behind a flag, 1
     -- once the scan has wrapped around, so each step probes once; the first row holds the cursor
     -- itself, and no group. \`found\` counts a round (:round jobs) for each group before a row that
@@ -205,10 +221,14 @@ function limitedClaimSql(shape: ClaimShape, returning: ClaimReturning): string {
     gs AS MATERIALIZED (
       SELECT x.grp, x.n, x.allowed, CASE WHEN x.allowed > 0 THEN (
         SELECT json_group_array(e.id) FROM (
-          SELECT e.id, e.priority, e.run_at FROM errand_jobs AS e
-          WHERE e.namespace = :ns AND e.queue = :queue AND e.grp = x.grp AND e.state IN ('available', 'scheduled')
-            AND e.run_at <= :now AND e.kind || '@' || e.version IN (SELECT value FROM json_each(:kinds))
-          ORDER BY e.priority, e.run_at, e.id LIMIT :per_group) AS e) END AS ids
+          SELECT * FROM (
+            SELECT e.id, e.priority, e.run_at FROM errand_jobs AS e
+            WHERE e.namespace = :ns AND e.queue = :queue AND e.grp = x.grp AND e.state = 'available'
+              AND e.run_at <= :now AND e.kind || '@' || e.version IN (SELECT value FROM json_each(:kinds))
+            ORDER BY e.priority, e.run_at, e.id LIMIT :per_group)
+          UNION ALL
+          SELECT ds.id, ds.priority, ds.run_at FROM due_scheduled AS ds WHERE ds.grp = x.grp
+          ORDER BY 2, 3, 1 LIMIT :per_group) AS e) END AS ids
       FROM (
         SELECT substr(s.p, 2) AS grp, s.n, ${allowedOf("substr(s.p, 2)")} AS allowed FROM scan AS s
         WHERE s.n > 0 AND s.p IS NOT NULL AND NOT (substr(s.p, 1, 1) = '1' AND substr(s.p, 2) > :after)) AS x

@@ -314,12 +314,15 @@ export const LIBSQL_MIGRATIONS: readonly LibsqlMigration[] = [
   },
   {
     version: 15,
-    name: "claim index of available jobs only",
-    // A claim reads due scheduled jobs from errand_jobs_scheduled (due_jobs.ts).
+    name: "claim indexes of available jobs only",
+    // A claim reads due scheduled jobs from errand_jobs_scheduled (due_jobs.ts, limited_claim.ts).
     statements: [
       "DROP INDEX errand_jobs_claim",
       `CREATE INDEX errand_jobs_claim ON errand_jobs (namespace, queue, priority, run_at, id)
         WHERE state = 'available' AND topic IS NULL AND grp IS NULL`,
+      "DROP INDEX errand_jobs_group_claim",
+      `CREATE INDEX errand_jobs_group_claim ON errand_jobs (namespace, queue, grp, priority, run_at, id)
+        WHERE state = 'available' AND grp IS NOT NULL`,
     ],
   },
 ];

@@ -84,6 +84,9 @@ const DUE = { namespace: "p_ns", queue: "p_queue", now: "p_now", kinds: "p_kinds
 const QUEUED_IN_GROUPS =
   `namespace = p_ns AND queue = p_queue AND state IN ('available', 'scheduled') AND grp IS NOT NULL`;
 
+/** The available jobs of the claim's queue that belong to a group (jobs_group_claim keys them by state, then group). */
+const AVAILABLE_IN_GROUPS = `namespace = p_ns AND queue = p_queue AND state = 'available' AND grp IS NOT NULL`;
+
 /** The (id, fence) of the claiming worker's returned runs, which hold no slot. */
 const RETURNED_RUNS = "SELECT * FROM unnest(p_returned_ids, p_returned_fences)";
 
@@ -147,13 +150,18 @@ function claimSizeSql(returned: string): string {
 /** The claim of the function's body, on the tables of `{schema}`. */
 function claimQuery(): string {
   const [jobs, pauses, queues] = ["jobs", "group_pauses", "queues"].map((t) => `{schema}.${t}`);
-  // The first group with queued jobs after `from`, one index probe; with `wrap`, the first of all
-  // when there is none after it (a second probe, made only then). OFFSET 0 keeps the planner from
-  // copying the probes into every use of the group.
+  // The first group with due jobs after `after` (after '': the first of all): the first with
+  // available jobs, one index probe, or the first among the due scheduled jobs read. A group holding
+  // only jobs not due yet is never visited: it could start none. LEAST passes over nulls.
+  const firstDue = (after: string) =>
+    `LEAST((SELECT grp FROM ${jobs} WHERE ${AVAILABLE_IN_GROUPS} AND grp > ${after} ORDER BY grp LIMIT 1),
+           (SELECT min(ds.grp) FROM due_scheduled AS ds WHERE ds.grp > ${after}))`;
+  // The first group with due jobs after `from`; with `wrap`, the first of all when there is none
+  // after it (probes made only then). OFFSET 0 keeps the planner from copying the probes into every
+  // use of the group.
   const nextGroup = (from: string, wrap: string) =>
-    `(SELECT COALESCE(x.g, CASE WHEN ${wrap} THEN (SELECT grp FROM ${jobs} WHERE ${QUEUED_IN_GROUPS} ORDER BY grp LIMIT 1) END)
-             AS grp, x.g IS NULL AS wrapped
-      FROM (SELECT (SELECT grp FROM ${jobs} WHERE ${QUEUED_IN_GROUPS} AND grp > ${from} ORDER BY grp LIMIT 1) AS g) AS x
+    `(SELECT COALESCE(x.g, CASE WHEN ${wrap} THEN ${firstDue("''")} END) AS grp, x.g IS NULL AS wrapped
+      FROM (SELECT ${firstDue(from)} AS g) AS x
       OFFSET 0)`;
   // Due partition heads, each a group of its own; none when `p_managed` is null (no topic is handled).
   const heads = dueHeadsSql({ jobs, partitions: "{schema}.partitions" }, "id, priority, run_at, kind", {
@@ -180,7 +188,7 @@ function claimQuery(): string {
       SELECT ru.grp FROM running AS ru JOIN kl AS k ON k.kind = split_part(ru.grp, E'\\t', 1)
       WHERE ru.n >= k.group_concurrency
       UNION SELECT grp FROM paused),
-    -- The groups with queued jobs, in key order from after the cursor, wrapping around once: one
+    -- The groups with due jobs, in key order from after the cursor, wrapping around once: one
     -- index probe per group, however many jobs each holds. \`found\` counts a round (p_round jobs)
     -- for each group up to a row that is not blocked; the scan stops once they can fill the claim,
     -- so blocked groups cost a probe each and the rest nothing.
@@ -207,8 +215,8 @@ function claimQuery(): string {
       LEFT JOIN running AS ru ON ru.grp = s.grp
       WHERE s.grp NOT IN (SELECT grp FROM paused)),
     -- The queue's earliest due grouped jobs not promoted yet, read once in run time order (from
-    -- jobs_scheduled): each scanned group's available jobs come from jobs_group_claim, whose key puts
-    -- the state first, so that no read passes a group's future scheduled jobs.
+    -- jobs_scheduled): the groups' available jobs come from jobs_group_claim, whose key puts the
+    -- state first, so that no read passes a group's future scheduled jobs.
     due_scheduled AS MATERIALIZED (
       SELECT d.id, d.priority, d.run_at, d.kind, d.grp FROM ${jobs} AS d
       WHERE d.namespace = p_ns AND d.state = 'scheduled' AND d.run_at <= p_now AND d.queue = p_queue

@@ -33,6 +33,13 @@ CREATE TABLE IF NOT EXISTS {schema}.migrations (
 /** The start of the channel that watched jobs' changes are announced on; the schema's name follows. */
 export const CHANGES_CHANNEL_PREFIX = "errand_changes:";
 
+/** Builds `jobs_group_claim` anew, keyed by namespace, queue, then `keys` (its group and state) and claim order. */
+function groupClaimIndexSql(keys: string): string {
+  return `DROP INDEX {schema}.jobs_group_claim;
+CREATE INDEX jobs_group_claim ON {schema}.jobs (namespace, queue, ${keys}, priority, run_at, id) INCLUDE (turn)
+  WHERE state IN ('available', 'scheduled') AND grp IS NOT NULL;`;
+}
+
 /** Every migration, oldest first. */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   {
@@ -350,9 +357,7 @@ ${claimLimitedFunctionSql()}`,
     // A claim reads a group's available jobs in claim order from jobs_group_claim, and due scheduled
     // grouped jobs from jobs_scheduled; the turns' trigger probes jobs_group_claim once per state.
     // Building the index holds the jobs table's writes for as long as one pass over the table takes.
-    sql: `DROP INDEX {schema}.jobs_group_claim;
-CREATE INDEX jobs_group_claim ON {schema}.jobs (namespace, queue, grp, state, priority, run_at, id) INCLUDE (turn)
-  WHERE state IN ('available', 'scheduled') AND grp IS NOT NULL;
+    sql: `${groupClaimIndexSql("grp, state")}
 ${takeTurnFunctionSql()}
 ${claimLimitedFunctionSql()}`,
   },
@@ -362,6 +367,16 @@ ${claimLimitedFunctionSql()}`,
     // Creates the tables only: the finished rows already in jobs are moved by maintenance, a batch at a
     // time (history.ts), so an upgrade holds no lock for longer than these few statements take.
     sql: HISTORY_SQL,
+  },
+  {
+    version: 23,
+    name: "group claim visits only groups with due jobs",
+    // A claim walks the groups with available jobs from jobs_group_claim, keyed by state before group,
+    // one probe a group, and the groups of the due scheduled jobs it read; the turns' trigger probes
+    // it by state and group as before. Building the index holds the jobs table's writes for as long
+    // as one pass over the table takes.
+    sql: `${groupClaimIndexSql("state, grp")}
+${claimLimitedFunctionSql()}`,
   },
 ];
 

@@ -63,6 +63,8 @@ describe("upgrading libSQL to the claim index of available jobs only", () => {
       await errand.step();
       const index = await client.execute("SELECT sql FROM sqlite_master WHERE name = 'errand_jobs_claim'");
       assert.match(String(index.rows[0].sql), /WHERE state = 'available' AND topic IS NULL AND grp IS NULL/);
+      const groupIndex = await client.execute("SELECT sql FROM sqlite_master WHERE name = 'errand_jobs_group_claim'");
+      assert.match(String(groupIndex.rows[0].sql), /WHERE state = 'available' AND grp IS NOT NULL/);
       assert.deepEqual(started, [1, 2, 0, 3], "the due jobs, in claim order; no future one");
       clock.advance(120_000);
       await errand.step();

@@ -113,7 +113,7 @@ describe("upgrading PostgreSQL schemas that hold queued grouped jobs", { skip: p
       }
     });
   });
-  it("grouped jobs queued before the group claim index keyed by state run in each group's order once due", async () => {
+  it("grouped jobs queued before the group claim index keyed by state, then group, run in each group's order once due", async () => {
     // The schema as errand left it before (version 20), with grouped jobs queued in it: available,
     // scheduled and due, and scheduled for later.
     await withSchemaAt(20, async (sql, schema) => {
@@ -135,7 +135,7 @@ describe("upgrading PostgreSQL schemas that hold queued grouped jobs", { skip: p
         `SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = 'jobs_group_claim'`,
         [schema],
       );
-      assert.match(String(index.indexdef), /\(namespace, queue, grp, state, priority, run_at, id\)/);
+      assert.match(String(index.indexdef), /\(namespace, queue, state, grp, priority, run_at, id\)/);
       await errand.enqueue("sync", { account: "a", n: 18 });
       await errand.step();
       const due = queued.filter((q) => q.runAt <= now);

@@ -17,8 +17,8 @@ const INSTALLED = [
   {
     name: "claim_limited",
     text: claimLimitedFunctionSql(),
-    version: 21,
-    sha256: "2b80f917bd0a776a1961cfb03684bf3d8cbb941a76f8382d70a87d2ca46dca41",
+    version: 23,
+    sha256: "747bbdb105a2657aa2b8626318587e83d359b4acec0733e48b2ceb9118d57580",
   },
   {
     name: "take_turn",

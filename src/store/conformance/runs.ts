@@ -135,6 +135,28 @@ export const runCases: StoreCase[] = cases("runs", [
     },
   ],
   [
+    "jobClaim",
+    "jobClaim() under limits looks only at groups with due jobs, so groups of jobs not due yet never fill it",
+    async (env) => {
+      const store = await ready(env);
+      const group = (value: string) => `${KIND}\t${value}`;
+      // More groups of jobs not due yet, before the due ones in key order, than a claim looks at.
+      const future = "abcdefghijk".split("").map((g) =>
+        jobRow({ group: group(g), state: "scheduled", runAt: T0 + 60_000 })
+      );
+      const [available, due] = await insert(
+        store,
+        jobRow({ group: group("y") }),
+        jobRow({ group: group("z"), state: "scheduled", runAt: T0 - 1 }),
+        ...future,
+      );
+      // A kind's rate keeps every store's claim visiting the groups one by one.
+      const kinds = [{ kind: KIND, groupConcurrency: 1, rate: { limit: 100, windowStart: T0 }, ratePerGroup: false }];
+      const claimed = await claim(store, { limit: 2, limits: limits({ kinds, perGroup: 1, groups: 10 }) });
+      checkSameSet(claimed.map((j) => j.id), [available.id, due.id], "the claimed jobs");
+    },
+  ],
+  [
     "jobFinishMany",
     "jobFinishMany() applies an outcome under its claim's fence and stores result and progress",
     async (env) => {
