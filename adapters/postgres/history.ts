@@ -139,14 +139,15 @@ export async function ensureHistoryDays(
   }
   if (wanted.size === 0) return;
   const { db, target } = ctx;
-  const create = async (q: Querier) => {
+  const create = async (q: Querier, names: string[]) => {
     await q.unsafe("SELECT pg_advisory_xact_lock(hashtext($1))", [`errand:history:${target.schema}`]);
     const present = await q.unsafe(
       `SELECT n FROM unnest($1::text[]) AS n WHERE to_regclass($2 || '.' || n) IS NOT NULL`,
-      [[...wanted.keys()], target.schema],
+      [names, target.schema],
     );
     const exists = new Set(present.map((r: Row) => String(r.n)));
-    for (const [name, { state, day }] of wanted) {
+    for (const name of names) {
+      const { state, day } = wanted.get(name)!;
       if (exists.has(name)) continue;
       await q.unsafe(
         `CREATE TABLE ${target.schema}.${name} PARTITION OF ${target.schema}.history_${state}
@@ -154,8 +155,10 @@ export async function ensureHistoryDays(
       );
     }
   };
-  if (tx) return await db.run(() => create(tx));
-  await db.run(() => db.sql.begin(create));
+  if (tx) return await db.run(() => create(tx, [...wanted.keys()]));
+  // One partition a transaction: each holds one state's partition locked out at a time, so it never waits for a
+  // reader of the history while holding another that reader waits for (a deadlock between two states).
+  for (const name of wanted.keys()) await db.run(() => db.sql.begin((q) => create(q, [name])));
   for (const name of wanted.keys()) ctx.historyDays.add(name);
 }
 
