@@ -142,4 +142,61 @@ describe("the PostgreSQL history of finished jobs", { skip: postgresKind().skip 
       }
     },
   );
+  it("a batch of outcomes that makes the day partitions of two states waits for a reader of the history, never deadlocks", async () => {
+    const schema = `errand_history_${crypto.randomUUID().slice(0, 8)}`;
+    const q = `"${schema}"`;
+    const sql = postgres(url!, { max: 4, onnotice: () => {} });
+    const reader = postgres(url!, { max: 1, onnotice: () => {} });
+    // The store itself: one batch of outcomes in two final states, as a busy worker's completer saves them.
+    const store = postgresStore(sql, { schema });
+    const jobs = defineJobs({ pass: job<Record<string, never>>(), fail: job<Record<string, never>>() });
+    const errand = createErrand({ jobs, store, mode: "enqueue" });
+    try {
+      await errand.enqueue("pass", {});
+      await errand.enqueue("fail", {});
+      const now = Date.now();
+      const claimed = await store.jobClaim({
+        queue: "default",
+        kinds: ["pass@1", "fail@1"],
+        limit: 2,
+        now,
+        leaseUntil: now + 60_000,
+        workerId: "test",
+        heads: null,
+        limits: null,
+      });
+      assert.equal(claimed.length, 2);
+      // A reader of the failed jobs' history, its transaction open: it holds that state's partition for reading.
+      const reading = await reader.reserve();
+      await reading.unsafe("BEGIN");
+      await reading.unsafe(`SELECT count(*) FROM ${q}.history_failed`);
+      // The batch needs this day's partitions of both states: making the failed one waits for the reader.
+      const finishing = store.jobFinishMany({
+        finishes: claimed.map((c) => ({
+          id: c.id,
+          fence: c.fence,
+          state: c.kind === "pass" ? "completed" as const : "failed" as const,
+          at: now,
+        })),
+      });
+      const waits = async () =>
+        (await sql.unsafe(
+          `SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted AND relation = '${q}.history_failed'::regclass`,
+        ))[0].n;
+      for (let i = 0; i < 200 && (await waits()) === 0; i++) await new Promise((r) => setTimeout(r, 25));
+      assert.equal(await waits(), 1, "the batch waits for the reader");
+      // The reader reads the completed jobs too: the maker of the partitions holds none of theirs meanwhile.
+      await reading.unsafe(`SELECT count(*) FROM ${q}.history_completed`);
+      await reading.unsafe("COMMIT");
+      reading.release();
+      assert.equal((await finishing).length, 2);
+      const states = await sql.unsafe(`SELECT state FROM ${q}.history ORDER BY state`);
+      assert.deepEqual(states.map((r) => r.state), ["completed", "failed"]);
+    } finally {
+      await errand.shutdown();
+      await reader.end({ timeout: 5 });
+      await sql.unsafe(`DROP SCHEMA IF EXISTS ${q} CASCADE`);
+      await sql.end({ timeout: 5 });
+    }
+  });
 });
