@@ -400,7 +400,7 @@ for (const kind of [libsqlKind("file"), postgresKind()] as StoreKind<unknown>[])
           ["poll", "greet", "@every 7m", 420_000],
         ]);
         const table = await errand([...dbArgs, "schedules"]);
-        assert.match(table.stdout, /^id\s+kind\s+queue\s+cron\s+time zone\s+next\s+last\s+last job$/m);
+        assert.match(table.stdout, /^id\s+kind\s+queue\s+schedule\s+time zone\s+next\s+last\s+last job$/m);
         assert.match(table.stdout, /^nightly\s+greet@1\s+default\s+0 3 \* \* \*\s+UTC\s+in \d+[hm]\s+-\s+-$/m);
         assert.match(table.stdout, /^poll\s+greet@1\s+default\s+@every 7m\s+-\s+in \d+m\s+-\s+-$/m);
 
