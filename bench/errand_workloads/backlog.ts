@@ -32,7 +32,7 @@ export function pgOf(db: BenchDatabase): NonNullable<BenchDatabase["pg"]> {
 
 /** Jobs of `db` by state. */
 export async function statesOf(db: BenchDatabase): Promise<Record<string, number>> {
-  const rows = await pgOf(db).sql("SELECT state, count(*) AS n FROM errand.jobs GROUP BY state ORDER BY state");
+  const rows = await pgOf(db).sql("SELECT state, count(*) AS n FROM errand.all_jobs GROUP BY state ORDER BY state");
   return Object.fromEntries(rows.map((r) => [String(r.state), Number(r.n)]));
 }
 
@@ -136,7 +136,7 @@ export function backlogWorkloads(session: Session): Record<"drain_backlog" | "la
         // The drain's jobs only: those finished since the fill (the finished_at index), not the million before.
         completed: async (db) =>
           Number(
-            (await pgOf(db).sql(`SELECT count(*) AS n FROM errand.jobs WHERE namespace = 'default'
+            (await pgOf(db).sql(`SELECT count(*) AS n FROM errand.all_jobs WHERE namespace = 'default'
               AND state = 'completed' AND finished_at >= ${fill!.fillAt}`))[0].n,
           ),
         async after(db) {

@@ -79,7 +79,7 @@ export async function openDatabase(name: StoreName, counted = false): Promise<Be
     return {
       store: postgresStore(sql) as StoreFor<unknown>,
       count: (state, kind) =>
-        countRows("SELECT count(*) AS n FROM errand.jobs WHERE state = $1 AND ($2::text IS NULL OR kind = $2)", [
+        countRows("SELECT count(*) AS n FROM errand.all_jobs WHERE state = $1 AND ($2::text IS NULL OR kind = $2)", [
           state,
           kind ?? null,
         ]),

@@ -277,7 +277,7 @@ export const scenario: Scenario = {
       await supervising;
 
       const states: Record<string, number> = Object.fromEntries(
-        (await probe.unsafe(`SELECT state, count(*) AS n FROM "${db.schema}".jobs GROUP BY state`)).map((r) => [
+        (await probe.unsafe(`SELECT state, count(*) AS n FROM "${db.schema}".all_jobs GROUP BY state`)).map((r) => [
           r.state,
           Number(r.n),
         ]),

@@ -112,7 +112,7 @@ describe("Cloudflare Workers (workerd)", { skip }, () => {
       assert.equal((await mf.dispatchFetch("http://worker/")).status, 400, "a request without email is refused");
 
       await eventually(async () => {
-        const [{ done }] = await sql`SELECT count(*)::int AS done FROM errand.jobs
+        const [{ done }] = await sql`SELECT count(*)::int AS done FROM errand.all_jobs
           WHERE id = ANY(${ids}) AND namespace = 'demo' AND state = 'completed'`;
         return done === ids.length;
       }, "the Bun worker to run every job");
@@ -161,7 +161,7 @@ describe("Cloudflare Workers (workerd)", { skip }, () => {
       const [nightly] = await errand.schedules();
       assert.equal(nightly.lastRunAt?.getTime(), latest.getTime(), "the drain fired the latest occurrence");
       assert.equal((await errand.get(nightly.lastJobId!))?.state, "completed");
-      const [{ completed }] = await sql`SELECT count(*)::int AS completed FROM ${sql(schema)}.jobs
+      const [{ completed }] = await sql`SELECT count(*)::int AS completed FROM ${sql(schema)}.all_jobs
         WHERE namespace = 'demo' AND state = 'completed'`;
       assert.equal(completed, 8);
       for (const { id } of [...ids, delayed]) assert.equal((await errand.get(id))?.state, "completed");

@@ -230,7 +230,7 @@ export const scenario: Scenario = {
       await sampler.stop();
 
       const states: Record<string, number> = Object.fromEntries(
-        (await db.sql!.unsafe(`SELECT state, count(*) AS n FROM "${db.schema}".jobs GROUP BY state`)).map((r) => [
+        (await db.sql!.unsafe(`SELECT state, count(*) AS n FROM "${db.schema}".all_jobs GROUP BY state`)).map((r) => [
           r.state,
           Number(r.n),
         ]),
