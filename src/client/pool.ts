@@ -120,11 +120,23 @@ export class WorkerPool<TTx> {
     // After the first beat, which told the groups which partitions are theirs.
     services.consumers.start();
     // A listener whose connection hangs must not hold start() for good; one that comes up too late is stopped.
+    // Whatever the listener hears proves it alive: the loops go back to looking only as a safety net (after a failed
+    // heartbeat made them poll, see services.ts).
+    const heard = () => {
+      if (this.#unlisten !== undefined) services.listening(true);
+    };
     const listening = this.#deps.store.listen({
-      onWake: () => services.probe.wake(),
-      onAppend: (log) => services.consumers.appended(log),
+      onWake: () => {
+        heard();
+        services.probe.wake();
+      },
+      onAppend: (log) => {
+        heard();
+        services.consumers.appended(log);
+      },
       // Whatever was announced while the connection was down was missed: look at everything.
       onListen: () => {
+        heard();
         services.probe.wake();
         services.consumers.wakeAll();
       },

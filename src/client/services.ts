@@ -69,7 +69,12 @@ export class Services<TTx> {
     this.#deps = deps;
     const { options, kinds, workers, telemetry, workerId, watchers, releases } = deps;
     // Each service gets the bag alone, not the client's whole one, and no store call of theirs waits forever.
-    const store = this.store = withDeadline(deps.store, options.storeTimeoutMs);
+    // A call that hangs may be on the listener's connection too, which then hears nothing: the loops poll
+    // until it is heard again (pool.ts).
+    const store = this.store = withDeadline(deps.store, options.storeTimeoutMs, () => {
+      this.listening(false);
+      this.probe.wake();
+    });
     const base = { store, clock: deps.clock, logger: deps.logger };
     this.#flow = new FlowControl(options.queueFlows, kinds.handledFlows());
     this.completer = new Completer(base);

@@ -34,9 +34,9 @@ const UNLIMITED = new Set<PropertyKey>(["inTransaction", "listen", "jobClaim"]);
 /**
  * `store` with every promise-returning operation but those in
  * {@link UNLIMITED} failing with {@link StoreUnavailableError} once it has
- * taken `ms` milliseconds.
+ * taken `ms` milliseconds; `timedOut` hears of each such failure.
  */
-export function withDeadline<S extends object>(store: S, ms: number): S {
+export function withDeadline<S extends object>(store: S, ms: number, timedOut?: () => void): S {
   return new Proxy(store, {
     get(target, key) {
       const value: unknown = Reflect.get(target, key);
@@ -44,7 +44,10 @@ export function withDeadline<S extends object>(store: S, ms: number): S {
       if (UNLIMITED.has(key)) return value.bind(target);
       return (...args: unknown[]) => {
         const result: unknown = value.apply(target, args);
-        return result instanceof Promise ? withinDeadline(result, ms, String(key)) : result;
+        if (!(result instanceof Promise)) return result;
+        const limited = withinDeadline(result, ms, String(key));
+        if (timedOut) limited.catch((err) => err instanceof StoreUnavailableError && timedOut());
+        return limited;
       };
     },
   });
