@@ -58,7 +58,7 @@ class Probe {
 
   constructor(db: ScratchDatabase) {
     this.#sql = postgres(db.env.CHAOS_URL, { max: 2, backoff: () => 0.1, connect_timeout: 2, onnotice: () => {} });
-    this.#jobs = `"${db.schema}".jobs`;
+    this.#jobs = `"${db.schema}".all_jobs`;
     this.#app = db.env.CHAOS_APP;
   }
 

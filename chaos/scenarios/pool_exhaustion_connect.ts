@@ -190,7 +190,7 @@ export const scenario: Scenario = {
         }
       })();
       const cut = await Promise.all([1, 2].map(() => workers.start(WORKER_ENV)));
-      const completions = new Completions(log, probe, `"${db.schema}".jobs`);
+      const completions = new Completions(log, probe, `"${db.schema}".all_jobs`);
       await until(
         async () => {
           await completions.poll();

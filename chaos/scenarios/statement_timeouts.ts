@@ -41,10 +41,12 @@ export const scenario: Scenario = {
     const errand = orchestrator(db);
     const workers = chaosWorkers(db, log);
     const table = `"${db.schema}".jobs`;
+    // Finished jobs live in the history: counts read both tables.
+    const all = `"${db.schema}".all_jobs`;
     const locker = postgres(db.env.CHAOS_URL, { max: 1, onnotice: () => {} });
     const sql = db.sql!;
     const completed = async () =>
-      Number((await sql.unsafe(`SELECT count(*) AS n FROM ${table} WHERE state = 'completed'`))[0].n);
+      Number((await sql.unsafe(`SELECT count(*) AS n FROM ${all} WHERE state = 'completed'`))[0].n);
     try {
       await errand.start();
       for (let n = 0; n < jobs; n += 1_000) {
@@ -82,7 +84,7 @@ export const scenario: Scenario = {
                count(*) FILTER (WHERE EXISTS (
                  SELECT 1 FROM jsonb_array_elements(runs) AS r WHERE r->'error'->>'name' = 'OutcomeRejected'
                )) AS replaced
-        FROM ${table}`);
+        FROM ${all}`);
       const runs = runsOf(readRunLog(log));
       const figures = {
         jobs,

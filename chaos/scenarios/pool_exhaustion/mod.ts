@@ -81,7 +81,7 @@ class Sampler {
       `SELECT count(*) FILTER (WHERE state = 'completed') AS completed,
               count(*) FILTER (WHERE state IN ('available', 'scheduled', 'running')) AS backlog,
               (SELECT count(*) FROM pg_stat_activity WHERE application_name = $1) AS connections
-       FROM "${this.#db.schema}".jobs`,
+       FROM "${this.#db.schema}".all_jobs`,
       [this.#db.env.CHAOS_APP],
     );
     const sample = {
