@@ -28,8 +28,8 @@
  * bench does on `@libsql/client` and PostgreSQL only); and on PostgreSQL
  * only, the scale workloads of issue 43: `drain_backlog` and
  * `latency_backlog` (backlog.ts), `drain_snapshot` (snapshot.ts),
- * `drain_many_queues` (many_queues.ts), and `idle_cost` and
- * `idle_cost_polling` (idle.ts, whose worker processes are this script run
+ * `drain_many_queues` (many_queues.ts), and `idle_cost`, `idle_cost_polling` and
+ * `idle_cost_suspended` (idle.ts, whose worker processes are this script run
  * with `--idle-worker`). Each line says
  * exactly which options were set, in `settings`. Each drain line says, in
  * `stall_ms` and `stall_own_ms`, the event loop's longest stall during the

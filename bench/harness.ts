@@ -105,8 +105,8 @@ export function dropPgDatabase(name: string): Promise<void> {
  * PostgreSQL the scale workloads of issue 43, each run after its plain
  * counterpart: `drain_backlog`, `drain_snapshot` and `drain_many_queues`
  * (the drain beside a million finished jobs, with a snapshot held open, and
- * over 200 queues), `latency_backlog`, and `idle_cost` and
- * `idle_cost_polling` (the statements idle worker processes send).
+ * over 200 queues), `latency_backlog`, and `idle_cost`, `idle_cost_polling`
+ * and `idle_cost_suspended` (the statements idle worker processes send).
  */
 export const WORKLOADS = [
   "enqueue_single",
@@ -131,6 +131,7 @@ export const WORKLOADS = [
   "wf_event",
   "idle_cost",
   "idle_cost_polling",
+  "idle_cost_suspended",
 ] as const;
 /** One of {@link WORKLOADS}. */
 export type Workload = typeof WORKLOADS[number];
@@ -145,6 +146,7 @@ export type SharedWorkload = Exclude<
   | "latency_backlog"
   | "idle_cost"
   | "idle_cost_polling"
+  | "idle_cost_suspended"
   | "result_idle"
   | "result_busy"
   | "log_append_single"
@@ -401,7 +403,7 @@ export async function measureLatency(
  */
 export function workloadTimeoutS(w: Workload): number {
   if (w === "drain_backlog" || w === "latency_backlog") return CFG.timeoutS + 180;
-  if (w === "idle_cost" || w === "idle_cost_polling") return CFG.timeoutS + CFG.scale.idleS;
+  if (w.startsWith("idle_cost")) return CFG.timeoutS + CFG.scale.idleS;
   return CFG.timeoutS;
 }
 

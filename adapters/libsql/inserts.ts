@@ -14,6 +14,7 @@ import type {
   JobInsertParams,
   JobInsertResult,
   JobInsertRow,
+  JobPromoted,
   JobPromoteDueParams,
   JobResolveWaitingParams,
   ResolvedWaiting,
@@ -21,7 +22,7 @@ import type {
 import { toHex } from "../sql/hex.ts";
 import { LISTED_STATES_SQL } from "../sql/listed_states.ts";
 import { sqlString } from "../sql/string_literal.ts";
-import { holdersByRow, toResolvedWaiting } from "../sql/rows.ts";
+import { holdersByRow, NO_WAKE, toResolvedWaiting } from "../sql/rows.ts";
 import type { LibsqlContext } from "./connection.ts";
 
 /** Rows per INSERT statement; a bulk enqueue is several statements in one transaction. */
@@ -121,10 +122,11 @@ export async function insertJobs(
 /**
  * `jobPromoteDue`: makes a batch of due jobs available, the earliest due first: scheduled jobs
  * whose run time came, and waiting jobs whose timeout (an event wait's) passed, which run from now
- * on (not from the run time they had before they suspended); the queues they are in.
+ * on (not from the run time they had before they suspended); the queues they are in, and when the
+ * next job comes due (read in the same batch).
  */
-export async function promoteDueJobs({ db, namespace }: LibsqlContext, p: JobPromoteDueParams): Promise<string[]> {
-  const rs = await db.write({
+export async function promoteDueJobs({ db, namespace }: LibsqlContext, p: JobPromoteDueParams): Promise<JobPromoted> {
+  const [promoted, next] = await db.writeBatch([{
     sql: `UPDATE errand_jobs SET state = 'available', run_at = CASE WHEN state = 'waiting' THEN ?2 ELSE run_at END,
             wake_at = NULL
             WHERE id IN (
@@ -137,8 +139,19 @@ export async function promoteDueJobs({ db, namespace }: LibsqlContext, p: JobPro
               ORDER BY due LIMIT ?3)
             RETURNING queue`,
     args: [namespace, p.now, p.limit],
-  });
-  return [...new Set(rs.rows.map((r) => String(r.queue)))];
+  }, {
+    sql: `SELECT min(at) AS next_at FROM (
+            SELECT min(run_at) AS at FROM errand_jobs WHERE namespace = ?1 AND state = 'scheduled' AND run_at > ?2
+            UNION ALL
+            SELECT min(wake_at) FROM errand_jobs WHERE namespace = ?1 AND state = 'waiting' AND wake_at > ?2
+              AND wake_at < ?3)`,
+    args: [namespace, p.now, NO_WAKE],
+  }]);
+  const nextAt = next.rows[0]?.next_at;
+  return {
+    queues: [...new Set(promoted.rows.map((r) => String(r.queue)))],
+    nextAt: nextAt === null || nextAt === undefined ? null : Number(nextAt),
+  };
 }
 
 /**

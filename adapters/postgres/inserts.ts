@@ -14,12 +14,13 @@ import type {
   JobInsertParams,
   JobInsertResult,
   JobInsertRow,
+  JobPromoted,
   JobPromoteDueParams,
   JobResolveWaitingParams,
   ResolvedWaiting,
 } from "../../src/store/mod.ts";
 import { toHex } from "../sql/hex.ts";
-import { holdersByRow, toResolvedWaiting } from "../sql/rows.ts";
+import { holdersByRow, NO_WAKE, toResolvedWaiting } from "../sql/rows.ts";
 import type { PostgresConnection, PostgresContext, StoreTarget } from "./connection.ts";
 
 /**
@@ -192,34 +193,41 @@ async function insertRows(
 /**
  * `jobPromoteDue`: makes a batch of due jobs available (scheduled ones whose
  * run time came, waiting ones whose event wait timed out) and wakes the
- * workers; the queues that got jobs.
+ * workers; the queues that got jobs, and when the next job comes due (each
+ * kind's earliest, from the same two indexes).
  */
-export async function promoteDueJobs({ db, target }: PostgresContext, p: JobPromoteDueParams): Promise<string[]> {
+export async function promoteDueJobs({ db, target }: PostgresContext, p: JobPromoteDueParams): Promise<JobPromoted> {
+  const jobs = target.tables.jobs;
   // Each kind of due job from its own index, then the earliest of both.
-  const rows = await db.query(
+  const [row] = await db.query(
     `WITH due AS (
        SELECT id FROM (
          SELECT * FROM (
-           SELECT id, run_at AS due_at FROM ${target.tables.jobs}
+           SELECT id, run_at AS due_at FROM ${jobs}
            WHERE namespace = $1 AND state = 'scheduled' AND run_at <= $2 ORDER BY run_at LIMIT $3 FOR UPDATE SKIP LOCKED
          ) AS scheduled
          UNION ALL
          SELECT * FROM (
-           SELECT id, wake_at FROM ${target.tables.jobs}
+           SELECT id, wake_at FROM ${jobs}
            WHERE namespace = $1 AND state = 'waiting' AND wake_at <= $2 ORDER BY wake_at LIMIT $3 FOR UPDATE SKIP LOCKED
          ) AS timed_out
        ) AS d ORDER BY due_at LIMIT $3),
      promoted AS (
        -- A timed-out wait runs from now on, not from the run time it had before it suspended.
-       UPDATE ${target.tables.jobs} SET state = 'available',
+       UPDATE ${jobs} SET state = 'available',
          run_at = CASE WHEN state = 'waiting' THEN $2 ELSE run_at END, wake_at = NULL
        WHERE id IN (SELECT id FROM due)
        RETURNING queue)
-     SELECT DISTINCT queue FROM promoted`,
-    [target.namespace, p.now, p.limit],
+     SELECT array(SELECT DISTINCT queue FROM promoted) AS queues,
+       least(
+         (SELECT min(run_at) FROM ${jobs} WHERE namespace = $1 AND state = 'scheduled' AND run_at > $2),
+         (SELECT min(wake_at) FROM ${jobs} WHERE namespace = $1 AND state = 'waiting' AND wake_at > $2 AND wake_at < $4)
+       ) AS next_at${
+      target.notify ? ", (SELECT pg_notify($5, '') WHERE EXISTS (SELECT 1 FROM promoted)) AS wake" : ""
+    }`,
+    [target.namespace, p.now, p.limit, NO_WAKE, ...(target.notify ? [target.channel] : [])],
   );
-  if (rows.length && target.notify) await db.query("SELECT pg_notify($1, '')", [target.channel]);
-  return rows.map((r) => String(r.queue));
+  return { queues: (row.queues as string[]).map(String), nextAt: row.next_at === null ? null : Number(row.next_at) };
 }
 
 /**

@@ -25,6 +25,7 @@ import type {
   JobTransitionManyParams,
   JobTransitionParams,
 } from "../../src/store/mod.ts";
+import type { JobState } from "../../src/base/types.ts";
 import { jobFilterSql } from "../sql/job_filter.ts";
 import { allListed, LISTED_STATES_SQL } from "../sql/listed_states.ts";
 import { readingState, readStateSql, readStatesSql } from "../sql/retrying.ts";
@@ -306,10 +307,13 @@ function transitionSql(
      changed AS (SELECT id, queue FROM live_changed UNION ALL SELECT id, queue FROM old_changed)`;
 }
 
+/** Whether a job put in `state` becomes due now or later: then other instances' probes must hear of it. */
+const comesDue = (state: JobState) => state === "available" || state === "scheduled";
+
 /** `jobTransition`: an operator's state change of one job, if it is in one of `p.from`. */
 export async function transitionJob(ctx: PostgresContext, p: JobTransitionParams): Promise<boolean> {
   const { db, target } = ctx;
-  const notify = p.state === "available" && target.notify;
+  const notify = comesDue(p.state) && target.notify;
   const args: unknown[] = [p.id, target.namespace];
   const bind = (value: unknown) => `$${args.push(value)}`;
   const where = `j.id = $1 AND j.namespace = $2 AND ${readStatesSql(p.from, bind, LAST_OUTCOME)}`;
@@ -338,7 +342,7 @@ export async function transitionJobs(
     finishing(p),
     () => db.query(`WITH ${picked}, ${changes} SELECT id, queue FROM changed`, args),
   );
-  if (rows.length && p.state === "available" && target.notify) {
+  if (rows.length && comesDue(p.state) && target.notify) {
     await db.query("SELECT pg_notify($1, '')", [target.channel]);
   }
   return rows.map((r) => ({ id: String(r.id), queue: String(r.queue) }));

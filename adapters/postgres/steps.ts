@@ -275,13 +275,18 @@ export async function suspendStep({ db, target }: PostgresContext, p: StepSuspen
       // A child that is done, or gone, leaves nothing to wait for: the core reads how it ended.
       if (!child || FINAL_STATES.has(String(child.state))) return { status: "resolved", step };
     }
+    // A sleep or a wait with a timeout comes due at a time the other instances' probes and the leader's
+    // promotion must learn: it announces itself at the commit, as a scheduled insert does.
+    const timed = target.notify && (step.type === "sleep" || (step.type === "event" && step.wakeAt !== null));
     const [job] = await db.query(
-      `WITH saved AS (${upsertStepSql(target, "")} RETURNING 1)
-       UPDATE ${target.tables.jobs} SET state = $${AFTER_STEP}, run_at = coalesce($${AFTER_STEP + 1}, run_at),
-         wake_at = $${AFTER_STEP + 2}, lease_until = NULL, worker_id = NULL, attempt = attempt - 1,
-         runs = runs || jsonb_build_array($${AFTER_STEP + 3}::text::jsonb)
-       WHERE id = $1 AND namespace = $2 AND EXISTS (SELECT 1 FROM saved)
-       RETURNING id, has_children`,
+      `WITH saved AS (${upsertStepSql(target, "")} RETURNING 1),
+       moved AS (
+         UPDATE ${target.tables.jobs} SET state = $${AFTER_STEP}, run_at = coalesce($${AFTER_STEP + 1}, run_at),
+           wake_at = $${AFTER_STEP + 2}, lease_until = NULL, worker_id = NULL, attempt = attempt - 1,
+           runs = runs || jsonb_build_array($${AFTER_STEP + 3}::text::jsonb)
+         WHERE id = $1 AND namespace = $2 AND EXISTS (SELECT 1 FROM saved)
+         RETURNING id, has_children)
+       SELECT id, has_children${timed ? `, pg_notify($${AFTER_STEP + 4}, '') AS wake` : ""} FROM moved`,
       [
         p.id,
         target.namespace,
@@ -290,6 +295,7 @@ export async function suspendStep({ db, target }: PostgresContext, p: StepSuspen
         step.type === "sleep" ? step.wakeAt : null,
         step.type === "event" ? step.wakeAt ?? NO_WAKE : null,
         JSON.stringify(p.run),
+        ...(timed ? [target.channel] : []),
       ],
       tx,
     );

@@ -128,7 +128,7 @@ export class WorkerPool<TTx> {
     const listening = this.#deps.store.listen({
       onWake: () => {
         heard();
-        services.probe.wake();
+        services.changed();
       },
       onAppend: (log) => {
         heard();
@@ -137,7 +137,7 @@ export class WorkerPool<TTx> {
       // Whatever was announced while the connection was down was missed: look at everything.
       onListen: () => {
         heard();
-        services.probe.wake();
+        services.changed();
         services.consumers.wakeAll();
       },
     });

@@ -159,6 +159,12 @@ export class Services<TTx> {
     this.maintenance.leaderOnly = listening;
   }
 
+  /** The listener heard of a change (or came up, having missed some): the probe and the leader's promotion look. */
+  changed(): void {
+    this.probe.wake();
+    this.maintenance.changed();
+  }
+
   /** The partition heads a claim on `queue` may take, or null while the namespace has no partitions. */
   heads(queue: string): HeadFilter | null {
     return this.#deps.workers.partitioned ? this.#ownership.heads(queue) : null;

@@ -5,7 +5,11 @@
  * promotions and rescues it writes wake the other instances through the
  * listener, and an idle namespace costs one instance's housekeeping, not
  * every one's:
- * - promotion: due scheduled jobs become available, and their queues' workers wake;
+ * - promotion: due scheduled jobs, and jobs whose wait for an event timed
+ *   out, become available, and their queues' workers wake. On the leader
+ *   alone it looks only when the next job it knows of comes due, when the
+ *   listener heard of a change, or every {@link SAFETY_POLL_MS} (claims take
+ *   due scheduled jobs without it);
  * - rescue: running jobs whose lease expired (their worker died or hung) are
  *   recorded with error `LeaseExpired` and retried or failed like any error
  *   (an operator's `rescueExpired()` runs it at once, retrying without the delay),
@@ -24,6 +28,7 @@ import { saveFinishes } from "../running/completer.ts";
 import type { ChildReleases } from "../enqueue/continuations.ts";
 import { failedFinish, namedError } from "../running/outcome.ts";
 import { every, type Periodic } from "../time/periodic.ts";
+import { SAFETY_POLL_MS } from "../time/safety_poll.ts";
 import type { RetryPolicy } from "../jobs/retry.ts";
 import type { Store } from "../store/store.ts";
 
@@ -88,6 +93,8 @@ export class Maintenance {
   leaderOnly = false;
   /** When continuations were last resolved by the timed task. */
   #resolvedAt = -Infinity;
+  /** When the leader's timed promotion (`leaderOnly`) looks next, as its last look and the listener found. */
+  #promoteAt = -Infinity;
 
   /** Creates the tasks; `start()` runs them. */
   constructor(env: MaintenanceEnv) {
@@ -101,7 +108,7 @@ export class Maintenance {
     const mine = (task: () => Promise<unknown>) => () =>
       !this.leaderOnly || this.#env.leading() ? task() : Promise.resolve();
     this.#tasks = [
-      every(clock, intervals.promote, "Promoting scheduled jobs", logger, mine(() => this.promote())),
+      every(clock, intervals.promote, "Promoting scheduled jobs", logger, mine(() => this.#promoteWhenDue())),
       every(clock, intervals.promote, "Resolving continuations", logger, mine(() => this.#resolveWhenDue())),
       every(clock, intervals.rescue, "Rescuing expired leases", logger, mine(() => this.rescue())),
       every(clock, intervals.prune, "Pruning finished jobs", logger, mine(() => this.prune())),
@@ -114,13 +121,32 @@ export class Maintenance {
     this.#tasks = [];
   }
 
-  /** Moves due scheduled jobs to available and wakes their workers. */
+  /** The listener heard of a change (a job scheduled sooner, say): the next timed promotion looks. */
+  changed(): void {
+    this.#promoteAt = -Infinity;
+  }
+
+  /** Moves due scheduled jobs and timed-out waits to available and wakes their workers. */
   async promote(): Promise<void> {
+    const { store, clock } = this.#env;
+    const startedAt = clock.now();
     for (;;) {
-      const queues = await this.#env.store.jobPromoteDue({ now: this.#env.clock.now(), limit: BATCH });
+      const { queues, nextAt } = await store.jobPromoteDue({ now: clock.now(), limit: BATCH });
       for (const queue of queues) this.#env.wake(queue);
-      if (queues.length === 0) return;
+      if (queues.length === 0) {
+        this.#promoteAt = Math.min(nextAt ?? Infinity, startedAt + SAFETY_POLL_MS);
+        return;
+      }
     }
+  }
+
+  /**
+   * {@link Maintenance.promote} at the promotion's interval, or, on the
+   * leader alone (`leaderOnly`), once the next job it knows of is due.
+   */
+  #promoteWhenDue(): Promise<void> {
+    if (this.leaderOnly && this.#env.clock.now() < this.#promoteAt) return Promise.resolve();
+    return this.promote();
   }
 
   /**

@@ -281,16 +281,18 @@ export class Schedules {
     this.#loop = (async () => {
       const { clock, logger, leadership } = this.#env;
       while (!stopper.signal.aborted) {
-        let waitMs = leadership.nextTryMs;
+        // Times are kept absolute: a round's store calls take time, and the next firing must not come that much late.
+        const startedAt = clock.now();
+        let wakeAt = startedAt + leadership.nextTryMs;
         if (await leadership.renew()) {
-          waitMs = leadership.nextTryMs;
+          wakeAt = startedAt + leadership.nextTryMs;
           try {
-            waitMs = await this.fireDue(waitMs);
+            wakeAt = await this.fireDue(wakeAt);
           } catch (err) {
             logger.warn("Firing schedules failed; retrying", { error: String(err) });
           }
         }
-        await sleep(clock, waitMs, stopper.signal);
+        await sleep(clock, Math.max(1, wakeAt - clock.now()), stopper.signal);
       }
     })();
   }
@@ -304,19 +306,19 @@ export class Schedules {
   }
 
   /**
-   * Fires every due schedule once; returns how long until the next is due
-   * (at most `horizonMs`: the leader looks again at least that often, for
-   * schedules saved meanwhile).
+   * Fires every due schedule once; returns when the next is due (at most
+   * `until`: the leader looks again at least that often, for schedules saved
+   * meanwhile).
    */
-  async fireDue(horizonMs = 1_000): Promise<number> {
+  async fireDue(until = this.#env.clock.now() + 1_000): Promise<number> {
     const { store, clock } = this.#env;
     const now = clock.now();
-    let waitMs = horizonMs;
+    let nextAt = until;
     for (const schedule of await store.scheduleList()) {
       const next = schedule.nextRunAt <= now ? await this.#fire(schedule, now) : schedule.nextRunAt;
-      waitMs = Math.min(waitMs, next - now);
+      nextAt = Math.min(nextAt, next);
     }
-    return Math.max(1, waitMs);
+    return nextAt;
   }
 
   /** Enqueues the due occurrences of one schedule and advances it; returns its next occurrence. */

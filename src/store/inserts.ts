@@ -27,6 +27,18 @@ export interface JobPromoteDueParams {
   readonly limit: number;
 }
 
+/** What {@link InsertStore.jobPromoteDue} did. */
+export interface JobPromoted {
+  /** The queues that got jobs, each once. */
+  readonly queues: string[];
+  /**
+   * When the namespace's next job comes due after `now`: the earliest run
+   * time of a scheduled job or timeout of a job waiting on an event; null
+   * when there is neither.
+   */
+  readonly nextAt: number | null;
+}
+
 /** Parameters of {@link InsertStore.jobResolveWaiting}. */
 export interface JobResolveWaitingParams {
   /** Only the children of these jobs; every waiting job when absent. */
@@ -45,8 +57,12 @@ export interface InsertStore {
    * another job is skipped.
    */
   jobInsertMany(params: JobInsertParams): Promise<JobInsertResult>;
-  /** Moves due scheduled jobs to available, waking listening processes; returns the queues that got jobs. */
-  jobPromoteDue(params: JobPromoteDueParams): Promise<string[]>;
+  /**
+   * Moves due scheduled jobs, and waiting jobs whose timeout passed, to
+   * available, waking listening processes; returns the queues that got jobs
+   * and when the next job comes due.
+   */
+  jobPromoteDue(params: JobPromoteDueParams): Promise<JobPromoted>;
   /**
    * Resolves up to `limit` waiting jobs (the children of `parents`, or any):
    * one whose parents all completed becomes available (scheduled if its run

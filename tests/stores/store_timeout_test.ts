@@ -45,9 +45,12 @@ async function proxiedWorker(max: number, options: { storeTimeout: Duration; pol
     async close() {
       await worker.shutdown({ drain: 0 }).catch(() => {});
       await producer.shutdown();
-      await directSql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-      await Promise.all([workerSql.end({ timeout: 0 }), directSql.end({ timeout: 1 })]);
+      // A frozen connection's server session may hold locks in an open transaction: closing the
+      // proxy ends those sessions, so that dropping the schema does not wait on them for ever.
+      await workerSql.end({ timeout: 0 });
       await proxy.close();
+      await directSql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await directSql.end({ timeout: 1 });
     },
   };
 }

@@ -162,10 +162,17 @@ export const insertCases: StoreCase[] = cases("inserts", [
       jobRow({ state: "scheduled", runAt: T0, queue: "mail" }),
       jobRow({ state: "scheduled", runAt: T0 + 1 }),
     );
-    checkSameSet(await store.jobPromoteDue({ now: T0, limit: 10 }), ["default", "mail"], "the queues");
+    const promoted = await store.jobPromoteDue({ now: T0, limit: 10 });
+    checkSameSet(promoted.queues, ["default", "mail"], "the queues");
+    checkEqual(promoted.nextAt, T0 + 1, "the next job's run time");
     const states = await Promise.all(rows.map(async (r) => (await store.jobGet({ id: r.id }))?.state));
     checkEqual(states, ["available", "available", "available", "scheduled"], "the states");
-    checkEqual(await store.jobPromoteDue({ now: T0, limit: 10 }), [], "a second promotion");
+    checkEqual(await store.jobPromoteDue({ now: T0, limit: 10 }), { queues: [], nextAt: T0 + 1 }, "a second promotion");
+    checkEqual(
+      await store.jobPromoteDue({ now: T0 + 1, limit: 10 }),
+      { queues: ["default"], nextAt: null },
+      "the last",
+    );
   }],
   ["jobPromoteDue", "jobPromoteDue() promotes at most limit jobs, of its namespace only", async (env) => {
     const store = await ready(env);

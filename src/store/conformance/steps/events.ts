@@ -147,9 +147,19 @@ export const eventCases: StoreCase[] = cases("steps", [
     async (env) => {
       const store = await ready(env);
       const job = await suspended(store, eventStep("paid", "k1", { wakeAt: T0 + 1_000 }));
-      checkEqual(await store.jobPromoteDue({ now: T0 + 999, limit: 10 }), [], "a promotion before the timeout");
+      // A wait without a timeout is never due.
+      await suspended(store, eventStep("paid", "k2"));
+      checkEqual(
+        await store.jobPromoteDue({ now: T0 + 999, limit: 10 }),
+        { queues: [], nextAt: T0 + 1_000 },
+        "a promotion before the timeout",
+      );
       checkEqual(await stateOf(store, job.id), "waiting", "the job before its timeout");
-      checkEqual(await store.jobPromoteDue({ now: T0 + 1_000, limit: 10 }), ["default"], "the promotion");
+      checkEqual(
+        await store.jobPromoteDue({ now: T0 + 1_000, limit: 10 }),
+        { queues: ["default"], nextAt: null },
+        "the promotion",
+      );
       checkEqual(await stateOf(store, job.id), "available", "the job after its timeout");
     },
   ],
@@ -166,7 +176,11 @@ export const eventCases: StoreCase[] = cases("steps", [
         finishedAt: T0 + 3,
       });
       checkEqual(cancelled, true, "the cancel");
-      checkEqual(await store.jobPromoteDue({ now: T0 + 1_000, limit: 10 }), [], "a promotion after the timeout");
+      checkEqual(
+        (await store.jobPromoteDue({ now: T0 + 1_000, limit: 10 })).queues,
+        [],
+        "a promotion after the timeout",
+      );
       checkEqual(await send(store), { duplicate: false, resumed: [] }, "a send");
       checkEqual(await store.eventListWaiting({}), [], "the waits");
       checkFields(await store.jobGet({ id: job.id }), { state: "cancelled", finishedAt: T0 + 3 }, "the job");
@@ -180,7 +194,11 @@ export const eventCases: StoreCase[] = cases("steps", [
       const job = await running(store);
       const step = eventStep("paid", "k1", { wakeAt: T0 + 60_000 });
       await checkSuspends(store, job, step, { state: "waiting" });
-      checkEqual(await store.jobPromoteDue({ now: T0 + 59_999, limit: 10 }), [], "a promotion before the timeout");
+      checkEqual(
+        await store.jobPromoteDue({ now: T0 + 59_999, limit: 10 }),
+        { queues: [], nextAt: T0 + 60_000 },
+        "a promotion before the timeout",
+      );
       const sent = await send(store, { now: T0 + 10 });
       checkEqual(sent, { duplicate: false, resumed: [{ id: job.id, queue: "default" }] }, "the send");
       checkEqual(await stateOf(store, job.id), "available", "the resumed job");

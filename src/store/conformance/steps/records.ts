@@ -143,7 +143,11 @@ export const stepRecordCases: StoreCase[] = cases("steps", [
       const job = await running(store);
       const step = waitingStep({ name: "nap", wakeAt: T0 + 60_000 });
       await checkSuspends(store, job, step, { state: "scheduled", runAt: T0 + 60_000 });
-      checkEqual(await store.jobPromoteDue({ now: T0 + 60_000, limit: 10 }), ["default"], "the promotion at wakeAt");
+      checkEqual(
+        await store.jobPromoteDue({ now: T0 + 60_000, limit: 10 }),
+        { queues: ["default"], nextAt: null },
+        "the promotion at wakeAt",
+      );
     },
   ],
   ["stepSuspend", "stepSuspend() writes nothing under a stale fence or once the job is not running", async (env) => {
