@@ -48,13 +48,17 @@ export async function readActivity(
   { db, target, settings }: PostgresContext,
   p: JobActivityParams,
 ): Promise<ActivityRow> {
+  // A job enqueued or started since then finished since then too, if it finished: saying so lets the reads of
+  // the history visit the partitions of the days since then only, not every day it keeps. (At the window's
+  // edge, a job finished by a worker whose clock is behind its enqueuer's could be left out.)
+  const recent = "namespace = $1 AND (finished_at IS NULL OR finished_at >= $2)";
   const [events, waits, storageBytes, wholeBytes] = await Promise.all([
     db.query(
       `SELECT 'enqueued' AS what, (created_at - $2) / $3::bigint AS bucket, count(*) AS count FROM ${target.tables.allJobs}
-         WHERE namespace = $1 AND created_at >= $2 GROUP BY 2
+         WHERE ${recent} AND created_at >= $2 GROUP BY 2
        UNION ALL
        SELECT 'started', (started_at - $2) / $3::bigint, count(*) FROM ${target.tables.allJobs}
-         WHERE namespace = $1 AND started_at >= $2 GROUP BY 2
+         WHERE ${recent} AND started_at >= $2 GROUP BY 2
        UNION ALL
        SELECT state, (finished_at - $2) / $3::bigint, count(*) FROM ${target.tables.allJobs}
          WHERE namespace = $1 AND finished_at >= $2 GROUP BY 1, 2
@@ -62,18 +66,19 @@ export async function readActivity(
        -- Every attempt: the latest start of each job started since then, and the earlier runs recorded
        -- on it that started since then (a job's latest start is at or after each of its runs' starts).
        SELECT 'attempts', (a.started_at - $2) / $3::bigint, count(*) FROM (
-         SELECT started_at FROM ${target.tables.allJobs} WHERE namespace = $1 AND started_at >= $2
+         SELECT started_at FROM ${target.tables.allJobs} WHERE ${recent} AND started_at >= $2
          UNION ALL
          SELECT r.started_at FROM ${target.tables.allJobs} AS j,
            LATERAL (SELECT (e ->> 'startedAt')::bigint AS started_at FROM jsonb_array_elements(j.runs) AS e) AS r
-           WHERE j.namespace = $1 AND j.started_at >= $2 AND r.started_at >= $2 AND r.started_at < j.started_at
+           WHERE j.namespace = $1 AND (j.finished_at IS NULL OR j.finished_at >= $2) AND j.started_at >= $2
+             AND r.started_at >= $2 AND r.started_at < j.started_at
        ) AS a GROUP BY 2`,
       [target.namespace, p.since, p.bucketMs],
     ),
     db.query(
       `SELECT topic IS NOT NULL AS partitioned, count(*) AS count,
          sum(greatest(0, started_at - run_at)) AS total_ms, max(greatest(0, started_at - run_at)) AS max_ms
-       FROM ${target.tables.allJobs} WHERE namespace = $1 AND started_at >= $2 GROUP BY 1`,
+       FROM ${target.tables.allJobs} WHERE ${recent} AND started_at >= $2 GROUP BY 1`,
       [target.namespace, p.since],
     ),
     schemaBytes(db, settings.schema),

@@ -4,7 +4,8 @@
  * jobs table waits for; every read sees the finished jobs while maintenance
  * moves them to the history, a batch at a time; finished jobs then live in
  * the history only (those unique over any state excepted), and a prune past
- * their retention drops their day's partition.
+ * their retention drops their day's partition; `stats()` reads only the
+ * partitions of the days in its window.
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
@@ -196,6 +197,57 @@ describe("the PostgreSQL history of finished jobs", { skip: postgresKind().skip 
       await errand.shutdown();
       await reader.end({ timeout: 5 });
       await sql.unsafe(`DROP SCHEMA IF EXISTS ${q} CASCADE`);
+      await sql.end({ timeout: 5 });
+    }
+  });
+  it("stats() reads the history's partitions of the days in its window only", async () => {
+    const schema = `errand_history_${crypto.randomUUID().slice(0, 8)}`;
+    const plans: string[] = [];
+    // The server's own plans, read through auto_explain, as the claim plans test does.
+    const sql = postgres(url!, {
+      max: 1,
+      onnotice: (n) => plans.push(n.message ?? ""),
+      connection: {
+        session_preload_libraries: "auto_explain",
+        "auto_explain.log_min_duration": "0",
+        "auto_explain.log_level": "notice",
+      } as Record<string, string>,
+    });
+    const day = 20_454; // 2026-01-01
+    const clock = new FakeClock(day * DAY_MS + 12 * 3_600_000);
+    const jobs = defineJobs({ work: job<{ n: number }>() });
+    const errand = createErrand({
+      jobs,
+      store: postgresStore(sql, { schema }),
+      mode: "manual",
+      clock,
+      // Kept for a week: the test's days stay in the history.
+      retention: { completed: "7d" },
+      handlers: { work: () => {} },
+    });
+    try {
+      // A job completed on each of four days: their partitions of the completed history (and the next day's).
+      for (let n = 0; n < 4; n++) {
+        if (n > 0) clock.advance(DAY_MS);
+        await errand.enqueue("work", { n });
+        await errand.step();
+      }
+      const partitions = await sql.unsafe(
+        `SELECT relname FROM pg_class WHERE relnamespace = '"${schema}"'::regnamespace
+           AND relname LIKE 'history_completed_%' AND relkind = 'r' ORDER BY relname`,
+      );
+      assert.equal(partitions.length, 5, "a partition per day, and the next day's");
+      plans.length = 0;
+      const stats = await errand.stats({ minutes: 60 });
+      assert.equal(stats.throughput.reduce((sum, s) => sum + s.completed, 0), 1, "the last hour's completed job");
+      const read = plans.join("\n");
+      assert.match(read, new RegExp(`history_completed_${day + 3}\\b`), "the window's day is read");
+      for (const older of [day, day + 1, day + 2]) {
+        assert.doesNotMatch(read, new RegExp(`history_completed_${older}\\b`), `the partition of day ${older} is not`);
+      }
+    } finally {
+      await errand.shutdown();
+      await sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
       await sql.end({ timeout: 5 });
     }
   });
