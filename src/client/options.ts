@@ -196,8 +196,10 @@ export interface ErrandOptions<J extends JobDefinitions, Ctx, TTx, L extends Log
   /**
    * How often maintenance promotes due jobs, rescues expired leases and prunes
    * (pruning's interval is also how often a worker looks for jobs no live worker can run).
-   * While the store's listener is up, only the leader runs maintenance, and
-   * resolves waiting continuations at the rescue's interval.
+   * While the store's listener is up, only the leader runs maintenance: it
+   * promotes only once the next job it knows of is due (a notification tells
+   * it of new ones; it looks every 30 s anyway), and resolves waiting
+   * continuations at the rescue's interval.
    * @default {promote: "1s", rescue: "5s", prune: "1m"}
    */
   maintenance?: { promote?: Duration; rescue?: Duration; prune?: Duration };
