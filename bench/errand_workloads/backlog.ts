@@ -5,13 +5,17 @@
  * ones, and `latency_backlog`, the latency workload (latency.ts) on the same
  * filled table. The harness prints each beside the plain figure of the same
  * run. The table is filled by SQL of the bench's own, one `INSERT ... SELECT
- * generate_series` per state family, then `VACUUM (ANALYZE)` and a
- * `CHECKPOINT`, as a table that grew over weeks would stand: every column
- * as errand writes it (its insert trigger gives each row its turn), the
- * finished jobs 90 % completed, 7 % failed, 3 % cancelled, finished over
- * the 20 hours before the run (inside the shortest default retention, 24 h
- * for completed jobs, so maintenance prunes none), the scheduled ones due
- * from an hour after the run on.
+ * generate_series` per state family, the finished jobs into the history
+ * (the first and last hundred are moved there by the store, whose
+ * `jobPrune` moves the finished jobs an older schema left in the jobs table,
+ * making the partitions of their days), then `VACUUM (ANALYZE)` and a
+ * `CHECKPOINT`, as the tables would stand after weeks of outcomes that moved
+ * each job at its end: every column as errand writes it
+ * (its insert trigger gives each row its turn), the finished jobs 90 %
+ * completed, 7 % failed, 3 % cancelled, finished over the 20 hours before
+ * the run (inside the shortest default retention, 24 h for completed jobs,
+ * so maintenance prunes none), the scheduled ones due from an hour after the
+ * run on.
  *
  * @module
  */
@@ -36,12 +40,22 @@ export async function statesOf(db: BenchDatabase): Promise<Record<string, number
   return Object.fromEntries(rows.map((r) => [String(r.state), Number(r.n)]));
 }
 
-/** The jobs table's sizes, in MB: heap, all its indexes, and the claim index. */
+/** The sizes, in MB, of the jobs table (heap, all its indexes, the claim index) and of the history (all its partitions). */
 export async function tableSizes(db: BenchDatabase): Promise<Record<string, number>> {
   const [r] = await pgOf(db).sql(`SELECT pg_relation_size('errand.jobs') AS heap,
-    pg_indexes_size('errand.jobs') AS indexes, pg_relation_size('errand.jobs_claim') AS claim_index`);
+    pg_indexes_size('errand.jobs') AS indexes, pg_relation_size('errand.jobs_claim') AS claim_index,
+    (SELECT coalesce(sum(pg_relation_size(c.oid)), 0) FROM pg_partition_tree('errand.history') AS t
+       JOIN pg_class AS c ON c.oid = t.relid) AS history_heap,
+    (SELECT coalesce(sum(pg_indexes_size(c.oid)), 0) FROM pg_partition_tree('errand.history') AS t
+       JOIN pg_class AS c ON c.oid = t.relid WHERE t.isleaf) AS history_indexes`);
   const mb = (x: unknown) => round(Number(x) / 1048576, 1);
-  return { heap_mb: mb(r.heap), indexes_mb: mb(r.indexes), claim_index_mb: mb(r.claim_index) };
+  return {
+    heap_mb: mb(r.heap),
+    indexes_mb: mb(r.indexes),
+    claim_index_mb: mb(r.claim_index),
+    history_heap_mb: mb(r.history_heap),
+    history_indexes_mb: mb(r.history_indexes),
+  };
 }
 
 /**
@@ -55,14 +69,34 @@ async function fillBacklog(db: BenchDatabase) {
   const at = Date.now();
   const t0 = now();
   const payload = `convert_to('{"i":' || g || ',"s":"${"x".repeat(100)}"}', 'UTF8')`;
-  await sql(`INSERT INTO errand.jobs (id, namespace, kind, version, queue, state, priority, payload, attempt,
-      max_attempts, run_at, created_at, started_at, finished_at)
-    SELECT 'history-' || g, 'default', 'bench', 1, 'default',
-      CASE WHEN g % 100 < ${HISTORY.completedPct} THEN 'completed'
-        WHEN g % 100 < ${HISTORY.completedPct + HISTORY.failedPct} THEN 'failed' ELSE 'cancelled' END,
-      0, ${payload}, 1, 25, f - 2000, f - 2000, f - 1000, f
-    FROM (SELECT g, ${at} - 60000 - (g::bigint * ${HISTORY.spreadMs} / ${Math.max(finished, 1)}) AS f
-      FROM generate_series(1, ${finished}) AS g) AS s`);
+  const state = `CASE WHEN g % 100 < ${HISTORY.completedPct} THEN 'completed'
+    WHEN g % 100 < ${HISTORY.completedPct + HISTORY.failedPct} THEN 'failed' ELSE 'cancelled' END`;
+  /** Inserts into `table` the finished jobs numbered by `numbers`, a query of one integer column. */
+  const finishedJobs = (table: string, numbers: string) =>
+    sql(`INSERT INTO ${table} (id, namespace, kind, version, queue, state, priority, payload, attempt,
+        max_attempts, run_at, created_at, started_at, finished_at)
+      SELECT 'history-' || g, 'default', 'bench', 1, 'default', ${state}, 0, ${payload}, 1, 25,
+        f - 2000, f - 2000, f - 1000, f
+      FROM (SELECT g, ${at} - 60000 - (g::bigint * ${HISTORY.spreadMs} / ${Math.max(finished, 1)}) AS f
+        FROM (${numbers}) AS numbers(g)) AS s`);
+  // Finished jobs live in the history, in a partition per state and day, which the store makes as it moves jobs
+  // there. The first and last hundred (every state, finished at both ends of the spread) go through the store (its
+  // prune moves the finished jobs it finds in the jobs table, as after an upgrade), which makes every partition
+  // the fill needs; the rest go straight in.
+  const ends = [...new Set([...Array(100).keys()].flatMap((k) => [k + 1, finished - k]))]
+    .filter((g) => g >= 1 && g <= finished).join(", ");
+  await finishedJobs("errand.jobs", `SELECT unnest(ARRAY[${ends}]::int[])`);
+  for (const finishedState of ["completed", "failed", "cancelled"] as const) {
+    await db.store.jobPrune({ state: finishedState, before: 0, limit: 500 });
+  }
+  const [{ left }] = await sql(
+    "SELECT count(*)::int AS left FROM errand.jobs WHERE state IN ('completed', 'failed', 'cancelled')",
+  );
+  if (left !== 0) throw new Error(`verification failed: ${left} finished jobs left in the jobs table`);
+  await finishedJobs(
+    "errand.history",
+    `SELECT g FROM generate_series(1, ${finished}) AS g WHERE g <> ALL (ARRAY[${ends}]::int[])`,
+  );
   await sql(`INSERT INTO errand.jobs (id, namespace, kind, version, queue, state, priority, payload,
       max_attempts, run_at, created_at)
     SELECT 'later-' || g, 'default', 'bench', 1, 'default', 'scheduled', 0, ${payload}, 25,
@@ -72,6 +106,7 @@ async function fillBacklog(db: BenchDatabase) {
   // A table that grew over weeks has been vacuumed; one filled by a single statement would otherwise get an
   // autovacuum of its million rows (the insert threshold) in the middle of the run.
   await sql("VACUUM (ANALYZE) errand.jobs");
+  await sql("VACUUM (ANALYZE) errand.history");
   const vacuumed = now() - t0;
   // Writes the fill's pages out now, so no checkpoint of a gigabyte of WAL lands in the timed section.
   await sql("CHECKPOINT");
@@ -120,7 +155,9 @@ const backlogSettings = () => ({
   backlog: `${CFG.scale.finished} finished jobs (${HISTORY.completedPct} % completed, ${HISTORY.failedPct} % ` +
     `failed, the rest cancelled; finished over the ${HISTORY.spreadMs / 3_600_000} h before the run, inside ` +
     `retention) and ${CFG.scale.scheduled} scheduled jobs (due 1 h after the run and later), in the same queue, ` +
-    `inserted by INSERT ... SELECT generate_series, then VACUUM (ANALYZE) and CHECKPOINT before the run`,
+    `inserted by INSERT ... SELECT generate_series (the finished ones into the history, the first and last ` +
+    `hundred moved there by the store's jobPrune, which makes their day partitions), then VACUUM (ANALYZE) ` +
+    `of both tables and CHECKPOINT before the run`,
 });
 
 /** `drain_backlog` and `latency_backlog` on `session`'s store (PostgreSQL). */
