@@ -8,9 +8,9 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import postgres from "postgres";
 import { createErrand, defineJobs, job } from "../../mod.ts";
 import { postgresStore } from "../../adapters/postgres/mod.ts";
+import { planLoggingClient } from "../support/plan_log.ts";
 import { postgresKind } from "../support/stores.ts";
 
 const url = process.env.DATABASE_URL;
@@ -21,17 +21,7 @@ const url = process.env.DATABASE_URL;
  */
 async function claimPlans(sync: ReturnType<typeof job<{ account: string; n: number }>>): Promise<string[]> {
   const schema = `errand_plans_${crypto.randomUUID().slice(0, 8)}`;
-  const plans: string[] = [];
-  const sql = postgres(url!, {
-    max: 1,
-    onnotice: (n) => plans.push(n.message ?? ""),
-    connection: {
-      session_preload_libraries: "auto_explain",
-      "auto_explain.log_min_duration": "0",
-      "auto_explain.log_nested_statements": "on",
-      "auto_explain.log_level": "notice",
-    } as Record<string, string>,
-  });
+  const { sql, plans } = planLoggingClient(url!);
   const jobs = defineJobs({ sync, mail: job<{ n: number }>({ queue: "mail" }) });
   const started: string[] = [];
   const errand = createErrand({

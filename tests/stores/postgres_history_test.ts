@@ -14,6 +14,7 @@ import { createErrand, defineJobs, job } from "../../mod.ts";
 import { postgresStore } from "../../adapters/postgres/mod.ts";
 import { BOOTSTRAP_SQL, POSTGRES_MIGRATIONS } from "../../adapters/postgres/migrations.ts";
 import { FakeClock } from "../../src/testing.ts";
+import { planLoggingClient } from "../support/plan_log.ts";
 import { postgresKind } from "../support/stores.ts";
 
 const url = process.env.DATABASE_URL;
@@ -202,17 +203,8 @@ describe("the PostgreSQL history of finished jobs", { skip: postgresKind().skip 
   });
   it("stats() reads the history's partitions of the days in its window only", async () => {
     const schema = `errand_history_${crypto.randomUUID().slice(0, 8)}`;
-    const plans: string[] = [];
-    // The server's own plans, read through auto_explain, as the claim plans test does.
-    const sql = postgres(url!, {
-      max: 1,
-      onnotice: (n) => plans.push(n.message ?? ""),
-      connection: {
-        session_preload_libraries: "auto_explain",
-        "auto_explain.log_min_duration": "0",
-        "auto_explain.log_level": "notice",
-      } as Record<string, string>,
-    });
+    // The server's own plans, read through auto_explain.
+    const { sql, plans } = planLoggingClient(url!);
     const day = 20_454; // 2026-01-01
     const clock = new FakeClock(day * DAY_MS + 12 * 3_600_000);
     const jobs = defineJobs({ work: job<{ n: number }>() });
