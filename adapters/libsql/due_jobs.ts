@@ -12,7 +12,7 @@
  *
  * @module
  */
-import type { DuePlaceholders } from "../sql/due_placeholders.ts";
+import { afterSql, type DuePlaceholders } from "../sql/due_placeholders.ts";
 
 /**
  * A read of `columns` (which hold `priority`, `run_at` and `id`) of at most
@@ -24,7 +24,9 @@ import type { DuePlaceholders } from "../sql/due_placeholders.ts";
  */
 export function dueJobsSql(columns: string, $: DuePlaceholders): string {
   const mine = `namespace = ${$.namespace} AND queue = ${$.queue} AND topic IS NULL AND grp IS NULL
-                AND run_at <= ${$.now} AND kind || '@' || version IN (SELECT value FROM json_each(${$.kinds}))`;
+                AND run_at <= ${$.now} AND kind || '@' || version IN (SELECT value FROM json_each(${$.kinds}))${
+    afterSql($)
+  }`;
   return `SELECT ${columns} FROM (
               SELECT * FROM (SELECT ${columns} FROM errand_jobs WHERE state = 'available' AND ${mine}
                              ORDER BY priority, run_at, id LIMIT ${$.limit})

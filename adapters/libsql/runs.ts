@@ -151,6 +151,7 @@ async function claimUnlimited({ db, namespace }: LibsqlContext, p: JobClaimParam
     now: "?1",
     kinds: "?6",
     limit: "?7",
+    after: p.after ? { priority: "?10", runAt: "?11", id: "?12" } : undefined,
   });
   // The head of each partition: its oldest unfinished job.
   const heads = `SELECT h.id, h.priority, h.run_at FROM errand_partitions AS p
@@ -181,9 +182,13 @@ async function claimUnlimited({ db, namespace }: LibsqlContext, p: JobClaimParam
       p.queue,
       JSON.stringify(p.kinds),
       p.limit,
-      ...(p.heads
-        ? [JSON.stringify(p.heads.managed), JSON.stringify(p.heads.owned.map((o) => [o.topic, o.partition]))]
+      ...(p.heads || p.after
+        ? [
+          JSON.stringify(p.heads?.managed ?? []),
+          JSON.stringify(p.heads?.owned.map((o) => [o.topic, o.partition]) ?? []),
+        ]
         : []),
+      ...(p.after ? [p.after.priority, p.after.runAt, p.after.id] : []),
     ],
   });
   return rs.rows.map((row) => toClaimedJob(returning.read(row)));

@@ -12,7 +12,7 @@
  *
  * @module
  */
-import type { DuePlaceholders } from "../sql/due_placeholders.ts";
+import { afterSql, type DuePlaceholders } from "../sql/due_placeholders.ts";
 
 /**
  * A locking read of `columns` of at most `$.limit` due jobs of the queue
@@ -23,7 +23,7 @@ import type { DuePlaceholders } from "../sql/due_placeholders.ts";
  */
 export function dueJobsSql(jobs: string, columns: string, $: DuePlaceholders): string {
   const mine = `namespace = ${$.namespace} AND queue = ${$.queue} AND topic IS NULL AND grp IS NULL
-                AND run_at <= ${$.now} AND kind || '@' || version = ANY(${$.kinds})`;
+                AND run_at <= ${$.now} AND kind || '@' || version = ANY(${$.kinds})${afterSql($)}`;
   return `SELECT ${columns} FROM (
               SELECT * FROM (SELECT ${columns} FROM ${jobs} WHERE state = 'available' AND ${mine}
                              ORDER BY priority, run_at, id LIMIT ${$.limit} FOR UPDATE SKIP LOCKED) AS available

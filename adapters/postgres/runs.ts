@@ -26,6 +26,7 @@ import type { PostgresConnection, PostgresContext, StoreTarget } from "./connect
 import { dueHeadsSql } from "./due_heads.ts";
 import { dueJobsSql } from "./due_jobs.ts";
 import { copyRowsSql, setListSql, withHistoryDays } from "./history.ts";
+import { heldRunSql, runListSql } from "./held_runs.ts";
 import { claimLimitedJobs } from "./limited_claim.ts";
 
 /** `jobClaim`: under flow control through `claim_limited` (limited_claim.ts), else in one plain statement. */
@@ -35,12 +36,16 @@ export function claimJobs({ db, target }: PostgresContext, p: JobClaimParams): P
 
 /** A claim without flow control: one statement, its commit not waiting for the flush. */
 async function claimPlainJobs(db: PostgresConnection, target: StoreTarget, p: JobClaimParams): Promise<ClaimedJob[]> {
+  const after = p.heads ? 12 : 9;
   const plain = dueJobsSql(target.tables.jobs, "id, priority, run_at", {
     namespace: "$4",
     queue: "$5",
     now: "$6",
     kinds: "$7::text[]",
     limit: "$8",
+    after: p.after
+      ? { priority: `$${after}::int`, runAt: `$${after + 1}::bigint`, id: `$${after + 2}::text` }
+      : undefined,
   });
   const heads = dueHeadsSql(target.tables, "id, priority, run_at", {
     namespace: "$4",
@@ -72,6 +77,7 @@ async function claimPlainJobs(db: PostgresConnection, target: StoreTarget, p: Jo
       p.kinds,
       p.limit,
       ...(p.heads ? [p.heads.managed, p.heads.owned.map((o) => o.topic), p.heads.owned.map((o) => o.partition)] : []),
+      ...(p.after ? [p.after.priority, p.after.runAt, p.after.id] : []),
     ],
   );
   return rows.map(toClaimedJob);
@@ -104,15 +110,18 @@ export async function finishJobs(
     runs: "CASE WHEN f.run IS NULL THEN j.runs ELSE j.runs || jsonb_build_array(f.run::jsonb) END",
     ...(valued ? { result: "coalesce(f.result::bytea, j.result)", progress: "coalesce(f.progress, j.progress)" } : {}),
   };
-  const fenced = `j.id = f.id AND j.namespace = $9 AND j.state = 'running' AND j.fence = f.fence
-       AND (f.expired_before IS NULL OR j.lease_until < f.expired_before)`;
+  const fenced = `${heldRunSql("j", "f", "$9")} AND (f.expired_before IS NULL OR j.lease_until < f.expired_before)`;
   const moving = "f.state IN ('completed', 'failed') AND j.unique_scope IS DISTINCT FROM 'any'";
   const write = () =>
     db.query(
-      `WITH f AS (
-         SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::int[],
+      `WITH ${
+        runListSql(
+          "f",
+          `unnest($1::text[], $2::int[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::int[],
            $8::bigint[]${valued ? ", $10::text[], $11::text[]" : ""})
-           AS f(id, fence, state, at, run_at, run, uncount, expired_before${valued ? ", result, progress" : ""})),
+           AS f(id, fence, state, at, run_at, run, uncount, expired_before${valued ? ", result, progress" : ""})`,
+        )
+      },
        gone AS (
          DELETE FROM ${target.tables.jobs} AS j USING f WHERE ${fenced} AND ${moving}
          RETURNING j.*),
@@ -174,8 +183,8 @@ export async function saveProgress(
   p: JobProgressParams,
 ): Promise<boolean> {
   const rows = await db.query(
-    `UPDATE ${target.tables.jobs} SET progress = $1
-     WHERE id = $2 AND namespace = $3 AND state = 'running' AND fence = $4
+    `WITH ${runListSql("r", "(VALUES ($2::text, $4::int)) AS r(id, fence)")}
+     UPDATE ${target.tables.jobs} AS j SET progress = $1 FROM r WHERE ${heldRunSql("j", "r", "$3")}
      RETURNING (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit`,
     [p.progress, p.id, target.namespace, p.fence],
   );
@@ -196,9 +205,10 @@ export async function renewLeases(
   // change how that commits.
   const unsynced = tx ? "" : ", (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit";
   const rows = await db.query(
-    `UPDATE ${target.tables.jobs} AS j SET lease_until = $1
-     FROM unnest($2::text[], $3::int[]) AS l(id, fence)${unsynced}
-     WHERE j.id = l.id AND j.namespace = $4 AND j.state = 'running' AND j.fence = l.fence
+    `WITH ${runListSql("l", "unnest($2::text[], $3::int[]) AS l(id, fence)")}
+     UPDATE ${target.tables.jobs} AS j SET lease_until = $1
+     FROM l${unsynced}
+     WHERE ${heldRunSql("j", "l", "$4")}
      RETURNING j.id`,
     [p.leaseUntil, p.leases.map((l) => l.id), p.leases.map((l) => l.fence), target.namespace],
     tx,

@@ -31,6 +31,7 @@ import type {
 import { NO_WAKE, STEP_COLUMNS, stepValues, toFinishedJob, toStepRow } from "../sql/rows.ts";
 import { toHex } from "../sql/hex.ts";
 import type { PostgresConnection, PostgresContext, StoreTarget } from "./connection.ts";
+import { heldRunSql, runListSql } from "./held_runs.ts";
 
 /** The PostgreSQL type of each of {@link STEP_COLUMNS}, for its parameter's cast. */
 const STEP_TYPES: Readonly<Record<string, string>> = {
@@ -204,10 +205,10 @@ export async function saveSteps(
        SELECT * FROM unnest(${unnested.join(", ")}) WITH ORDINALITY AS u(job_id, fence, ${
       STEP_COLUMNS.join(", ")
     }, ord)),
+     ${runListSql("r", "(SELECT DISTINCT job_id AS id, fence FROM u) AS r")},
      held AS (
-       SELECT id, fence FROM ${target.tables.jobs}
-       WHERE namespace = $1 AND state = 'running' AND (id, fence) IN (SELECT job_id, fence FROM u)
-       ORDER BY id FOR SHARE),
+       SELECT j.id, j.fence FROM ${target.tables.jobs} AS j JOIN r ON ${heldRunSql("j", "r", "$1")}
+       ORDER BY j.id FOR SHARE OF j),
      saved AS (
        INSERT INTO ${target.tables.steps} (namespace, job_id, ${STEP_COLUMNS.join(", ")})
        SELECT DISTINCT ON (u.job_id, u.name) $1, u.job_id, ${
@@ -239,8 +240,8 @@ export async function suspendStep({ db, target }: PostgresContext, p: StepSuspen
   const step = p.step;
   const suspend = async (tx: TransactionSql): Promise<StepSuspended> => {
     const held = await db.query(
-      `SELECT 1 FROM ${target.tables.jobs} WHERE id = $1 AND namespace = $2 AND state = 'running' AND fence = $3
-       FOR UPDATE`,
+      `WITH ${runListSql("r", "(VALUES ($1::text, $3::int)) AS r(id, fence)")}
+       SELECT 1 FROM ${target.tables.jobs} AS j JOIN r ON ${heldRunSql("j", "r", "$2")} FOR UPDATE OF j`,
       [p.id, target.namespace, p.fence],
       tx,
     );

@@ -14,4 +14,11 @@ export interface DuePlaceholders {
   readonly kinds: string;
   /** How many to read. */
   readonly limit: string;
+  /** Where the read starts in claim order (`JobClaimParams.after`): only jobs after this key, or all when absent. */
+  readonly after?: { readonly priority: string; readonly runAt: string; readonly id: string };
+}
+
+/** The condition that a job comes after `$.after` in claim order, or none. */
+export function afterSql($: DuePlaceholders): string {
+  return $.after ? ` AND (priority, run_at, id) > (${$.after.priority}, ${$.after.runAt}, ${$.after.id})` : "";
 }

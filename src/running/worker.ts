@@ -28,10 +28,11 @@
  * @module
  */
 import { sleep, systemClock } from "../base/clock.ts";
+import { ClaimCursor } from "./claim_cursor.ts";
 import { execute, type Execution, type ExecutorEnv } from "./executor.ts";
 import type { LeaseKeeper } from "./leases.ts";
 import type { ClaimedJob, HeadFilter } from "../store/records.ts";
-import type { ReturnedRun, RunStore } from "../store/runs.ts";
+import type { ClaimKey, ClaimLimits, ReturnedRun, RunStore } from "../store/runs.ts";
 import { Wakeup } from "../time/wakeup.ts";
 import { stopWaitMs, withinDeadline } from "../store/deadline.ts";
 import type { FlowControl } from "../flow/claims.ts";
@@ -86,6 +87,7 @@ export class QueueWorker<TTx> implements LocalWorker {
   readonly #wakeup: Wakeup;
   readonly #slotFreed: Wakeup;
   readonly #env: WorkerEnv<TTx>;
+  readonly #cursor = new ClaimCursor();
   #shrunk: (() => void)[] = [];
 
   /** Creates a worker with `slots` concurrent jobs; call `start()` to run it. */
@@ -205,8 +207,28 @@ export class QueueWorker<TTx> implements LocalWorker {
   }
 
   async #claim(limit: number, now: number): Promise<ClaimedJob[]> {
+    const limits = this.#env.flow.limits(this.queue, now, limit, this.#returned.values());
+    if (limits) return inClaimOrder(await this.#claimOnce(limit, now, limits, null));
+    const after = this.#cursor.next(now);
+    const claimed = inClaimOrder(await this.#claimOnce(limit, now, null, after));
+    if (after === null || claimed.length === limit) {
+      this.#cursor.took(after, claimed, claimed.length === limit, now);
+      return claimed;
+    }
+    // Past the cursor the queue ran short, but jobs may have joined ahead of it: the free slots go to those.
+    const front = inClaimOrder(await this.#claimOnce(limit - claimed.length, now, null, null));
+    this.#cursor.took(null, front, front.length === limit - claimed.length, now);
+    return inClaimOrder(claimed.concat(front));
+  }
+
+  /** One claim of at most `limit` jobs under `limits`, after `after` in claim order. */
+  async #claimOnce(
+    limit: number,
+    now: number,
+    limits: ClaimLimits | null,
+    after: ClaimKey | null,
+  ): Promise<ClaimedJob[]> {
     const env = this.#env;
-    const limits = env.flow.limits(this.queue, now, limit, this.#returned.values());
     const call = env.store.jobClaim({
       queue: this.queue,
       kinds: env.handledKinds,
@@ -216,14 +238,14 @@ export class QueueWorker<TTx> implements LocalWorker {
       workerId: env.workerId,
       heads: env.partitions.heads(this.queue),
       limits,
+      after,
     });
     // A claim given up on that lands after all has leased its jobs to this worker: run them rather than
     // leave them to a rescue that would charge an attempt that never ran.
     const claimed = await withinDeadline(call, env.storeTimeoutMs, "jobClaim", (late) => this.adopt(late, 0, now));
     env.claims.claimed(claimed, now);
     if (limits) env.flow.claimed(this.queue, limits, claimed);
-    // Start in claim order; a store may return a batch in any order.
-    return claimed.sort((a, b) => a.priority - b.priority || a.runAt - b.runAt || (a.id < b.id ? -1 : 1));
+    return claimed;
   }
 
   async #run(): Promise<void> {
@@ -358,4 +380,9 @@ export class QueueWorker<TTx> implements LocalWorker {
     });
     return execution;
   }
+}
+
+/** `claimed` sorted in claim order (priority, run time, id): a store may return a batch in any order, and jobs start in this one. */
+function inClaimOrder(claimed: ClaimedJob[]): ClaimedJob[] {
+  return claimed.sort((a, b) => a.priority - b.priority || a.runAt - b.runAt || (a.id < b.id ? -1 : 1));
 }

@@ -34,6 +34,20 @@ export interface JobClaimParams {
   readonly heads: HeadFilter | null;
   /** The flow control this claim enforces, or null for none (then grouped jobs are still taken, unlimited). */
   readonly limits: ClaimLimits | null;
+  /**
+   * Where the claim starts among the jobs outside topics and groups: only
+   * those after this point in claim order, or all of them when absent or
+   * null. Never set with `limits`. A worker passes the last job of its
+   * previous claim (see `ClaimCursor`).
+   */
+  readonly after?: ClaimKey | null;
+}
+
+/** A job's place in claim order: by priority, then run time, then id. */
+export interface ClaimKey {
+  readonly priority: number;
+  readonly runAt: number;
+  readonly id: string;
 }
 
 /**

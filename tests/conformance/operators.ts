@@ -249,5 +249,34 @@ export function operatorCases(kind: StoreKind<unknown>): void {
         await eventually(() => ran.length === 5, "all five");
         assert.deepEqual(ran, [4, 2, 5, 1, 3]);
       }));
+
+    it("a job that joins a busy queue ahead of the jobs taken runs when the queue runs short, or within a second", () =>
+      withDatabase(kind, async (db, track) => {
+        const ran: number[] = [];
+        let clock!: FakeClock;
+        const { errand } = errandOn(db, {
+          jobs,
+          mode: "manual",
+          clock: clock = new FakeClock(),
+          queues: { reports: { concurrency: 2 } },
+          handlers: {
+            task: () => {},
+            report: async (p) => {
+              ran.push(p.n);
+              // Joins ahead of the jobs the worker's claims have taken so far.
+              if (p.n === 2 || p.n === 12) await errand.enqueue("report", { n: p.n + 5 }, { priority: -1 });
+              if (p.n === 14) clock.advance(1_000);
+            },
+          },
+        });
+        track(errand);
+        for (let n = 1; n <= 6; n++) await errand.enqueue("report", { n });
+        await errand.step();
+        assert.deepEqual(ran, [1, 2, 3, 4, 5, 6, 7], "a claim that filled its slots sends the next past its jobs");
+        ran.length = 0;
+        for (let n = 11; n <= 16; n++) await errand.enqueue("report", { n });
+        await errand.step();
+        assert.deepEqual(ran, [11, 12, 13, 14, 17, 15, 16], "a second after the claims left the front");
+      }));
   });
 }

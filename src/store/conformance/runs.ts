@@ -48,6 +48,36 @@ export const runCases: StoreCase[] = cases("runs", [
   ],
   [
     "jobClaim",
+    "jobClaim() after a key takes only the jobs past it in claim order, due scheduled ones too, and any partition head",
+    async (env) => {
+      const store = await ready(env);
+      const rows = await insert(
+        store,
+        jobRow({ priority: 0, runAt: T0 - 5 }),
+        jobRow({ priority: 0, runAt: T0 - 5 }),
+        jobRow({ priority: 0, runAt: T0 - 3, state: "scheduled" }),
+        jobRow({ priority: 0, runAt: T0 - 4, state: "scheduled" }),
+        jobRow({ priority: 0 }),
+        jobRow({ priority: 1, runAt: T0 - 9 }),
+        jobRow({ priority: -1, topic: "orders", partition: 0 }),
+      );
+      const at = (row: JobInsertRow) => ({ priority: row.priority, runAt: row.runAt, id: row.id });
+      checkSameSet(
+        (await claim(store, { after: at(rows[0]) })).map((j) => j.id),
+        [rows[1].id, rows[2].id, rows[3].id, rows[4].id, rows[5].id],
+        "the jobs after the first (a partition head only with heads)",
+      );
+      checkEqual(await claim(store, { after: at(rows[5]) }), [], "a claim after the last");
+      checkSameSet(
+        (await claim(store, { after: at(rows[5]), heads: { managed: [], owned: [] } })).map((j) => j.id),
+        [rows[6].id],
+        "the partition head, wherever it falls in claim order",
+      );
+      checkSameSet((await claim(store, { after: null })).map((j) => j.id), [rows[0].id], "a claim from the front");
+    },
+  ],
+  [
+    "jobClaim",
     "jobClaim() takes only its queue's jobs of the offered kinds and versions, of its namespace",
     async (env) => {
       const store = await ready(env);
