@@ -19,56 +19,16 @@
 #             when set), and DBOS with the same sizes; variant "idle-10000x<seconds>s"
 # OUT         the results file
 set -u
-cd "$(dirname "$0")/.."
-# One Node for both sides: the one npm runs the bench with (under npm, node_modules/.bin may hold another `node`).
-NODE=${npm_node_execpath:-$(command -v node)}
-PATH="$(dirname "$NODE"):$PATH"
-export PATH
-: "${PEERS_DIR:?set PEERS_DIR to a writable copy of ../shared/bench/peers with npm ci done}"
-PEERS_DIR=$(cd "$PEERS_DIR" && pwd)
 RUNS=${RUNS:-3}
-OUT=${OUT:-bench/results/$(date -u +%Y-%m-%d)-peers-errand-workflows-$(git rev-parse --short HEAD).jsonl}
-OUT=$(realpath -m "$OUT")
+OUT_NAME=peers-errand-workflows
+LOG_NAME=errand-workflows.stderr.log
+# shellcheck source=bench/beside_peers.sh
+. "$(dirname "$0")/beside_peers.sh"
 WORKLOADS="wf_drain wf_latency wf_sleep wf_event"
-LOGDIR=${LOGDIR:-/tmp/queue-bench-logs}
-mkdir -p "$LOGDIR"
 
-# label <run> <variant>: keeps the JSON lines of stdin, setting "run" (and "variant" if not empty)
-label() {
-  RUN_NO=$1 LABEL=$2 node -e '
-    const rl = require("readline").createInterface({ input: process.stdin });
-    rl.on("line", (l) => {
-      if (!l.startsWith("{")) return;
-      const o = JSON.parse(l);
-      o.run = Number(process.env.RUN_NO);
-      if (process.env.LABEL) o.variant = process.env.LABEL;
-      console.log(JSON.stringify(o));
-    });'
-}
-
-# peers <run> <env...>: the peers' run-workflows.sh once, its lines relabelled with this run
-peers() {
-  local run=$1; shift
-  local tmp
-  tmp=$(mktemp)
-  (cd "$PEERS_DIR" && env "$@" OUT="$tmp" LOGDIR="$LOGDIR" ./run-workflows.sh >/dev/null)
-  label "$run" "" <"$tmp" >>"$OUT"
-  rm -f "$tmp"
-}
-
-# errand <run> <variant> <env...> -- <args...>: npm run bench with env and args, its lines labelled
-errand() {
-  local run=$1 lab=$2; shift 2
-  local envs=()
-  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
-  shift
-  env "${envs[@]}" npm run --silent bench -- "$@" 2>>"$LOGDIR/errand-workflows.stderr.log" | label "$run" "$lab" >>"$OUT"
-}
-
-echo "node $(node --version), $(nproc) cores; writing to $OUT; stderr logs in $LOGDIR" >&2
 for run in $(seq 1 "$RUNS"); do
   echo "[run $run/$RUNS] peers ..." >&2
-  peers "$run" RUNS=1
+  peers "$run" run-workflows.sh RUNS=1
   echo "[run $run/$RUNS] errand ..." >&2
   errand "$run" "" -- $WORKLOADS
 done
