@@ -12,8 +12,8 @@
 #             every line gets "run"
 # PEERS       the peers (default: the PostgreSQL ones measured in the README, "pg-boss graphile-worker
 #             bullmq-postgres")
-# SCALE=1     each run also errand's PostgreSQL scale workloads (drain_backlog, latency_backlog,
-#             drain_snapshot, drain_many_queues), after the floor
+# SCALE=1     each run also errand's PostgreSQL scale workloads after the floor: SCALE_WORKLOADS, by default
+#             "drain_backlog latency_backlog drain_snapshot drain_many_queues" (the backlog's fill takes minutes)
 # OUT         the results file
 set -u
 RUNS=${RUNS:-5}
@@ -33,7 +33,7 @@ for run in $(seq 1 "$RUNS"); do
   BENCH_SCRIPT=bench:floor errand "$run" "" -- postgres $WORKLOADS
   if [ "${SCALE:-0}" = 1 ]; then
     echo "[run $run/$RUNS] errand at scale ..." >&2
-    errand "$run" "" -- postgres drain_backlog latency_backlog drain_snapshot drain_many_queues
+    errand "$run" "" -- postgres ${SCALE_WORKLOADS:-drain_backlog latency_backlog drain_snapshot drain_many_queues}
   fi
 done
 
