@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # errand's PostgreSQL figures of the shared workload (enqueue_single, enqueue_batch, drain, latency) beside
 # the PostgreSQL peers and the floor, in one session and one results file:
-# bench/results/<UTC date>-peers-errand-<commit>.jsonl, then the median table and the targets of issue 43.
+# bench/results/<UTC date>-peers-errand-<commit>.jsonl, then the median table and issue 43's targets
+# (bench/peer_targets.mjs).
 #
 #   PEERS_DIR=/tmp/peer-bench/peers npm run bench:peers
 #
@@ -12,8 +13,9 @@
 #             every line gets "run"
 # PEERS       the peers (default: the PostgreSQL ones measured in the README, "pg-boss graphile-worker
 #             bullmq-postgres")
-# SCALE=1     each run also errand's PostgreSQL scale workloads after the floor: SCALE_WORKLOADS, by default
-#             "drain_backlog latency_backlog drain_snapshot drain_many_queues" (the backlog's fill takes minutes)
+# SCALE=1     each run also errand's PostgreSQL scale workloads after the floor, lines labelled "variant":
+#             "scale": SCALE_WORKLOADS, by default "drain_backlog latency_backlog drain_snapshot
+#             drain_many_queues" (the backlog's fill takes minutes)
 # OUT         the results file
 set -u
 RUNS=${RUNS:-5}
@@ -33,9 +35,8 @@ for run in $(seq 1 "$RUNS"); do
   BENCH_SCRIPT=bench:floor errand "$run" "" -- postgres $WORKLOADS
   if [ "${SCALE:-0}" = 1 ]; then
     echo "[run $run/$RUNS] errand at scale ..." >&2
-    errand "$run" "" -- postgres ${SCALE_WORKLOADS:-drain_backlog latency_backlog drain_snapshot drain_many_queues}
+    errand "$run" scale -- postgres ${SCALE_WORKLOADS:-drain_backlog latency_backlog drain_snapshot drain_many_queues}
   fi
 done
 
-node "$PEERS_DIR/summarize.mjs" "$OUT"
 node bench/peer_targets.mjs "$OUT"
