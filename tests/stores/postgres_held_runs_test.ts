@@ -28,7 +28,7 @@ describe("PostgreSQL writes to running jobs and the planner", { skip: postgresKi
       handlers: {
         sync: async ({ n }, run) => {
           run.progress({ n });
-          return await run.step("double", () => n * 2);
+          await run.step("double", () => n * 2);
         },
       },
     });
