@@ -28,6 +28,7 @@ import type { Context } from "hono";
 import { Hono } from "hono";
 import { NotFoundError } from "../../mod.ts";
 import { type AdminErrand, jsonSafe, withoutPayload } from "./present.ts";
+import { whenAll } from "../../src/base/when_all.ts";
 
 /** How often the overview stream sends its numbers. */
 export const OVERVIEW_EVERY_MS = 2_000;
@@ -72,7 +73,7 @@ export function eventRoutes(errand: AdminErrand, settings: EventSettings): Hono 
   events.get("/events", (c) =>
     eventStream(c, async (send, signal) => {
       while (!signal.aborted) {
-        const [counts, stats, logs] = await Promise.all([errand.counts(), errand.stats(), errand.logs()]);
+        const [counts, stats, logs] = await whenAll([errand.counts(), errand.stats(), errand.logs()]);
         send("overview", { counts, stats, logs });
         await pause(OVERVIEW_EVERY_MS, signal);
       }

@@ -17,6 +17,7 @@ import { Hono } from "hono";
 import { type LogInfo, NotFoundError, type SeekTo, StateError, ValidationError } from "../../mod.ts";
 import type { Record } from "./audit.ts";
 import { type AdminErrand, jsonBody, pageSize } from "./present.ts";
+import { whenAll } from "../../src/base/when_all.ts";
 
 /** Settings of the log routes. */
 export interface LogApiSettings {
@@ -46,7 +47,7 @@ export function logRoutes(errand: AdminErrand, settings: LogApiSettings): Hono {
   api.get("/logs", async (c) => c.json(await errand.logs()));
   api.get("/logs/:log", async (c) => {
     const info = await knownLog(errand, c.req.param("log"));
-    const [partitions, lag] = await Promise.all([errand.logPartitions(info.log), errand.lag(info.log)]);
+    const [partitions, lag] = await whenAll([errand.logPartitions(info.log), errand.lag(info.log)]);
     return c.json({ ...info, partitions, lag });
   });
   api.get("/logs/:log/records", async (c) => {
@@ -76,7 +77,7 @@ export function logRoutes(errand: AdminErrand, settings: LogApiSettings): Hono {
     const group = c.req.param("group");
     const { log, partitions } = await logOfGroup(errand, c.req.param("log"), group);
     const { partition, offset } = skipRequest(body, partitions);
-    const [lag, ends] = await Promise.all([errand.lag(log), errand.logPartitions(log)]);
+    const [lag, ends] = await whenAll([errand.lag(log), errand.logPartitions(log)]);
     const at = lag.find((row) => row.group === group && row.partition === partition)!;
     const where = `partition ${partition} of log "${log}"`;
     // The dashboard sends the offset its button names, so a group that moved on meanwhile is not skipped past a record nobody saw.

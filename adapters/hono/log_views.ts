@@ -13,6 +13,7 @@ import type { LagInfo, LogInfo } from "../../mod.ts";
 import type { Html } from "./page.ts";
 import type { AdminErrand } from "./present.ts";
 import type { ViewContext } from "./page.ts";
+import { whenAll } from "../../src/base/when_all.ts";
 
 /** A log's consumer groups' lag, summed over groups and partitions. */
 export function totalLag(log: LogInfo): number {
@@ -37,7 +38,7 @@ export function logBadges(base: string, logs: readonly LogInfo[]): Html | string
 export async function logPage(errand: AdminErrand, view: ViewContext, log: string): Promise<Html | null> {
   const info = (await errand.logs()).find((l) => l.log === log);
   if (!info) return null;
-  const [partitions, lag] = await Promise.all([errand.logPartitions(log), errand.lag(log)]);
+  const [partitions, lag] = await whenAll([errand.logPartitions(log), errand.lag(log)]);
   const { base } = view;
   const byGroup = new Map<string, LagInfo[]>();
   for (const row of lag) byGroup.set(row.group, [...byGroup.get(row.group) ?? [], row]);

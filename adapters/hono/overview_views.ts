@@ -24,6 +24,7 @@ import { bytes, duration, type Html, jobLink, stateLabel, type ViewContext, when
 import type { AdminErrand } from "./present.ts";
 import { queueRow, retryAll } from "./queue_views.ts";
 import { eventWaitsPanel } from "./workflow_views.ts";
+import { whenAll } from "../../src/base/when_all.ts";
 
 /**
  * The overview: counts, activity over the last `minutes`, workers, storage,
@@ -37,7 +38,7 @@ export async function overview(
   minutes: StatsMinutes,
   health: HealthOptions,
 ): Promise<Html> {
-  const [counts, stats, schedules, topics, page, logs, waits, findings] = await Promise.all([
+  const [counts, stats, schedules, topics, page, logs, waits, findings] = await whenAll([
     errand.counts(),
     errand.stats({ minutes }),
     errand.schedules(),

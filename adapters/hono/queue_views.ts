@@ -9,6 +9,7 @@ import { html } from "hono/html";
 import { type ErrandLimits, JOB_STATES, type JobState, type QueueLimitsInfo } from "../../mod.ts";
 import { type Html, rate, type ViewContext, when } from "./page.ts";
 import { type AdminErrand, groupPage } from "./present.ts";
+import { whenAll } from "../../src/base/when_all.ts";
 
 /**
  * A queue's page: its limits as this instance is configured, the limits
@@ -23,7 +24,7 @@ export async function queuePage(
   query: (name: string) => string | undefined,
   maxPageSize: number,
 ): Promise<Html | null> {
-  const [counts, page] = await Promise.all([errand.counts(), groupPage(errand, queue, query, maxPageSize)]);
+  const [counts, page] = await whenAll([errand.counts(), groupPage(errand, queue, query, maxPageSize)]);
   const limits = errand.limits();
   const configured = limits.queues.find((q) => q.queue === queue);
   const byState = counts.byQueue[queue];

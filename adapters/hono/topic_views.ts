@@ -8,12 +8,13 @@ import { html } from "hono/html";
 import { logBadges } from "./log_views.ts";
 import { duration, type Html, jobLink, stateLabel, type ViewContext } from "./page.ts";
 import type { AdminErrand } from "./present.ts";
+import { whenAll } from "../../src/base/when_all.ts";
 
 /** A topic's partitions (depth, head, owner, lag, and a force-fail button for each head) and its logs. */
 export async function topicPage(errand: AdminErrand, view: ViewContext, topic: string): Promise<Html | null> {
   const known = (await errand.topics()).find((t) => t.topic === topic);
   if (!known) return null;
-  const [partitions, logs] = await Promise.all([errand.partitions(topic), errand.logs()]);
+  const [partitions, logs] = await whenAll([errand.partitions(topic), errand.logs()]);
   const ofTopic = logs.filter((l) => l.topic === topic);
   const { base } = view;
   return html`

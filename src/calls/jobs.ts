@@ -23,6 +23,7 @@ import type { Workers } from "../running/workers.ts";
 import type { JobTransitionParams } from "../store/jobs.ts";
 import type { Store } from "../store/store.ts";
 import type { Clock } from "../base/clock.ts";
+import { whenAll } from "../base/when_all.ts";
 
 /** Filters of `list()`. */
 export interface ListOptions {
@@ -135,7 +136,7 @@ export class JobCalls {
     const { store } = this.#env;
     const row = await store.jobGet({ id });
     if (!row) return null;
-    const [{ parents, children }, steps] = await Promise.all([
+    const [{ parents, children }, steps] = await whenAll([
       store.jobRelatives({ id, limit: CHILDREN_SHOWN }),
       store.stepList({ id }),
     ]);
@@ -215,7 +216,7 @@ export class JobCalls {
     const zero = () => Object.fromEntries(JOB_STATES.map((s) => [s, 0])) as Record<JobState, number>;
     const byState = zero();
     const byQueue: Record<string, Record<JobState, number>> = {};
-    const [counts, workers] = await Promise.all([store.jobCounts(), liveWorkers(store, clock.now())]);
+    const [counts, workers] = await whenAll([store.jobCounts(), liveWorkers(store, clock.now())]);
     for (const { queue, state, count } of counts) {
       byState[state] += count;
       (byQueue[queue] ??= zero())[state] += count;

@@ -22,6 +22,7 @@ import { type ErrandLimits, groupsHeld, heldBack } from "./limits.ts";
 import type { OffsetCalls } from "./offsets.ts";
 import type { PartitionCalls } from "./partitions.ts";
 import { toTopicInfo } from "../topics/partition.ts";
+import { whenAll } from "../base/when_all.ts";
 
 /** How long `metrics()` reuses what it read from the store. */
 const SHARED_METRICS_MS = 15_000;
@@ -73,7 +74,7 @@ export class MetricsCalls {
     const bucketMs = windowMs / STATS_BUCKETS;
     const now = clock.now();
     const since = now - windowMs;
-    const [activity, workers] = await Promise.all([
+    const [activity, workers] = await whenAll([
       store.jobActivity({ since, bucketMs }),
       liveWorkers(store, now),
     ]);
@@ -96,7 +97,7 @@ export class MetricsCalls {
     const now = env.clock.now();
     if (!this.#shared || now - this.#shared.at >= SHARED_METRICS_MS) {
       const value = (async () => {
-        const [counts, groups, workers, health] = await Promise.all([
+        const [counts, groups, workers, health] = await whenAll([
           env.jobs.counts(),
           groupsHeld(env.store, env.limits, now),
           liveWorkers(env.store, now),

@@ -17,6 +17,7 @@ import type { OffsetTarget } from "../store/consumers.ts";
 import type { Store } from "../store/store.ts";
 import type { Clock } from "../base/clock.ts";
 import { rendezvousOwner } from "../topics/ownership.ts";
+import { whenAll } from "../base/when_all.ts";
 
 /** Where a consumer group stands in one partition, as `lag` returns it. */
 export interface LagInfo {
@@ -108,9 +109,9 @@ export class OffsetCalls {
 
   /** See `Errand.logs()`. */
   async logs(): Promise<LogInfo[]> {
-    return await Promise.all(
+    return await whenAll(
       Object.entries(this.#env.logs).map(async ([key, definition]) => {
-        const [partitions, lag] = await Promise.all([this.logPartitions(key), this.lag(key)]);
+        const [partitions, lag] = await whenAll([this.logPartitions(key), this.lag(key)]);
         const groups = new Map<string, number>();
         for (const row of lag) groups.set(row.group, (groups.get(row.group) ?? 0) + row.lag);
         return {
@@ -142,7 +143,7 @@ export class OffsetCalls {
     const { name, partitions } = this.#log(key);
     await this.#env.ready();
     const { store, clock } = this.#env;
-    const [ends, offsets, live] = await Promise.all([
+    const [ends, offsets, live] = await whenAll([
       store.logEnds({ log: name }),
       store.consumerOffsets({ log: name }),
       liveWorkers(store, clock.now()),

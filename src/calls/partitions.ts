@@ -24,6 +24,7 @@ import {
   type TopicInfo,
   toTopicInfo,
 } from "../topics/partition.ts";
+import { whenAll } from "../base/when_all.ts";
 
 /** What the partition calls work with. */
 export interface PartitionCallsEnv {
@@ -101,7 +102,7 @@ export class PartitionCalls {
     now: number,
     workers: WorkerInfo[],
   ): Promise<{ topic: string; count: number; partitions: PartitionInfo[] }[]> {
-    return Promise.all(
+    return whenAll(
       [...this.#env.topics].map(async ([topic, count]) => ({
         topic,
         count,
