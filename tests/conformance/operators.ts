@@ -253,11 +253,9 @@ export function operatorCases(kind: StoreKind<unknown>): void {
     it("a job that joins a busy queue ahead of the jobs taken runs when the queue runs short, or within a second", () =>
       withDatabase(kind, async (db, track) => {
         const ran: number[] = [];
-        let clock!: FakeClock;
-        const { errand } = errandOn(db, {
+        const { errand, clock } = errandOn(db, {
           jobs,
           mode: "manual",
-          clock: clock = new FakeClock(),
           queues: { reports: { concurrency: 2 } },
           handlers: {
             task: () => {},
