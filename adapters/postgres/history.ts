@@ -130,8 +130,12 @@ export async function ensureHistoryDays(
   tx?: TransactionSql,
 ): Promise<void> {
   const wanted = new Map<string, { state: string; day: number }>();
+  let last: { state: string; day: number } | undefined;
   for (const { state, at } of finishes) {
     const day = Math.floor(at / DAY_MS);
+    // A batch's finishes mostly share one state and day: each pair is looked up once in a row.
+    if (last?.state === state && last.day === day) continue;
+    last = { state, day };
     for (const d of [day, day + 1]) {
       const name = dayPartition(state, d);
       if (!ctx.historyDays.has(name)) wanted.set(name, { state, day: d });

@@ -26,7 +26,9 @@ interface Series {
 
 /** One metric with its series. */
 export class Metric {
-  readonly #series = new Map<string, Series>();
+  readonly #series: Series[] = [];
+  /** The series by their label values, one map per label in order; the last maps to the series. */
+  readonly #index = new Map<string, unknown>();
   readonly #seen: Set<string>[];
 
   /** A metric `name` of `kind` with `labelNames`; histograms take their bucket bounds. */
@@ -52,7 +54,8 @@ export class Metric {
 
   /** Drops every series (a gauge about to be set afresh). */
   reset(): void {
-    this.#series.clear();
+    this.#series.length = 0;
+    this.#index.clear();
   }
 
   /** Records one observation of a histogram. */
@@ -69,7 +72,7 @@ export class Metric {
   encode(): string {
     const lines = [`# HELP ${this.name} ${this.help.replace(/\\/g, "\\\\").replace(/\n/g, "\\n")}`];
     lines.push(`# TYPE ${this.name} ${this.kind}`);
-    for (const series of this.#series.values()) {
+    for (const series of this.#series) {
       const pairs = this.labelNames.map((name, i) => [name, series.labels[i]] as const);
       if (this.kind !== "histogram") {
         lines.push(`${this.name}${labelText(pairs)} ${number(series.value)}`);
@@ -87,7 +90,21 @@ export class Metric {
     return lines.join("\n");
   }
 
+  /** The series of `labels`: map lookups alone once it exists, since runs update several per job. */
   #get(labels: Labels): Series {
+    const names = this.labelNames;
+    let level = this.#index;
+    for (let i = 0; i < names.length; i++) {
+      const next = level.get(labels[names[i]] ?? "");
+      if (next === undefined) return this.#add(labels);
+      if (i === names.length - 1) return next as Series;
+      level = next as Map<string, unknown>;
+    }
+    return (this.#series[0] ??= { labels: [], value: 0 });
+  }
+
+  /** Adds the series of `labels`, its values bounded, unless a bounded value makes it one that exists. */
+  #add(labels: Labels): Series {
     const values = this.labelNames.map((name, i) => {
       const value = labels[name] ?? "";
       const seen = this.#seen[i];
@@ -96,11 +113,18 @@ export class Metric {
       seen.add(value);
       return value;
     });
-    const key = JSON.stringify(values);
-    let series = this.#series.get(key);
-    if (!series) {
+    let level = this.#index;
+    for (const value of values.slice(0, -1)) {
+      let next = level.get(value) as Map<string, unknown> | undefined;
+      if (next === undefined) level.set(value, next = new Map());
+      level = next;
+    }
+    const last = values[values.length - 1];
+    let series = level.get(last) as Series | undefined;
+    if (series === undefined) {
       series = { labels: values, value: 0 };
-      this.#series.set(key, series);
+      level.set(last, series);
+      this.#series.push(series);
     }
     return series;
   }

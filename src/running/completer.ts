@@ -1,7 +1,9 @@
 /**
- * Writes job outcomes in batches: while one batch is being saved, outcomes
- * that arrive meanwhile gather into the next, so a busy worker writes many
- * outcomes per round trip and an idle one writes each at once.
+ * Writes job outcomes in batches: the first write starts in the turn of the
+ * event loop after its first outcome, so the runs that end in the same turn
+ * (the jobs of one claim, whose handlers return at once) share it; while one
+ * batch is being saved, outcomes that arrive meanwhile gather into the next.
+ * A busy worker writes many outcomes per round trip, an idle one each at once.
  *
  * One outcome never takes the others down with it ({@link saveFinishes}):
  * - the store fails for a reason that passes ({@link StoreUnavailableError}:
@@ -24,6 +26,7 @@
  */
 import type { ServiceDeps } from "../base/services.ts";
 import { sleep, systemClock } from "../base/clock.ts";
+import { laterTurn } from "../time/later_turn.ts";
 import { Wakeup } from "../time/wakeup.ts";
 import { StoreUnavailableError } from "../base/errors.ts";
 import { rejectedFinish, type RunRef } from "./outcome.ts";
@@ -196,7 +199,7 @@ export class Completer {
     return new Promise((settle) => {
       this.#pending.push({ outcome, settle, held: 0, dueAt: 0 });
       this.#wakeup.notify();
-      this.#flushing ??= this.#drain();
+      this.#flushing ??= laterTurn().then(() => this.#drain());
     });
   }
 

@@ -151,151 +151,194 @@ interface RunDecision {
   reported: boolean;
 }
 
+/** What a run's `job` acts on. */
+interface RunState<TTx> {
+  readonly claim: ClaimedJob;
+  readonly env: ExecutorEnv<TTx>;
+  readonly controller: AbortController;
+  readonly span: RunSpan;
+  readonly decided: RunDecision;
+  readonly control: RunControl;
+  /** The run's workflow steps, from its first step, sleep, invoke or event wait. */
+  workflow: WorkflowRun | undefined;
+  /** `job.createdAt`, from its first read. */
+  createdAt: Date | undefined;
+}
+
 /**
- * The handler's `job`. Its methods are own functions, so a handler may
- * destructure them. `signal` is a getter on the prototype, so the AbortSignal
- * (an event target with its own listener map) is made only for handlers that
- * read it.
- *
- * Shaped for V8's garbage collector: a getter in a per-run object literal
- * gives every run its own hidden class, and fields assigned one by one in the
- * constructor get the class's allocation site pretenured. Either way the
- * contexts sit in the old generation pointing at their runs, so every
- * finished run would survive young-generation collections; one
- * `Object.assign` of the fields avoids both.
+ * The handler's `job`. Everything it offers is a getter on the prototype,
+ * so a run pays only for what its handler reads: the methods are made at
+ * each read, bound to the run, so a handler may destructure them; the
+ * AbortSignal (an event target with its own listener map) is made by
+ * Node only once a handler reads `signal`.
  */
 class RunContext<TTx> implements JobContext<unknown, TTx, JobDefinitions, unknown> {
-  declare readonly id: string;
-  declare readonly kind: string;
-  declare readonly version: number;
-  declare readonly queue: string;
-  declare readonly attempt: number;
-  declare readonly maxAttempts: number;
-  declare readonly createdAt: Date;
-  declare readonly traceId: string | undefined;
-  declare readonly spanId: string | undefined;
-  declare readonly traceparent: () => string | undefined;
-  declare readonly tracestate: () => string | undefined;
-  declare readonly context: unknown;
-  declare readonly complete: (tx: TTx, result?: unknown) => Promise<void>;
-  declare readonly snooze: (delay: Duration) => Decided;
-  declare readonly pauseGroup: (delay: Duration) => Decided;
-  declare readonly discard: (reason: string) => Decided;
-  declare readonly retryIn: (delay: Duration) => Decided;
-  declare readonly explain: (message: string) => void;
-  declare readonly progress: (value: unknown) => void;
-  declare readonly parentResults: () => Promise<unknown[]>;
-  declare readonly enqueue: Enqueuer<JobDefinitions, TTx>["enqueue"];
-  declare readonly enqueueAfter: Enqueuer<JobDefinitions, TTx>["enqueueAfter"];
-  declare readonly step: <T>(name: string, fn: () => T | Promise<T>, options?: StepOptions<TTx>) => Promise<T>;
-  declare readonly sleep: (name: string, until: Duration | Date) => Promise<void>;
-  declare readonly invoke: (name: string, kind: string, payload: unknown, options?: InvokeOptions) => Promise<unknown>;
-  declare readonly waitForEvent: <T = unknown>(event: string, options?: WaitForEventOptions) => Promise<T | null>;
-  readonly #controller: AbortController;
+  readonly #run: RunState<TTx>;
 
-  constructor(
-    claim: ClaimedJob,
-    env: ExecutorEnv<TTx>,
-    controller: AbortController,
-    span: RunSpan,
-    decided: RunDecision,
-    control: RunControl,
-  ) {
-    this.#controller = controller;
-    let workflow: WorkflowRun | undefined;
-    const steps = () =>
-      workflow ??= new WorkflowRun(claim, {
-        ...env,
-        enqueueChild: (kind, payload, options) =>
-          env.enqueuer.enqueue(undefined, kind, payload, options, undefined, span.carrier),
-      }, {
-        signal: controller.signal,
-        traced: (name, fn) => span.step(name, fn),
-        // A long run's steps show in watch() as its progress, unless the handler reports its own; a run shorter
-        // than the interval writes none (its outcome or suspension is the news).
-        stepDone: (step, steps) => {
-          if (decided.reported || env.clock.now() - claim.startedAt < env.progressIntervalMs) return;
-          (decided.progress ??= new ProgressReporter(claim.id, claim.fence, env)).report({ step, steps });
-        },
-        lost: () => control.stop("lost"),
-        suspended: (finish, applied) => control.settle({ type: "suspended", finish, applied }),
-      });
-    const decide = (next: Decision): Decided => {
-      if (decided.decision) {
-        throw new StateError(
-          `job.${next.type}() was called after job.${decided.decision.type}(); decide once per run`,
-        );
-      }
-      decided.decision = next;
-      return DECIDED[next.type];
-    };
-    Object.assign(this, {
-      id: claim.id,
-      kind: claim.kind,
-      version: claim.version,
-      queue: claim.queue,
-      attempt: claim.attempt,
-      maxAttempts: claim.maxAttempts,
-      createdAt: new Date(claim.createdAt),
-      traceId: span.traceId,
-      spanId: span.spanId,
-      traceparent: () => parseCarrier(claim.trace)?.traceparent,
-      tracestate: () => parseCarrier(claim.trace)?.tracestate,
-      context: env.context,
-      complete: async (tx: TTx, result?: unknown) => {
-        const stored = result === undefined ? undefined : encodeResult(claim.kind, result, env.maxResultBytes);
-        const finish = withValues(
-          completedFinish(claim, env.clock.now(), decided.note),
-          stored,
-          decided.progress?.latest,
-        );
-        const [applied] = await env.store.inTransaction(tx).jobFinishMany({ finishes: [finish] });
-        if (!applied) throw staleRun(claim, "job.complete(tx)");
-        decided.completedInTx = { finish, applied };
-      },
-      snooze: (delay: Duration) => decide({ type: "snooze", delayMs: parseDuration(delay, "snooze") }),
-      pauseGroup: (delay: Duration) => {
-        if (claim.group === null) {
-          throw new StateError(
-            `job.pauseGroup() needs a job with a group; kind "${claim.kind}" has no "group" option (use job.snooze() to delay this job alone)`,
-          );
-        }
-        decide({ type: "pauseGroup", delayMs: parseDuration(delay, "pauseGroup") });
-      },
-      discard: (reason: string) => decide({ type: "discard", reason: checkText("discard", reason) }),
-      retryIn: (delay: Duration) => decide({ type: "retryIn", delayMs: parseDuration(delay, "retryIn") }),
-      explain: (message: string) => void (decided.note = checkText("explain", message)),
-      progress: (value: unknown) => {
-        decided.reported = true;
-        (decided.progress ??= new ProgressReporter(claim.id, claim.fence, env)).report(value);
-      },
-      parentResults: () => env.parentResults(claim.id),
-      enqueue: async (kind: string, payload: unknown, options?: EnqueueOptions<TTx>) => {
-        await holdClaimIn(env, claim, options, "job.enqueue()");
-        return await env.enqueuer.enqueue(undefined, kind, payload, options, undefined, span.carrier);
-      },
-      enqueueAfter: async (
-        parents: string | readonly string[],
-        kind: string,
-        payload: unknown,
-        options?: EnqueueOptions<TTx>,
-      ) => {
-        await holdClaimIn(env, claim, options, "job.enqueueAfter()");
-        return await env.enqueuer.enqueue(parents, kind, payload, options, claim, span.carrier);
-      },
-      step: <T>(name: string, fn: () => T | Promise<T>, options?: StepOptions<TTx>) => steps().step(name, fn, options),
-      sleep: (name: string, until: Duration | Date) => steps().sleep(name, until),
-      invoke: (name: string, kind: string, payload: unknown, options?: InvokeOptions) =>
-        steps().invoke(name, kind, payload, options),
-      waitForEvent: (event: string, options?: WaitForEventOptions) => steps().waitForEvent(event, options),
-      // waitForEvent's type parameter only names what the sender sends: the data is whatever was sent.
-    });
+  constructor(run: RunState<TTx>) {
+    this.#run = run;
   }
 
+  get id(): string {
+    return this.#run.claim.id;
+  }
+  get kind(): string {
+    return this.#run.claim.kind;
+  }
+  get version(): number {
+    return this.#run.claim.version;
+  }
+  get queue(): string {
+    return this.#run.claim.queue;
+  }
+  get attempt(): number {
+    return this.#run.claim.attempt;
+  }
+  get maxAttempts(): number {
+    return this.#run.claim.maxAttempts;
+  }
+  get createdAt(): Date {
+    return this.#run.createdAt ??= new Date(this.#run.claim.createdAt);
+  }
+  get traceId(): string | undefined {
+    return this.#run.span.traceId;
+  }
+  get spanId(): string | undefined {
+    return this.#run.span.spanId;
+  }
+  get context(): unknown {
+    return this.#run.env.context;
+  }
   /** Aborts on timeout, on a lost lease and when shutdown's drain time is up. */
   get signal(): AbortSignal {
-    return this.#controller.signal;
+    return this.#run.controller.signal;
   }
+
+  get traceparent(): () => string | undefined {
+    const { claim } = this.#run;
+    return () => parseCarrier(claim.trace)?.traceparent;
+  }
+  get tracestate(): () => string | undefined {
+    const { claim } = this.#run;
+    return () => parseCarrier(claim.trace)?.tracestate;
+  }
+
+  get complete(): (tx: TTx, result?: unknown) => Promise<void> {
+    const { claim, env, decided } = this.#run;
+    return async (tx, result) => {
+      const stored = result === undefined ? undefined : encodeResult(claim.kind, result, env.maxResultBytes);
+      const finish = withValues(
+        completedFinish(claim, env.clock.now(), decided.note),
+        stored,
+        decided.progress?.latest,
+      );
+      const [applied] = await env.store.inTransaction(tx).jobFinishMany({ finishes: [finish] });
+      if (!applied) throw staleRun(claim, "job.complete(tx)");
+      decided.completedInTx = { finish, applied };
+    };
+  }
+
+  get snooze(): (delay: Duration) => Decided {
+    return (delay) => decide(this.#run.decided, { type: "snooze", delayMs: parseDuration(delay, "snooze") });
+  }
+  get pauseGroup(): (delay: Duration) => Decided {
+    const { claim, decided } = this.#run;
+    return (delay) => {
+      if (claim.group === null) {
+        throw new StateError(
+          `job.pauseGroup() needs a job with a group; kind "${claim.kind}" has no "group" option (use job.snooze() to delay this job alone)`,
+        );
+      }
+      return decide(decided, { type: "pauseGroup", delayMs: parseDuration(delay, "pauseGroup") });
+    };
+  }
+  get discard(): (reason: string) => Decided {
+    return (reason) => decide(this.#run.decided, { type: "discard", reason: checkText("discard", reason) });
+  }
+  get retryIn(): (delay: Duration) => Decided {
+    return (delay) => decide(this.#run.decided, { type: "retryIn", delayMs: parseDuration(delay, "retryIn") });
+  }
+  get explain(): (message: string) => void {
+    const { decided } = this.#run;
+    return (message) => void (decided.note = checkText("explain", message));
+  }
+  get progress(): (value: unknown) => void {
+    const { claim, env, decided } = this.#run;
+    return (value) => {
+      decided.reported = true;
+      (decided.progress ??= new ProgressReporter(claim.id, claim.fence, env)).report(value);
+    };
+  }
+  get parentResults(): () => Promise<unknown[]> {
+    const { claim, env } = this.#run;
+    return () => env.parentResults(claim.id);
+  }
+
+  get enqueue(): Enqueuer<JobDefinitions, TTx>["enqueue"] {
+    const { claim, env, span } = this.#run;
+    return async (kind: string, payload: unknown, options?: EnqueueOptions<TTx>) => {
+      await holdClaimIn(env, claim, options, "job.enqueue()");
+      return await env.enqueuer.enqueue(undefined, kind, payload, options, undefined, span.carrier);
+    };
+  }
+  get enqueueAfter(): Enqueuer<JobDefinitions, TTx>["enqueueAfter"] {
+    const { claim, env, span } = this.#run;
+    return async (
+      parents: string | readonly string[],
+      kind: string,
+      payload: unknown,
+      options?: EnqueueOptions<TTx>,
+    ) => {
+      await holdClaimIn(env, claim, options, "job.enqueueAfter()");
+      return await env.enqueuer.enqueue(parents, kind, payload, options, claim, span.carrier);
+    };
+  }
+
+  get step(): <T>(name: string, fn: () => T | Promise<T>, options?: StepOptions<TTx>) => Promise<T> {
+    return (name, fn, options) => this.#steps().step(name, fn, options);
+  }
+  get sleep(): (name: string, until: Duration | Date) => Promise<void> {
+    return (name, until) => this.#steps().sleep(name, until);
+  }
+  get invoke(): (name: string, kind: string, payload: unknown, options?: InvokeOptions) => Promise<unknown> {
+    return (name, kind, payload, options) => this.#steps().invoke(name, kind, payload, options);
+  }
+  // waitForEvent's type parameter only names what the sender sends: the data is whatever was sent.
+  get waitForEvent(): <T = unknown>(event: string, options?: WaitForEventOptions) => Promise<T | null> {
+    return <T>(event: string, options?: WaitForEventOptions) =>
+      this.#steps().waitForEvent(event, options) as Promise<T | null>;
+  }
+
+  /** The run's workflow, made at its first step. */
+  #steps(): WorkflowRun {
+    const run = this.#run;
+    const { claim, env, controller, span, decided, control } = run;
+    return run.workflow ??= new WorkflowRun(claim, {
+      ...env,
+      enqueueChild: (kind, payload, options) =>
+        env.enqueuer.enqueue(undefined, kind, payload, options, undefined, span.carrier),
+    }, {
+      signal: controller.signal,
+      traced: (name, fn) => span.step(name, fn),
+      // A long run's steps show in watch() as its progress, unless the handler reports its own; a run shorter
+      // than the interval writes none (its outcome or suspension is the news).
+      stepDone: (step, steps) => {
+        if (decided.reported || env.clock.now() - claim.startedAt < env.progressIntervalMs) return;
+        (decided.progress ??= new ProgressReporter(claim.id, claim.fence, env)).report({ step, steps });
+      },
+      lost: () => control.stop("lost"),
+      suspended: (finish, applied) => control.settle({ type: "suspended", finish, applied }),
+    });
+  }
+}
+
+/** Records the handler's decision `next`, once per run. */
+function decide(decided: RunDecision, next: Decision): Decided {
+  if (decided.decision) {
+    throw new StateError(`job.${next.type}() was called after job.${decided.decision.type}(); decide once per run`);
+  }
+  decided.decision = next;
+  return DECIDED[next.type];
 }
 
 /** What a run hands on when it ends: the outcome's pending write. */
@@ -397,7 +440,16 @@ async function run<TTx>(
     progress: undefined,
     reported: false,
   };
-  const jobContext = new RunContext(claim, env, controller, span, decided, control);
+  const jobContext = new RunContext({
+    claim,
+    env,
+    controller,
+    span,
+    decided,
+    control,
+    workflow: undefined,
+    createdAt: undefined,
+  });
   Promise.resolve()
     // A run stopped before its handler starts (claimed once its worker was stopping) never starts it. Not read
     // from the controller's signal: Node makes that object on first read, a cost every run would pay.
