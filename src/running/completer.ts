@@ -1,9 +1,10 @@
 /**
- * Writes job outcomes in batches: the first write starts in the turn of the
- * event loop after its first outcome, so the runs that end in the same turn
- * (the jobs of one claim, whose handlers return at once) share it; while one
- * batch is being saved, outcomes that arrive meanwhile gather into the next.
- * A busy worker writes many outcomes per round trip, an idle one each at once.
+ * Writes job outcomes in batches: a write starts in the turn of the event
+ * loop after the outcome that called for it, so the runs that end in the
+ * same turn (the jobs of one claim, whose handlers return at once) share it;
+ * while one batch is being saved, outcomes that arrive meanwhile gather into
+ * the next. A busy worker writes many outcomes per round trip, an idle one
+ * each at once.
  *
  * One outcome never takes the others down with it ({@link saveFinishes}):
  * - the store fails for a reason that passes ({@link StoreUnavailableError}:
@@ -199,7 +200,7 @@ export class Completer {
     return new Promise((settle) => {
       this.#pending.push({ outcome, settle, held: 0, dueAt: 0 });
       this.#wakeup.notify();
-      this.#flushing ??= laterTurn().then(() => this.#drain());
+      this.#flushing ??= this.#drain();
     });
   }
 
@@ -210,6 +211,9 @@ export class Completer {
 
   async #drain(): Promise<void> {
     while (this.#pending.length) {
+      // Each write waits for the turn of the event loop to end: the outcomes of runs ending in it join the batch,
+      // and on a pipelined connection the write goes out with the claim their freed slots made.
+      await laterTurn();
       const now = systemClock.now();
       const batch: Pending[] = [];
       const later: Pending[] = [];
