@@ -14,6 +14,7 @@ import type {
   ChangedJob,
   JobActivityParams,
   JobCount,
+  JobCountsParams,
   JobDeleteManyParams,
   JobDeleteParams,
   JobFilter,
@@ -73,10 +74,11 @@ export async function readActivity({ db, namespace }: LibsqlContext, p: JobActiv
 }
 
 /** `jobCounts`: the number of jobs per queue, kind, version and state. */
-export async function countJobs({ db, namespace }: LibsqlContext): Promise<JobCount[]> {
+export async function countJobs({ db, namespace }: LibsqlContext, p: JobCountsParams = {}): Promise<JobCount[]> {
+  const unfinished = p.unfinished ? " AND state NOT IN ('completed', 'failed', 'cancelled')" : "";
   const rs = await db.read({
     sql: `SELECT queue, kind, version, ${readStateSql(LAST_OUTCOME)} AS state, count(*) AS count FROM errand_jobs
-            WHERE namespace = ? GROUP BY 1, 2, 3, 4`,
+            WHERE namespace = ?${unfinished} GROUP BY 1, 2, 3, 4`,
     args: [namespace],
   });
   return rs.rows.map(toJobCount);

@@ -13,6 +13,7 @@ import type {
   ChangedJob,
   JobActivityParams,
   JobCount,
+  JobCountsParams,
   JobDeleteManyParams,
   JobDeleteParams,
   JobFilter,
@@ -103,11 +104,18 @@ async function schemaBytes(db: PostgresConnection, schema: string): Promise<numb
   return Number(row.bytes);
 }
 
-/** `jobCounts`: jobs by queue, kind, version and state. */
-export async function countJobs({ db, target }: PostgresContext): Promise<JobCount[]> {
+/**
+ * `jobCounts`: jobs by queue, kind, version and state; unfinished ones from
+ * the jobs table alone, which holds every one of them (and a few finished,
+ * see history.ts), never the history.
+ */
+export async function countJobs({ db, target }: PostgresContext, p: JobCountsParams = {}): Promise<JobCount[]> {
+  const from = p.unfinished
+    ? `${target.tables.jobs} WHERE namespace = $1 AND state NOT IN ('completed', 'failed', 'cancelled')`
+    : `${target.tables.allJobs} WHERE namespace = $1`;
   const rows = await db.query(
     `SELECT queue, kind, version, ${readStateSql(LAST_OUTCOME)} AS state, count(*)::int AS count
-     FROM ${target.tables.allJobs} WHERE namespace = $1 GROUP BY 1, 2, 3, 4`,
+     FROM ${from} GROUP BY 1, 2, 3, 4`,
     [target.namespace],
   );
   return rows.map(toJobCount);

@@ -107,7 +107,7 @@ export function composePostgresStore(sql: Sql, settings: PostgresStoreSettings):
     jobResolveWaiting: (p) => resolveWaitingJobs(ctx, p),
     // jobs.ts
     jobActivity: (p) => readActivity(ctx, p),
-    jobCounts: () => countJobs(ctx),
+    jobCounts: (p) => countJobs(ctx, p),
     jobDelete: (p) => deleteJob(ctx, p),
     jobDeleteMany: (p) => deleteJobs(ctx, p),
     jobGet: (p) => getJob(ctx, p),

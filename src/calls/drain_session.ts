@@ -127,7 +127,7 @@ export async function runDrainSession<TTx>(
     budgetEnd.cancel();
     for (const [step, call] of windDown) await steps.run(step, call);
   }
-  const counts = await steps.run(COUNT_LEFT, () => env.store.jobCounts());
+  const counts = await steps.run(COUNT_LEFT, () => env.store.jobCounts({ unfinished: true }));
   return counts.filter((c) => c.state === "available" && plan.queues.has(c.queue)).reduce((n, c) => n + c.count, 0);
 }
 

@@ -75,7 +75,7 @@ export class UnhandledReport {
 
   async #report(): Promise<void> {
     const { store, clock, logger } = this.#env;
-    const [counts, live] = await Promise.all([store.jobCounts(), liveWorkers(store, clock.now())]);
+    const [counts, live] = await Promise.all([store.jobCounts({ unfinished: true }), liveWorkers(store, clock.now())]);
     for (const { queue, kind, version, count } of unhandledOf(counts, live)) {
       const key = `${queue}\u0000${identity(kind, version)}`;
       if (!this.#env.works(queue) || this.#reported.has(key)) continue;

@@ -252,7 +252,7 @@ export async function commitJobs(run: MoveRun): Promise<void> {
       progress(run, "commit", done, all);
       if (keyless.length) progress(run, "commit", done, all, keylessMessage(keyless));
     }
-    const running = (await run.from.jobCounts()).some((c) => c.state === "running" && c.count > 0);
+    const running = (await run.from.jobCounts({ unfinished: true })).some((c) => c.state === "running" && c.count > 0);
     if (seen === 0 && !running) return;
     if (deleted > 0) {
       idle = 0;

@@ -64,7 +64,10 @@ export async function settleSource(run: MoveRun): Promise<void> {
 
 /** How many jobs run on the source. */
 async function runningOnSource(run: MoveRun): Promise<number> {
-  return (await run.from.jobCounts()).filter((c) => c.state === "running").reduce((n, c) => n + c.count, 0);
+  return (await run.from.jobCounts({ unfinished: true })).filter((c) => c.state === "running").reduce(
+    (n, c) => n + c.count,
+    0,
+  );
 }
 
 /** Rescues the source's running jobs whose lease lapsed; returns how many. */

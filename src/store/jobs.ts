@@ -23,6 +23,15 @@ export interface JobActivityParams {
   readonly bucketMs: number;
 }
 
+/** Parameters of {@link JobsStore.jobCounts}. */
+export interface JobCountsParams {
+  /**
+   * Count only the jobs not finished (none completed, failed or
+   * cancelled): a read that does not grow with the finished jobs kept.
+   */
+  readonly unfinished?: boolean;
+}
+
 /** Parameters of {@link JobsStore.jobDelete}. */
 export interface JobDeleteParams {
   /** The job. */
@@ -127,7 +136,7 @@ export interface JobsStore {
   /** Jobs enqueued, started and finished since `since`, their dispatch waits, and the space the tables take. */
   jobActivity(params: JobActivityParams): Promise<ActivityRow>;
   /** Counts jobs by queue, kind, version and state as read (groups with no jobs are left out). */
-  jobCounts(): Promise<JobCount[]>;
+  jobCounts(params?: JobCountsParams): Promise<JobCount[]>;
   /** Deletes a job unless it is running; returns whether one was deleted. */
   jobDelete(params: JobDeleteParams): Promise<boolean>;
   /**

@@ -130,25 +130,34 @@ export const jobCases: StoreCase[] = cases("jobs", [
       );
     },
   ],
-  ["jobCounts", "jobCounts() counts the namespace's jobs by queue, kind, version and state", async (env) => {
-    const store = await ready(env);
-    const other = await ready(env, "other");
-    checkEqual(await store.jobCounts(), [], "jobCounts() of an empty store");
-    const [a] = await insert(store, jobRow(), jobRow(), jobRow({ version: 2 }), jobRow({ queue: "mail" }));
-    await settle(store, a.id, "failed");
-    await insert(other, jobRow());
-    const key = (c: { queue: string; version: number; state: string }) => `${c.queue} ${c.version} ${c.state}`;
-    checkEqual(
-      (await store.jobCounts()).map((c) => `${key(c)} ${c.kind} ${c.count}`).sort(),
-      [
-        "default 1 available conformance 1",
-        "default 1 failed conformance 1",
-        "default 2 available conformance 1",
-        "mail 1 available conformance 1",
-      ],
-      "jobCounts()",
-    );
-  }],
+  [
+    "jobCounts",
+    "jobCounts() counts the namespace's jobs by queue, kind, version and state; unfinished ones alone when asked",
+    async (env) => {
+      const store = await ready(env);
+      const other = await ready(env, "other");
+      checkEqual(await store.jobCounts(), [], "jobCounts() of an empty store");
+      const [a] = await insert(store, jobRow(), jobRow(), jobRow({ version: 2 }), jobRow({ queue: "mail" }));
+      await settle(store, a.id, "failed");
+      await insert(other, jobRow());
+      const key = (c: { queue: string; version: number; state: string }) => `${c.queue} ${c.version} ${c.state}`;
+      checkEqual(
+        (await store.jobCounts()).map((c) => `${key(c)} ${c.kind} ${c.count}`).sort(),
+        [
+          "default 1 available conformance 1",
+          "default 1 failed conformance 1",
+          "default 2 available conformance 1",
+          "mail 1 available conformance 1",
+        ],
+        "jobCounts()",
+      );
+      checkEqual(
+        (await store.jobCounts({ unfinished: true })).map((c) => `${key(c)} ${c.count}`).sort(),
+        ["default 1 available 1", "default 2 available 1", "mail 1 available 1"],
+        "jobCounts({ unfinished: true }) leaves the failed job out",
+      );
+    },
+  ],
   ["jobDelete", "jobDelete() deletes a job that is not running and says whether it did", async (env) => {
     const store = await ready(env);
     const [waiting, running] = await insert(store, jobRow({ state: "scheduled", runAt: T0 + 60_000 }), jobRow());
