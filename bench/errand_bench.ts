@@ -28,9 +28,9 @@
  * bench does on `@libsql/client` and PostgreSQL only); and on PostgreSQL
  * only, the scale workloads of issue 43: `drain_backlog` and
  * `latency_backlog` (backlog.ts), `drain_snapshot` (snapshot.ts),
- * `drain_many_queues` (many_queues.ts), and `idle_cost`, `idle_cost_polling` and
- * `idle_cost_suspended` (idle.ts, whose worker processes are this script run
- * with `--idle-worker`). Each line says
+ * `drain_many_queues` (many_queues.ts), `history_prune` (history_prune.ts),
+ * and `idle_cost`, `idle_cost_polling` and `idle_cost_suspended` (idle.ts,
+ * whose worker processes are this script run with `--idle-worker`). Each line says
  * exactly which options were set, in `settings`. Each drain line says, in
  * `stall_ms` and `stall_own_ms`, the event loop's longest stall during the
  * drain.
@@ -46,6 +46,7 @@ import { logConsumeWorkloads } from "./errand_workloads/log_consume.ts";
 import { resultWorkloads } from "./errand_workloads/results.ts";
 import { backlogWorkloads } from "./errand_workloads/backlog.ts";
 import { IDLE_WORKER_FLAG, idleWorkerMain, idleWorkloads } from "./errand_workloads/idle.ts";
+import { historyPruneWorkloads } from "./errand_workloads/history_prune.ts";
 import { manyQueuesWorkloads } from "./errand_workloads/many_queues.ts";
 import { benchSession } from "./errand_workloads/session.ts";
 import { snapshotWorkloads } from "./errand_workloads/snapshot.ts";
@@ -67,7 +68,12 @@ function subject(store: StoreName): Subject {
       ...enqueueWorkloads(session),
       ...drainWorkloads(session),
       ...store === "postgres"
-        ? { ...backlogWorkloads(session), ...snapshotWorkloads(session), ...manyQueuesWorkloads(session) }
+        ? {
+          ...backlogWorkloads(session),
+          ...snapshotWorkloads(session),
+          ...manyQueuesWorkloads(session),
+          ...historyPruneWorkloads(session),
+        }
         : {},
       ...latencyWorkloads(session),
       ...resultWorkloads(session),

@@ -132,6 +132,7 @@ export const WORKLOADS = [
   "idle_cost",
   "idle_cost_polling",
   "idle_cost_suspended",
+  "history_prune",
 ] as const;
 /** One of {@link WORKLOADS}. */
 export type Workload = typeof WORKLOADS[number];
@@ -147,6 +148,7 @@ export type SharedWorkload = Exclude<
   | "idle_cost"
   | "idle_cost_polling"
   | "idle_cost_suspended"
+  | "history_prune"
   | "result_idle"
   | "result_busy"
   | "log_append_single"
@@ -402,7 +404,7 @@ export async function measureLatency(
  * idle window.
  */
 export function workloadTimeoutS(w: Workload): number {
-  if (w === "drain_backlog" || w === "latency_backlog") return CFG.timeoutS + 180;
+  if (w === "drain_backlog" || w === "latency_backlog" || w === "history_prune") return CFG.timeoutS + 180;
   if (w.startsWith("idle_cost")) return CFG.timeoutS + CFG.scale.idleS;
   return CFG.timeoutS;
 }
