@@ -337,7 +337,9 @@ export class Telemetry {
       const waitMs = Math.max(0, now - c.runAt);
       this.#m.wait.observe({}, waitMs / 1000);
       if (c.topic !== null) this.#m.topicClaims.inc({ topic: c.topic });
-      this.#tell("claimed", { id: c.id, kind: c.kind, queue: c.queue, attempt: c.attempt, waitMs });
+      if (this.#observer.claimed) {
+        this.#tell("claimed", { id: c.id, kind: c.kind, queue: c.queue, attempt: c.attempt, waitMs });
+      }
     }
   }
 
@@ -368,6 +370,9 @@ export class Telemetry {
       this.#m.jobDuration.observe({ kind: claim.kind, outcome }, Math.max(0, at - claim.createdAt) / 1000);
     }
     if (unsaved) this.#m.unsaved.inc();
+    // The event is made only for an observer of the outcome: every job pays for it otherwise.
+    const observer = this.#observer;
+    if (!(observer.completed || observer.failed || observer.retried)) return;
     const event = { id: claim.id, kind: claim.kind, queue: claim.queue, attempt: claim.attempt, durationMs };
     if (outcome === "completed") this.#tell("completed", event);
     if (outcome === "failed") this.#tell("failed", { ...event, error: run.error ?? null });
