@@ -16,6 +16,8 @@ import type { RunnableKind } from "../running/executor.ts";
 interface Kind {
   readonly definition: JobDefinition<unknown, unknown>;
   readonly handler: Handler<unknown, unknown, unknown, unknown> | undefined;
+  /** What a worker needs to run its jobs, made once: every run looks it up. */
+  readonly runnable: RunnableKind<unknown> | undefined;
 }
 
 /** The kinds of one errand instance. */
@@ -46,7 +48,13 @@ export class KindRegistry {
         );
       }
       const handler = handlers?.[key] as Handler<unknown, unknown, unknown, unknown> | undefined;
-      this.#kinds.set(id, { definition, handler });
+      const runnable = handler && {
+        handler,
+        retry: definition.retry ?? fallbackRetry,
+        timeoutMs: definition.timeoutMs,
+        validate: definition.validate,
+      };
+      this.#kinds.set(id, { definition, handler, runnable });
     }
   }
 
@@ -62,14 +70,8 @@ export class KindRegistry {
 
   /** What a worker needs to run jobs of stored kind `name` at `version`, or undefined without a handler here. */
   runnable<TTx>(name: string, version: number): RunnableKind<TTx> | undefined {
-    const kind = this.#kinds.get(identity(name, version));
-    if (!kind?.handler) return undefined;
-    return {
-      handler: kind.handler as Handler<unknown, unknown, unknown, TTx>,
-      retry: kind.definition.retry ?? this.#fallbackRetry,
-      timeoutMs: kind.definition.timeoutMs,
-      validate: kind.definition.validate,
-    };
+    // The handler takes the application's transaction type, which the registry does not carry.
+    return this.#kinds.get(identity(name, version))?.runnable as RunnableKind<TTx> | undefined;
   }
 
   /** Whether this instance has a handler for stored kind `name` at `version`. */
