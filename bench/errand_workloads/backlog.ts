@@ -40,14 +40,19 @@ export async function statesOf(db: BenchDatabase): Promise<Record<string, number
   return Object.fromEntries(rows.map((r) => [String(r.state), Number(r.n)]));
 }
 
-/** The sizes, in MB, of the jobs table (heap, all its indexes, the claim index) and of the history (all its partitions). */
+/**
+ * The sizes, in MB, of the jobs table (heap, all its indexes, the claim
+ * index) and of the history (all its partitions), and how many day
+ * partitions the history has.
+ */
 export async function tableSizes(db: BenchDatabase): Promise<Record<string, number>> {
   const [r] = await pgOf(db).sql(`SELECT pg_relation_size('errand.jobs') AS heap,
     pg_indexes_size('errand.jobs') AS indexes, pg_relation_size('errand.jobs_claim') AS claim_index,
     (SELECT coalesce(sum(pg_relation_size(c.oid)), 0) FROM pg_partition_tree('errand.history') AS t
        JOIN pg_class AS c ON c.oid = t.relid) AS history_heap,
     (SELECT coalesce(sum(pg_indexes_size(c.oid)), 0) FROM pg_partition_tree('errand.history') AS t
-       JOIN pg_class AS c ON c.oid = t.relid WHERE t.isleaf) AS history_indexes`);
+       JOIN pg_class AS c ON c.oid = t.relid WHERE t.isleaf) AS history_indexes,
+    (SELECT count(*) FROM pg_partition_tree('errand.history') WHERE isleaf) AS history_partitions`);
   const mb = (x: unknown) => round(Number(x) / 1048576, 1);
   return {
     heap_mb: mb(r.heap),
@@ -55,6 +60,7 @@ export async function tableSizes(db: BenchDatabase): Promise<Record<string, numb
     claim_index_mb: mb(r.claim_index),
     history_heap_mb: mb(r.history_heap),
     history_indexes_mb: mb(r.history_indexes),
+    history_partitions: Number(r.history_partitions),
   };
 }
 

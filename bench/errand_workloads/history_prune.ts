@@ -17,7 +17,7 @@
 import { createErrand, defineJobs, job } from "../../mod.ts";
 import { FakeClock } from "../../src/testing.ts";
 import { CFG, now, round, type WorkloadRun } from "../harness.ts";
-import { pgOf } from "./backlog.ts";
+import { pgOf, tableSizes } from "./backlog.ts";
 import { type Session, silent } from "./session.ts";
 
 const DAY_MS = 86_400_000;
@@ -40,26 +40,6 @@ export function historyPruneWorkloads(session: Session): Record<"history_prune",
         handlers: { bench: () => {} },
       }));
 
-      /** The sizes, in MB, of the jobs table and of the history (all its partitions), each heap and indexes. */
-      async function sizes(): Promise<Record<string, number>> {
-        const [r] = await sql(
-          `SELECT pg_relation_size('errand.jobs') AS jobs_heap, pg_indexes_size('errand.jobs') AS jobs_indexes,
-          (SELECT coalesce(sum(pg_relation_size(c.oid)), 0) FROM pg_partition_tree('errand.history') AS t
-             JOIN pg_class AS c ON c.oid = t.relid) AS history_heap,
-          (SELECT coalesce(sum(pg_indexes_size(c.oid)), 0) FROM pg_partition_tree('errand.history') AS t
-             JOIN pg_class AS c ON c.oid = t.relid WHERE t.isleaf) AS history_indexes,
-          (SELECT count(*) FROM pg_partition_tree('errand.history') WHERE isleaf) AS history_partitions`,
-        );
-        const mb = (x: unknown) => round(Number(x) / 1048576, 1);
-        return {
-          jobs_heap_mb: mb(r.jobs_heap),
-          jobs_indexes_mb: mb(r.jobs_indexes),
-          history_heap_mb: mb(r.history_heap),
-          history_indexes_mb: mb(r.history_indexes),
-          history_partitions: Number(r.history_partitions),
-        };
-      }
-
       /** `count` jobs completed during `day`, into `table`, their ids starting with `prefix`. */
       function fill(table: string, count: number, prefix = "done-"): Promise<unknown> {
         return sql(`INSERT INTO ${table} (id, namespace, kind, version, queue, state, priority, payload, attempt,
@@ -78,7 +58,7 @@ export function historyPruneWorkloads(session: Session): Record<"history_prune",
       await fill("errand.history", n);
       await sql("VACUUM (ANALYZE) errand.history");
       const fillMs = now() - t0;
-      const filled = await sizes();
+      const filled = await tableSizes(db);
 
       // The backfill of an upgrade: finished jobs left in the jobs table, moved by maintenance.
       const backfilled = Math.min(n, 50_000);
@@ -93,13 +73,13 @@ export function historyPruneWorkloads(session: Session): Record<"history_prune",
         if (!left.any) break;
       }
       const moveMs = now() - t0;
-      const moved = await sizes();
+      const moved = await tableSizes(db);
 
       clock.set((day + 2) * DAY_MS + 3_600_000);
       t0 = now();
       await errand.step();
       const pruneMs = now() - t0;
-      const pruned = await sizes();
+      const pruned = await tableSizes(db);
       const [left] = await sql("SELECT count(*) AS n FROM errand.all_jobs");
       if (Number(left.n) !== 0) throw new Error(`verification failed: ${left.n} jobs left after the day's prune`);
 
