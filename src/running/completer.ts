@@ -4,7 +4,7 @@
  * same turn (the jobs of one claim, whose handlers return at once) share it;
  * while one batch is being saved, outcomes that arrive meanwhile gather into
  * the next. A busy worker writes many outcomes per round trip, an idle one
- * each at once.
+ * each in the turn after it ends.
  *
  * One outcome never takes the others down with it ({@link saveFinishes}):
  * - the store fails for a reason that passes ({@link StoreUnavailableError}:

@@ -3,8 +3,11 @@
  * promise reaction already queued has run: what work started in this turn
  * adds meanwhile can then be handled together.
  *
- * `setImmediate` where the runtime has it (Node, Bun): it runs before any
- * timer; elsewhere (Deno, browsers, workers) a zero-delay timer.
+ * `setImmediate` where the runtime has it (Node, Bun): it runs once the
+ * turn's I/O is handled, with no timer's least delay; elsewhere (Deno,
+ * browsers, workers) a zero-delay timer. Either is the runtime's own as this
+ * module loaded, so a test that fakes the global timers later does not hold
+ * errand's writes back.
  *
  * @module
  */
