@@ -40,8 +40,19 @@ if (env("CHAOS_STORE") === "postgres") {
         const tables = await tx<
           { name: string }[]
         >`SELECT tablename AS name FROM pg_tables WHERE schemaname = ${schema}`;
-        const names = tables.map((t) => `"${schema}"."${t.name}"`).join(", ");
-        await tx.unsafe(`LOCK TABLE ${names} IN ACCESS EXCLUSIVE MODE`);
+        // The jobs table first: errand's statements start from it, so a statement under way is waited for, not
+        // deadlocked with. One that reached another table first may still deadlock with the lock (PostgreSQL then
+        // aborts one of the two): the lock is taken again until it holds, as a migration's retry would.
+        const names = tables.map((t) => t.name).sort((a, b) => Number(b === "jobs") - Number(a === "jobs"))
+          .map((name) => `"${schema}"."${name}"`).join(", ");
+        for (;;) {
+          try {
+            await tx.savepoint((sp) => sp.unsafe(`LOCK TABLE ${names} IN ACCESS EXCLUSIVE MODE`));
+            return;
+          } catch (err) {
+            if ((err as { code?: string }).code !== "40P01") throw err;
+          }
+        }
       },
     )
   );
